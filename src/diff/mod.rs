@@ -1,0 +1,1 @@
+//! Unified diffs exactly as CPython's `difflib.unified_diff` writes them.

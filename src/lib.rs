@@ -1,0 +1,11 @@
+//! patchgen: static, byte-exact re-implementation of VeOmni's patchgen.
+//!
+//! The pipeline, one module per stage:
+//! `project` (pyproject + discovery) → `config` (static evaluation → `PatchPlan`)
+//! → `upstream` (module resolution) → `codegen` (pure text generation)
+//! → `normalize` (ruff) → `diff` (difflib port) → `check` (drift gate).
+//! `pytext` holds the Python text semantics everything else mimics
+//! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …).
+
+pub mod diff;
+pub mod pytext;

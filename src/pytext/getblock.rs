@@ -1,0 +1,1 @@
+//! Emulation of `inspect.getblock` (CPython 3.11 `BlockFinder`).

@@ -1,0 +1,1 @@
+//! Enough of CPython 3.11 `tokenize.generate_tokens` for `inspect.BlockFinder`.
