@@ -7,5 +7,14 @@
 //! `pytext` holds the Python text semantics everything else mimics
 //! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …).
 
+pub mod atomic;
+pub mod check;
+pub mod cli;
+pub mod codegen;
+pub mod config;
 pub mod diff;
+pub mod normalize;
+pub mod pipeline;
+pub mod project;
 pub mod pytext;
+pub mod upstream;

@@ -3,3 +3,141 @@
 
 pub mod getblock;
 pub mod tokenize;
+
+/// Python's `str.isspace` for one character (Unicode White_Space plus the
+/// ASCII information separators `\x1c`–`\x1f`, which Python counts and Rust
+/// does not).
+pub fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// `str.strip()`.
+pub fn strip(s: &str) -> &str {
+    s.trim_matches(is_space)
+}
+
+/// `str.lstrip()`.
+pub fn lstrip(s: &str) -> &str {
+    s.trim_start_matches(is_space)
+}
+
+/// `str.rstrip()`.
+pub fn rstrip(s: &str) -> &str {
+    s.trim_end_matches(is_space)
+}
+
+/// Whether `c` ends a line for `str.splitlines`.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// `str.splitlines(keepends)`: every line, split at any of Python's line
+/// boundaries (`\r\n` counts once).
+pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut iter = s.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        if is_line_break(c) {
+            let mut end = i + c.len_utf8();
+            if c == '\r' {
+                if let Some(&(_, '\n')) = iter.peek() {
+                    iter.next();
+                    end += 1;
+                }
+            }
+            out.push(if keepends { &s[start..end] } else { &s[start..i] });
+            start = end;
+        }
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+/// `str.splitlines()`.
+pub fn splitlines(s: &str) -> Vec<&str> {
+    splitlines_impl(s, false)
+}
+
+/// `str.splitlines(keepends=True)`.
+pub fn splitlines_keepends(s: &str) -> Vec<&str> {
+    splitlines_impl(s, true)
+}
+
+/// Text as Python's universal-newline reading gives it (`\r\n` and `\r` → `\n`).
+pub fn universal_newlines(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\r') {
+        std::borrow::Cow::Owned(s.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// `textwrap.dedent`: blank-only lines (spaces and tabs) become empty, then
+/// the longest common leading run of spaces/tabs of the other lines is removed.
+pub fn dedent(text: &str) -> String {
+    // Lines split on "\n" only, as the regexes of textwrap do (`^`/`$` in
+    // MULTILINE mode only know "\n").
+    let lines: Vec<&str> = text.split('\n').collect();
+    let is_blank = |l: &str| !l.is_empty() && l.bytes().all(|b| b == b' ' || b == b'\t');
+    let mut margin: Option<&str> = None;
+    for line in &lines {
+        if line.is_empty() || is_blank(line) {
+            continue;
+        }
+        let indent_len = line.len() - line.trim_start_matches([' ', '\t']).len();
+        // A line whose first non-[ \t] character is "\n" cannot occur here.
+        let indent = &line[..indent_len];
+        margin = Some(match margin {
+            None => indent,
+            Some(m) if indent.starts_with(m) => m,
+            Some(m) if m.starts_with(indent) => indent,
+            Some(m) => {
+                let common = m
+                    .bytes()
+                    .zip(indent.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                &m[..common]
+            }
+        });
+    }
+    let margin = margin.unwrap_or("");
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if is_blank(line) {
+            continue;
+        }
+        out.push_str(line.strip_prefix(margin).unwrap_or(line));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitlines_matches_python() {
+        assert_eq!(splitlines("a\nb\r\nc\rd\x0ce"), vec!["a", "b", "c", "d", "e"]);
+        assert_eq!(splitlines("a\n"), vec!["a"]);
+        assert_eq!(splitlines(""), Vec::<&str>::new());
+        assert_eq!(splitlines_keepends("a\n\nb"), vec!["a\n", "\n", "b"]);
+    }
+
+    #[test]
+    fn dedent_matches_textwrap() {
+        assert_eq!(dedent("    a\n      b\n"), "a\n  b\n");
+        assert_eq!(dedent("  a\n\t b\n"), "a\n\t b\n".replace("a\n\t b", "  a\n\t b"));
+        assert_eq!(dedent("    a\n   \n    b"), "a\n\nb");
+        assert_eq!(dedent("a\n  b"), "a\n  b");
+    }
+}

@@ -1,0 +1,240 @@
+//! The reference's text surgery helpers, reproduced exactly: segment
+//! extraction, decorator stripping, `name_map`, re-indentation, blank-line
+//! collapsing. All pure functions over strings.
+
+use crate::pytext;
+
+/// Characters of `s` (Python indexes strings by code point).
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s[n:]` by code points.
+fn skip_chars(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[i..],
+        None => "",
+    }
+}
+
+/// `len(line) - len(line.lstrip())`.
+pub fn indent_width(line: &str) -> usize {
+    char_len(line) - char_len(pytext::lstrip(line))
+}
+
+/// `extract_source_segment`: lines `start_line..=end_line` (1-based) plus
+/// every line above that is blank or starts (after stripping) with `#` or `@`.
+pub fn extract_source_segment(source_lines: &[&str], start_line: usize, end_line: usize) -> String {
+    let mut actual_start = start_line.saturating_sub(1);
+    while actual_start > 0 {
+        let prev = pytext::strip(source_lines.get(actual_start - 1).copied().unwrap_or(""));
+        if prev.starts_with('#') || prev.starts_with('@') || prev.is_empty() {
+            actual_start -= 1;
+        } else {
+            break;
+        }
+    }
+    let end = end_line.min(source_lines.len());
+    if actual_start >= end {
+        return String::new();
+    }
+    source_lines[actual_start..end].join("\n")
+}
+
+const PATCH_DECORATOR_NAMES: [&str; 6] = [
+    "replace_class",
+    "replace_function",
+    "override_method",
+    "modify_init",
+    "add_helper",
+    "add_helper_after",
+];
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// `re.match(r"@(?:config\.)?(?:replace_class|…|add_helper_after)\b", stripped)`.
+fn is_patch_decorator(stripped: &str) -> bool {
+    let Some(rest) = stripped.strip_prefix('@') else { return false };
+    let candidates: [&str; 2] = [rest.strip_prefix("config.").unwrap_or("\u{0}"), rest];
+    candidates.iter().any(|rest| {
+        PATCH_DECORATOR_NAMES.iter().any(|name| {
+            rest.strip_prefix(name)
+                .is_some_and(|after| !after.chars().next().is_some_and(is_word_char))
+        })
+    })
+}
+
+fn paren_balance(s: &str) -> i64 {
+    s.matches('(').count() as i64 - s.matches(')').count() as i64
+}
+
+/// `strip_patch_decorators`: drop DSL decorator lines (following a
+/// multi-line decorator by naive parenthesis counting).
+pub fn strip_patch_decorators(source: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut in_decorator = false;
+    let mut depth = 0i64;
+    for line in pytext::splitlines(source) {
+        let stripped = pytext::strip(line);
+        if !in_decorator && is_patch_decorator(stripped) {
+            depth = paren_balance(stripped);
+            in_decorator = depth > 0;
+            continue;
+        }
+        if in_decorator {
+            depth += paren_balance(stripped);
+            if depth <= 0 {
+                in_decorator = false;
+            }
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
+/// `_apply_name_map`: plain replacement, longest key first (stable for
+/// equal lengths, in the dict's order).
+pub fn apply_name_map(source: &str, name_map: Option<&[(String, String)]>) -> String {
+    let Some(map) = name_map else { return source.to_string() };
+    let mut entries: Vec<&(String, String)> = map.iter().collect();
+    entries.sort_by(|a, b| char_len(&b.0).cmp(&char_len(&a.0)));
+    let mut s = source.to_string();
+    for (old, new) in entries {
+        s = py_replace(&s, old, new, None);
+    }
+    s
+}
+
+/// `str.replace(old, new[, count])`, including Python's behaviour for an
+/// empty `old` (insert between every character).
+pub fn py_replace(s: &str, old: &str, new: &str, count: Option<usize>) -> String {
+    if old.is_empty() {
+        let mut out = String::new();
+        let mut n = 0;
+        let limit = count.unwrap_or(usize::MAX);
+        for c in s.chars() {
+            if n < limit {
+                out.push_str(new);
+                n += 1;
+            }
+            out.push(c);
+        }
+        if n < limit {
+            out.push_str(new);
+        }
+        return out;
+    }
+    match count {
+        None => s.replace(old, new),
+        Some(n) => s.replacen(old, new, n),
+    }
+}
+
+/// `_split_leading_comments`: the lines before the first `def `, `async def `,
+/// `@` or `class ` line (trailing blanks dropped), and the rest.
+pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
+    let lines = pytext::splitlines(source);
+    let mut i = 0;
+    while i < lines.len() {
+        let stripped = pytext::lstrip(lines[i]);
+        if ["def ", "async def ", "@", "class "].iter().any(|p| stripped.starts_with(p)) {
+            break;
+        }
+        i += 1;
+    }
+    let mut leading = lines[..i].to_vec();
+    while leading.last().is_some_and(|l| pytext::strip(l).is_empty()) {
+        leading.pop();
+    }
+    (leading, lines[i..].join("\n"))
+}
+
+/// `_indent_preserved_source`: re-indent so the first non-blank line sits
+/// at `target_indent` spaces.
+pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<String> {
+    let lines = pytext::splitlines(preserved);
+    let first = lines.iter().find(|l| !pytext::strip(l).is_empty()).copied().unwrap_or("");
+    let preserved_indent = indent_width(first);
+    let pad = " ".repeat(target_indent);
+    lines
+        .iter()
+        .map(|line| {
+            if pytext::strip(line).is_empty() {
+                String::new()
+            } else {
+                let stripped = if char_len(line) >= preserved_indent {
+                    skip_chars(line, preserved_indent)
+                } else {
+                    pytext::lstrip(line)
+                };
+                format!("{pad}{stripped}")
+            }
+        })
+        .collect()
+}
+
+/// `_collapse_blank_lines`: no run of more than `max` blank lines.
+pub fn collapse_blank_lines(source: &str, max: usize) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut run = 0;
+    for line in pytext::splitlines(source) {
+        if pytext::strip(line).is_empty() {
+            run += 1;
+            if run <= max {
+                out.push(line);
+            }
+        } else {
+            run = 0;
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+/// `"# " + "=" * n`.
+pub fn rule(n: usize) -> String {
+    format!("# {}", "=".repeat(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_takes_comments_decorators_and_blanks_above() {
+        let lines = ["x = 1", "", "# c", "@d", "class A:", "    pass", "# trailing"];
+        assert_eq!(extract_source_segment(&lines, 4, 6), "\n# c\n@d\nclass A:\n    pass");
+    }
+
+    #[test]
+    fn strips_only_patch_decorators() {
+        let src = "@config.replace_class(\n    \"X\",\n    description=\"d\",\n)\n@torch.no_grad()\nclass Y:\n    pass";
+        assert_eq!(strip_patch_decorators(src), "@torch.no_grad()\nclass Y:\n    pass");
+        assert_eq!(strip_patch_decorators("@cfg.replace_class(\"X\")\nclass Y: ..."), "@cfg.replace_class(\"X\")\nclass Y: ...");
+        assert_eq!(strip_patch_decorators("@config.add_helper_after(\"X\")\n@dataclass\nclass Y: ..."), "@dataclass\nclass Y: ...");
+        assert_eq!(strip_patch_decorators("@add_helpers\ndef f(): ..."), "@add_helpers\ndef f(): ...");
+    }
+
+    #[test]
+    fn name_map_longest_first() {
+        let map = vec![("Qwen3_5".to_string(), "A".to_string()), ("Qwen3_5Moe".to_string(), "B".to_string())];
+        assert_eq!(apply_name_map("Qwen3_5Moe Qwen3_5", Some(&map)), "B A");
+    }
+
+    #[test]
+    fn reindent_like_reference() {
+        assert_eq!(indent_preserved_source("def f():\n    x\n\n  \n", 4), vec!["    def f():", "        x", "", ""]);
+        // Lines shorter than the first line's indent are lstripped.
+        assert_eq!(indent_preserved_source("    a\n  b\n", 0), vec!["a", "b"]);
+        // Longer ones lose that many characters, whatever they are.
+        assert_eq!(indent_preserved_source("    a\nbcdef\n", 0), vec!["a", "ef"]);
+    }
+
+    #[test]
+    fn collapse_keeps_two_blank_lines() {
+        assert_eq!(collapse_blank_lines("a\n\n\n\n\nb\n", 2), "a\n\n\nb");
+    }
+}

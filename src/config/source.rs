@@ -1,0 +1,239 @@
+//! Source text of functions and classes defined in a config file, exactly as
+//! the reference obtains it: `inspect.getsource` (CPython 3.11 rules) plus
+//! the contiguous column-0 `#` comment block directly above it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ruff_python_ast::{ModModule, Stmt};
+use ruff_python_parser::Parsed;
+use ruff_text_size::{Ranged, TextSize};
+
+use super::plan::Loc;
+use crate::pytext;
+
+/// A Python file read and parsed once, shared by every evaluation that uses it.
+pub struct ParsedFile {
+    pub path: PathBuf,
+    /// Text after universal-newline decoding, as Python reads it.
+    pub text: String,
+    pub parsed: Parsed<ModModule>,
+    line_starts: Vec<u32>,
+}
+
+impl std::fmt::Debug for ParsedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ParsedFile({})", self.path.display())
+    }
+}
+
+/// Why a Python file could not be read.
+#[derive(Debug)]
+pub struct SyntaxProblem {
+    pub line: usize,
+    pub message: String,
+}
+
+impl ParsedFile {
+    /// Parse `text` (already decoded); `Err` carries the first syntax error.
+    pub fn parse(path: PathBuf, raw_text: &str) -> Result<ParsedFile, SyntaxProblem> {
+        let text = pytext::universal_newlines(raw_text).into_owned();
+        let line_starts = line_starts(&text);
+        match ruff_python_parser::parse_module(&text) {
+            Ok(parsed) => Ok(ParsedFile { path, text, parsed, line_starts }),
+            Err(err) => {
+                let offset: usize = err.location.start().into();
+                let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);
+                Err(SyntaxProblem { line, message: err.error.to_string() })
+            }
+        }
+    }
+
+    pub fn body(&self) -> &[Stmt] {
+        &self.parsed.syntax().body
+    }
+
+    /// 1-based line of a byte offset (lines counted by "\n", as CPython's
+    /// tokenizer counts them after universal-newline decoding).
+    pub fn line_of(&self, offset: TextSize) -> usize {
+        let offset = u32::from(offset);
+        self.line_starts.partition_point(|&s| s <= offset)
+    }
+
+    pub fn loc(&self, offset: TextSize) -> Loc {
+        Loc { path: self.path.clone(), line: self.line_of(offset) }
+    }
+
+    /// The file's lines as `file.readlines()` gives them (split after "\n").
+    pub fn readlines(&self) -> Vec<&str> {
+        self.text.split_inclusive('\n').collect()
+    }
+}
+
+pub fn line_starts(text: &str) -> Vec<u32> {
+    let mut starts = vec![0u32];
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            starts.push((i + 1) as u32);
+        }
+    }
+    starts
+}
+
+/// A function or class defined in a module patchgen evaluated.
+#[derive(Debug)]
+pub struct DefObj {
+    pub name: String,
+    /// Dotted name of the defining module (`__module__`).
+    pub module: String,
+    pub file: Arc<ParsedFile>,
+    pub is_class: bool,
+    /// 1-based line CPython records as the object's first line: for a
+    /// function `co_firstlineno` (its first decorator, else the `def`); for a
+    /// class, unused (inspect looks classes up by qualified name).
+    pub first_line: usize,
+    /// Where the definition statement is, for messages.
+    pub loc: Loc,
+}
+
+/// Python's `lineno` of a `def`/`class` statement: the line of its keyword
+/// (`async` for `async def`), found by walking back from the name.
+pub fn keyword_line(file: &ParsedFile, name_start: TextSize) -> usize {
+    let text = file.text.as_bytes();
+    let mut i = u32::from(name_start) as usize;
+    // Skip whitespace and backslash continuations before the name, then the keyword.
+    let skip_ws = |mut i: usize| {
+        loop {
+            while i > 0 && matches!(text[i - 1], b' ' | b'\t' | b'\x0c') {
+                i -= 1;
+            }
+            if i >= 2 && text[i - 1] == b'\n' && text[i - 2] == b'\\' {
+                i -= 2;
+                continue;
+            }
+            return i;
+        }
+    };
+    i = skip_ws(i);
+    while i > 0 && text[i - 1].is_ascii_alphabetic() {
+        i -= 1;
+    }
+    let kw_start = i;
+    let j = skip_ws(i);
+    if j >= 5 && &text[j - 5..j] == b"async" {
+        return file.line_of(TextSize::from((j - 5) as u32));
+    }
+    file.line_of(TextSize::from(kw_start as u32))
+}
+
+/// `inspect._ClassFinder`: the first class (pre-order) whose qualified name
+/// is `qualname`; returns the 0-based line inspect starts the block at.
+pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
+    fn walk(file: &ParsedFile, body: &[Stmt], stack: &mut Vec<String>, qualname: &str) -> Option<usize> {
+        for stmt in body {
+            if let Some(found) = walk_stmt(file, stmt, stack, qualname) {
+                return Some(found);
+            }
+        }
+        None
+    }
+    fn walk_stmt(file: &ParsedFile, stmt: &Stmt, stack: &mut Vec<String>, qualname: &str) -> Option<usize> {
+        match stmt {
+            Stmt::FunctionDef(f) => {
+                stack.push(f.name.id.to_string());
+                stack.push("<locals>".into());
+                let r = walk(file, &f.body, stack, qualname);
+                stack.pop();
+                stack.pop();
+                r
+            }
+            Stmt::ClassDef(c) => {
+                stack.push(c.name.id.to_string());
+                if stack.join(".") == qualname {
+                    let line = match c.decorator_list.first() {
+                        Some(d) => file.line_of(d.expression.start()),
+                        None => keyword_line(file, c.name.start()),
+                    };
+                    stack.pop();
+                    return Some(line - 1);
+                }
+                let r = walk(file, &c.body, stack, qualname);
+                stack.pop();
+                r
+            }
+            Stmt::If(s) => walk(file, &s.body, stack, qualname).or_else(|| {
+                s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, stack, qualname))
+            }),
+            Stmt::For(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
+            Stmt::While(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
+            Stmt::With(s) => walk(file, &s.body, stack, qualname),
+            Stmt::Try(s) => walk(file, &s.body, stack, qualname)
+                .or_else(|| {
+                    s.handlers.iter().find_map(|h| {
+                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                        walk(file, &h.body, stack, qualname)
+                    })
+                })
+                .or_else(|| walk(file, &s.orelse, stack, qualname))
+                .or_else(|| walk(file, &s.finalbody, stack, qualname)),
+            Stmt::Match(s) => s.cases.iter().find_map(|c| walk(file, &c.body, stack, qualname)),
+            _ => None,
+        }
+    }
+    walk(file, file.body(), &mut Vec::new(), qualname)
+}
+
+/// Why an object's source could not be found (inspect's `OSError`).
+#[derive(Debug)]
+pub struct SourceError(pub String);
+
+/// `inspect.getsource(obj)` for a function or class.
+fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, usize), SourceError> {
+    let lnum = if def.is_class {
+        find_class_start(&def.file, &def.name)
+            .ok_or_else(|| SourceError(format!("could not find class definition of {}", def.name)))?
+    } else {
+        pytext::getblock::find_function_start(lines, def.first_line - 1).map_err(|e| SourceError(format!("{e:?}")))?
+    };
+    if lnum >= lines.len() {
+        return Err(SourceError("lineno is out of bounds".into()));
+    }
+    let n = pytext::getblock::getblock(&lines[lnum..])
+        .map_err(|e| SourceError(format!("{e}")))?;
+    Ok((lines[lnum..lnum + n].to_vec(), lnum))
+}
+
+/// The reference's `get_object_source_with_leading_comments`.
+pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, SourceError> {
+    let lines = def.file.readlines();
+    let (src_lines, start) = getsourcelines(def, &lines)?;
+    let mut actual_start = start;
+    while actual_start > 0 {
+        let raw = lines[actual_start - 1].strip_suffix('\n').unwrap_or(lines[actual_start - 1]);
+        if pytext::strip(raw).is_empty() || raw.starts_with('#') {
+            actual_start -= 1;
+            continue;
+        }
+        break;
+    }
+    let mut leading = &lines[actual_start..start];
+    while let Some(first) = leading.first() {
+        if pytext::strip(first).is_empty() {
+            leading = &leading[1..];
+        } else {
+            break;
+        }
+    }
+    while let Some(last) = leading.last() {
+        if pytext::strip(last).is_empty() {
+            leading = &leading[..leading.len() - 1];
+        } else {
+            break;
+        }
+    }
+    let mut out = String::new();
+    for l in leading.iter().chain(src_lines.iter()) {
+        out.push_str(l);
+    }
+    Ok(out)
+}

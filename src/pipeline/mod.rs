@@ -1,0 +1,177 @@
+//! One config, end to end: evaluate → find upstream → generate → ruff →
+//! diff. Pure of writes: the caller decides whether to write, compare or
+//! fix. Configs are independent jobs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::codegen;
+use crate::config::{self, source::ParsedFile, EvalError, PatchPlan, ProjectLoader, Warning};
+use crate::normalize::{Ruff, RuffError};
+use crate::project::Project;
+use crate::pytext;
+use crate::upstream::{SearchPath, UpstreamError};
+
+/// Everything one run shares between configs.
+pub struct Context {
+    pub project: Project,
+    pub loader: ProjectLoader,
+    pub search: SearchPath,
+    pub ruff: Ruff,
+    transformers_version: std::sync::OnceLock<String>,
+}
+
+/// A config's generated files, in memory.
+pub struct Generated {
+    pub module: String,
+    pub plan: PatchPlan,
+    pub config_path: PathBuf,
+    pub output_dir: PathBuf,
+    pub py_path: PathBuf,
+    pub diff_path: PathBuf,
+    pub py: String,
+    pub diff: String,
+    pub upstream_origin: PathBuf,
+    pub upstream_lines: usize,
+    pub warnings: Vec<Warning>,
+}
+
+/// Why a config failed.
+#[derive(Debug)]
+pub enum Failure {
+    Eval(EvalError),
+    NotAConfig { module: String, config_name: String, path: Option<PathBuf> },
+    Upstream(UpstreamError),
+    UpstreamSyntax { origin: PathBuf, line: usize, message: String },
+    Codegen { module: String, error: codegen::CodegenError },
+    Ruff { py_path: PathBuf, error: RuffError },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Eval(e) => write!(f, "{e}"),
+            Failure::NotAConfig { module, config_name, path } => {
+                match path {
+                    Some(p) => write!(f, "{}: ", p.display())?,
+                    None => {}
+                }
+                write!(
+                    f,
+                    "`{config_name}` in `{module}` is missing or not a PatchConfig\n  help: the module must assign `{config_name} = PatchConfig(...)` at module level (or pass `-c NAME`)"
+                )
+            }
+            Failure::Upstream(e) => write!(f, "{e}"),
+            Failure::UpstreamSyntax { origin, line, message } => {
+                write!(f, "{}:{line}: syntax error in the upstream module: {message}", origin.display())
+            }
+            Failure::Codegen { module, error } => write!(f, "{module}: code generation error: {error}"),
+            Failure::Ruff { py_path, error } => write!(f, "{}: {error}", py_path.display()),
+        }
+    }
+}
+
+/// `a/<module/as/path>.py` vs `b/<target_file>`, `n=3`, every line
+/// right-stripped, one final newline (the reference's `.diff`).
+pub fn build_diff(upstream: &str, generated: &str, source_module: &str, target_file: &str) -> String {
+    let a = pytext::splitlines_keepends(upstream);
+    let b = pytext::splitlines_keepends(generated);
+    let raw = crate::diff::unified_diff(
+        &a,
+        &b,
+        &format!("a/{}.py", source_module.replace('.', "/")),
+        &format!("b/{target_file}"),
+        3,
+    );
+    strip_trailing_ws(&raw)
+}
+
+/// The reference's `strip_diff_trailing_ws`.
+pub fn strip_trailing_ws(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut out = pytext::splitlines(text).iter().map(|l| pytext::rstrip(l)).collect::<Vec<_>>().join("\n");
+    out.push('\n');
+    out
+}
+
+/// `<config dir>/generated`, or next to a `patches/` parent.
+pub fn default_output_dir(config_path: &Path) -> PathBuf {
+    let resolved = crate::project::resolve(config_path);
+    let parent = resolved.parent().unwrap_or(Path::new("/"));
+    if parent.file_name().is_some_and(|n| n == "patches") {
+        parent.parent().unwrap_or(parent).join("generated")
+    } else {
+        parent.join("generated")
+    }
+}
+
+impl Context {
+    pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>) -> Context {
+        let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
+        let search = SearchPath::from_env(&project.root, cwd);
+        let ruff = Ruff {
+            program: ruff_override.or_else(|| project.settings.ruff.clone()).unwrap_or_else(|| PathBuf::from("ruff")),
+            extra_ignore: project.settings.ruff_extra_ignore.clone(),
+            isolated: project.settings.ruff_isolated,
+        };
+        Context { project, loader, search, ruff, transformers_version: std::sync::OnceLock::new() }
+    }
+
+    pub fn transformers_version(&self) -> &str {
+        self.transformers_version.get_or_init(|| self.search.transformers_version())
+    }
+
+    /// Evaluate a config module into its plan.
+    pub fn evaluate(&self, module: &str, config_name: &str) -> Result<(PatchPlan, PathBuf, Vec<Warning>), Failure> {
+        match config::evaluate(&self.loader, module, config_name).map_err(Failure::Eval)? {
+            Some(ev) => Ok((ev.plan, ev.path, ev.warnings)),
+            None => Err(Failure::NotAConfig {
+                module: module.to_string(),
+                config_name: config_name.to_string(),
+                path: self.loader.find(module).map(|(p, _)| p),
+            }),
+        }
+    }
+
+    /// Generate one config completely in memory.
+    pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
+        let (plan, config_path, warnings) = self.evaluate(module, config_name)?;
+        let upstream = self.search.find_module(&plan.source_module).map_err(Failure::Upstream)?;
+        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| Failure::UpstreamSyntax {
+            origin: upstream.origin.clone(),
+            line: e.line,
+            message: e.message,
+        })?;
+        let parsed = Arc::new(parsed);
+        let raw = codegen::generate(&plan, &parsed, self.transformers_version())
+            .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
+        let output_dir = match output_dir {
+            Some(d) => d.to_path_buf(),
+            None => default_output_dir(&config_path),
+        };
+        let py_path = output_dir.join(&plan.target_file);
+        let diff_name = Path::new(&plan.target_file).with_extension("diff");
+        let diff_path = output_dir.join(diff_name.file_name().unwrap_or(diff_name.as_os_str()));
+        let abs_target = if py_path.is_absolute() { py_path.clone() } else { std::env::current_dir().unwrap_or_default().join(&py_path) };
+        let py = self
+            .ruff
+            .normalize(&raw, &abs_target)
+            .map_err(|error| Failure::Ruff { py_path: py_path.clone(), error })?;
+        let diff = build_diff(&parsed.text, &py, &plan.source_module, &plan.target_file);
+        Ok(Generated {
+            module: module.to_string(),
+            upstream_lines: pytext::splitlines(&parsed.text).len(),
+            plan,
+            config_path,
+            output_dir,
+            py_path,
+            diff_path,
+            py,
+            diff,
+            upstream_origin: upstream.origin,
+            warnings,
+        })
+    }
+}
