@@ -499,6 +499,7 @@ impl<'a> Evaluator<'a> {
         }
         let def = Rc::new(DefObj {
             name: name.id.to_string(),
+            qualname: name.id.to_string(),
             module: frame.module.clone(),
             file: frame.file.clone(),
             is_class,

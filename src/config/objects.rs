@@ -57,9 +57,14 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
             }
         }
         Value::Def(d) => match attr {
-            "__name__" | "__qualname__" => Value::str(&d.name),
+            "__name__" => Value::str(&d.name),
+            "__qualname__" => Value::str(&d.qualname),
             "__module__" => Value::str(&d.module),
             "__wrapped__" => base.clone(),
+            _ if d.is_class => match super::source::class_member(d, attr) {
+                Some(member) => Value::Def(Rc::new(member)),
+                None => opaque(&format!("{}.{attr}", d.name), loc.clone()),
+            },
             _ => opaque(&format!("{}.{attr}", d.name), loc.clone()),
         },
         Value::Module(m) => {

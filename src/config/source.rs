@@ -84,6 +84,8 @@ pub fn line_starts(text: &str) -> Vec<u32> {
 #[derive(Debug)]
 pub struct DefObj {
     pub name: String,
+    /// `__qualname__` (`Outer.Inner` for a class in a class body).
+    pub qualname: String,
     /// Dotted name of the defining module (`__module__`).
     pub module: String,
     pub file: Arc<ParsedFile>,
@@ -190,7 +192,7 @@ pub struct SourceError(pub String);
 /// `inspect.getsource(obj)` for a function or class.
 fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, usize), SourceError> {
     let lnum = if def.is_class {
-        find_class_start(&def.file, &def.name)
+        find_class_start(&def.file, &def.qualname)
             .ok_or_else(|| SourceError(format!("could not find class definition of {}", def.name)))?
     } else {
         pytext::getblock::find_function_start(lines, def.first_line - 1).map_err(|e| SourceError(format!("{e:?}")))?
@@ -236,4 +238,70 @@ pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, Sourc
         out.push_str(l);
     }
     Ok(out)
+}
+
+/// The class statement a `DefObj` stands for (by its keyword line).
+pub fn find_class_stmt<'f>(file: &'f ParsedFile, keyword_line_1: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
+    fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
+        for stmt in body {
+            let found = match stmt {
+                Stmt::ClassDef(c) if keyword_line(file, c.name.start()) == line => Some(c),
+                Stmt::ClassDef(c) => walk(file, &c.body, line),
+                Stmt::If(s) => walk(file, &s.body, line)
+                    .or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
+                Stmt::Try(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
+                _ => None,
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+    walk(file, file.body(), keyword_line_1)
+}
+
+/// `Class.attr` for a function or class defined directly in the class body
+/// (the last binding wins, as in the class namespace).
+pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
+    let stmt = find_class_stmt(&class.file, class.loc.line)?;
+    let mut found = None;
+    for member in &stmt.body {
+        match member {
+            Stmt::FunctionDef(f) if f.name.id.as_str() == attr => {
+                let def_line = keyword_line(&class.file, f.name.start());
+                let first_line = f
+                    .decorator_list
+                    .first()
+                    .map(|d| class.file.line_of(d.expression.start()))
+                    .unwrap_or(def_line);
+                found = Some(DefObj {
+                    name: attr.to_string(),
+                    qualname: format!("{}.{attr}", class.qualname),
+                    module: class.module.clone(),
+                    file: class.file.clone(),
+                    is_class: false,
+                    first_line,
+                    loc: Loc { path: class.file.path.clone(), line: def_line },
+                });
+            }
+            Stmt::ClassDef(c) if c.name.id.as_str() == attr => {
+                let def_line = keyword_line(&class.file, c.name.start());
+                found = Some(DefObj {
+                    name: attr.to_string(),
+                    qualname: format!("{}.{attr}", class.qualname),
+                    module: class.module.clone(),
+                    file: class.file.clone(),
+                    is_class: true,
+                    first_line: def_line,
+                    loc: Loc { path: class.file.path.clone(), line: def_line },
+                });
+            }
+            Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == attr)) => {
+                found = None;
+            }
+            _ => {}
+        }
+    }
+    found
 }
