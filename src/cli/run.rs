@@ -111,6 +111,19 @@ fn print_warnings(style: &Style, g: &Generated) {
     for w in &g.warnings {
         eprintln!("{} {}: {}", style.warn("warning:"), w.loc, w.message);
     }
+    print_injected(style, g, "");
+}
+
+/// One line naming the override targets that were injected, not overridden.
+fn print_injected(style: &Style, g: &Generated, pad: &str) {
+    if !g.injected.is_empty() {
+        eprintln!(
+            "{pad}{} {} method(s) not found upstream, injected: {}",
+            style.dim("note:"),
+            g.injected.len(),
+            g.injected.join(", ")
+        );
+    }
 }
 
 fn list(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
@@ -356,6 +369,9 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
             Outcome::NotAConfig => continue,
             Outcome::Done(g) => {
                 let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
+                if settings.verbose && settings.format == Format::Text {
+                    print_injected(style, &g, "  ");
+                }
                 let result = match strict_failure(settings, &g) {
                     Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
                     None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),

@@ -92,9 +92,6 @@ impl Frame {
         self.file.loc(node.start())
     }
 
-    pub fn loc_at(&self, offset: TextSize) -> Loc {
-        self.file.loc(offset)
-    }
 }
 
 /// Modules whose names are the patchgen DSL itself.
@@ -274,7 +271,15 @@ impl<'a> Evaluator<'a> {
                 self.assign(frame, &aug.target, new)
             }
             Stmt::Expr(expr) => {
-                self.eval(frame, &expr.value)?;
+                if let Value::Decorator(d) = self.eval(frame, &expr.value)? {
+                    self.warn(
+                        frame.loc(stmt),
+                        format!(
+                            "this call registers nothing: without `replacement=` it returns a decorator, which is discarded (target `{}`)",
+                            d.target
+                        ),
+                    );
+                }
                 Ok(())
             }
             Stmt::FunctionDef(func) => self.exec_def(frame, stmt, &func.decorator_list, &func.name, false, &func.body),

@@ -102,3 +102,35 @@ impl ModuleLoader for ProjectLoader {
         Some(self.parse_file(&path).map(|file| LoadedModule { file, is_package }))
     }
 }
+
+/// Modules held in memory (`module name → source`), for tests and fuzzing.
+pub struct MemoryLoader {
+    modules: HashMap<String, (PathBuf, Result<Arc<ParsedFile>, LoadError>)>,
+}
+
+impl MemoryLoader {
+    pub fn new<'a>(modules: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let modules = modules
+            .into_iter()
+            .map(|(name, text)| {
+                let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
+                let parsed = ParsedFile::parse(path.clone(), text)
+                    .map(Arc::new)
+                    .map_err(|e| LoadError::Syntax { path: path.clone(), line: e.line, message: e.message });
+                (name.to_string(), (path, parsed))
+            })
+            .collect();
+        MemoryLoader { modules }
+    }
+}
+
+impl ModuleLoader for MemoryLoader {
+    fn exists(&self, module: &str) -> bool {
+        self.modules.contains_key(module)
+    }
+
+    fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>> {
+        let (_, parsed) = self.modules.get(module)?;
+        Some(parsed.clone().map(|file| LoadedModule { file, is_package: false }))
+    }
+}

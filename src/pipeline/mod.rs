@@ -2,6 +2,8 @@
 //! diff. Pure of writes: the caller decides whether to write, compare or
 //! fix. Configs are independent jobs.
 
+pub mod diagnostics;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,6 +36,8 @@ pub struct Generated {
     pub upstream_origin: PathBuf,
     pub upstream_lines: usize,
     pub warnings: Vec<Warning>,
+    /// Override targets missing upstream, injected into their class.
+    pub injected: Vec<String>,
 }
 
 /// Why a config failed.
@@ -137,7 +141,7 @@ impl Context {
 
     /// Generate one config completely in memory.
     pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
-        let (plan, config_path, warnings) = self.evaluate(module, config_name)?;
+        let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
         let upstream = self.search.find_module(&plan.source_module).map_err(Failure::Upstream)?;
         let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| Failure::UpstreamSyntax {
             origin: upstream.origin.clone(),
@@ -145,6 +149,8 @@ impl Context {
             message: e.message,
         })?;
         let parsed = Arc::new(parsed);
+        let diagnosis = diagnostics::diagnose(&plan, &parsed);
+        warnings.extend(diagnosis.warnings);
         let raw = codegen::generate(&plan, &parsed, self.transformers_version())
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
@@ -172,6 +178,7 @@ impl Context {
             diff,
             upstream_origin: upstream.origin,
             warnings,
+            injected: diagnosis.injected,
         })
     }
 }

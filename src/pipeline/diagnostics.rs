@@ -1,0 +1,110 @@
+//! Findings about a plan against its upstream module, where the reference
+//! silently does something surprising: a target that does not exist, a
+//! method injected instead of overridden, a target patched twice. The
+//! output stays the reference's; these are warnings (`--strict` fails on them).
+
+use std::collections::HashMap;
+
+use ruff_python_ast::{Expr, Stmt};
+
+use crate::config::plan::{Loc, PatchPlan, PatchType};
+use crate::config::source::ParsedFile;
+use crate::config::Warning;
+
+struct UpstreamNames<'a> {
+    classes: HashMap<&'a str, &'a ruff_python_ast::StmtClassDef>,
+    functions: Vec<&'a str>,
+}
+
+fn upstream_names(file: &ParsedFile) -> UpstreamNames<'_> {
+    let mut names = UpstreamNames { classes: HashMap::new(), functions: Vec::new() };
+    for stmt in file.body() {
+        match stmt {
+            Stmt::ClassDef(c) => {
+                names.classes.entry(c.name.id.as_str()).or_insert(c);
+            }
+            Stmt::FunctionDef(f) => names.functions.push(f.name.id.as_str()),
+            _ => {}
+        }
+    }
+    names
+}
+
+fn is_empty_body(class: &ruff_python_ast::StmtClassDef) -> bool {
+    class.body.iter().any(|s| match s {
+        Stmt::Pass(_) => true,
+        Stmt::Expr(e) => matches!(&*e.value, Expr::EllipsisLiteral(_)),
+        _ => false,
+    })
+}
+
+/// Findings, and separately the methods injected rather than overridden
+/// (a common, deliberate pattern: reported in one line, never fatal).
+pub struct Diagnosis {
+    pub warnings: Vec<Warning>,
+    pub injected: Vec<String>,
+}
+
+pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
+    let names = upstream_names(upstream);
+    let mut out = Vec::new();
+    let mut injected = Vec::new();
+    let warn = |loc: &Loc, message: String| Warning { loc: loc.clone(), message };
+    let module = &plan.source_module;
+    for p in &plan.patches {
+        match p.patch_type {
+            PatchType::ClassReplacement if !names.classes.contains_key(p.target.as_str()) => out.push(warn(
+                &p.registered_at,
+                format!("replace_class target `{}` is not a top-level class of `{module}`; the patch does nothing", p.target),
+            )),
+            PatchType::FunctionReplacement if !names.functions.contains(&p.target.as_str()) => out.push(warn(
+                &p.registered_at,
+                format!("replace_function target `{}` is not a top-level function of `{module}`; the patch does nothing", p.target),
+            )),
+            PatchType::MethodOverride => {
+                let (class, method) = p.target.split_once('.').unwrap_or((p.target.as_str(), ""));
+                match names.classes.get(class) {
+                    None => out.push(warn(
+                        &p.registered_at,
+                        format!("override_method target class `{class}` is not a top-level class of `{module}`; the patch does nothing"),
+                    )),
+                    Some(c) => {
+                        let has_method = c.body.iter().any(|s| matches!(s, Stmt::FunctionDef(f) if f.name.id.as_str() == method));
+                        if !has_method {
+                            let how = if is_empty_body(c) { " (into the empty body)" } else { "" };
+                            injected.push(format!("{}{how}", p.target));
+                        }
+                    }
+                }
+            }
+            PatchType::InitModification => out.push(warn(
+                &p.registered_at,
+                format!("modify_init(`{}`) is listed in the header but changes no code (the reference never applies it)", p.target),
+            )),
+            _ => {}
+        }
+    }
+    // The same target registered more than once (per patch type).
+    let mut seen: Vec<(PatchType, &str, Vec<&Loc>)> = Vec::new();
+    for p in &plan.patches {
+        match seen.iter_mut().find(|(t, target, _)| *t == p.patch_type && *target == p.target) {
+            Some(entry) => entry.2.push(&p.registered_at),
+            None => seen.push((p.patch_type, &p.target, vec![&p.registered_at])),
+        }
+    }
+    for (t, target, locs) in seen {
+        if locs.len() > 1 && t != PatchType::InitModification {
+            let lines: Vec<String> = locs.iter().map(|l| l.line.to_string()).collect();
+            out.push(warn(
+                locs[locs.len() - 1],
+                format!(
+                    "`{target}` is patched {} times ({} at lines {}): the output uses the last registration, placed where the first one was; the header lists all",
+                    locs.len(),
+                    t.value(),
+                    lines.join(", ")
+                ),
+            ));
+        }
+    }
+    Diagnosis { warnings: out, injected }
+}
