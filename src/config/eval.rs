@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use ruff_python_ast::{self as ast, Expr, Stmt};
-use ruff_text_size::{Ranged, TextSize};
+use ruff_text_size::Ranged;
 
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;

@@ -174,3 +174,62 @@ pub fn first_difference(expected: &[u8], got: &[u8]) -> String {
     }
     format!("lengths differ: expected {} lines, got {}", e.lines().count(), g.lines().count())
 }
+
+/// A small project in a temporary directory.
+pub struct MiniProject {
+    pub dir: tempfile::TempDir,
+}
+
+pub const MINI_PYPROJECT: &str = "[tool.patchgen]\nsearch_root = \"pkg\"\npackage_prefix = \"pkg\"\n\n[tool.ruff]\nline-length = 119\n\n[tool.ruff.lint]\nselect = [\"E\", \"F\", \"I\", \"W\"]\nignore = [\"E501\"]\n";
+
+pub const MINI_UPSTREAM: &str = "\"\"\"Toy upstream.\"\"\"\n\nimport math\n\n\nclass Norm:\n    def __init__(self, eps):\n        self.eps = eps\n\n    def forward(self, x):\n        return x * math.sqrt(self.eps)\n\n\nclass Empty:\n    pass\n\n\ndef helper(x):\n    return x + 1\n";
+
+impl MiniProject {
+    /// A project with `pyproject.toml`, `upstream/toylib/modeling_toy.py`
+    /// and the given extra files.
+    pub fn new(files: &[(&str, &str)]) -> MiniProject {
+        let dir = tempfile::tempdir().unwrap();
+        let mut all: Vec<(&str, &str)> = vec![
+            ("pyproject.toml", MINI_PYPROJECT),
+            ("upstream/toylib/__init__.py", ""),
+            ("upstream/toylib/modeling_toy.py", MINI_UPSTREAM),
+            ("pkg/__init__.py", ""),
+        ];
+        all.extend_from_slice(files);
+        for (path, text) in all {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        MiniProject { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn pythonpath(&self) -> String {
+        format!("{}:{}", self.path().display(), self.path().join("upstream").display())
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        TestEnv::get().patchgen(self.path(), &self.pythonpath(), args)
+    }
+
+    pub fn write(&self, path: &str, text: &str) {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.path().join(path)).unwrap()
+    }
+}
+
+/// A config for the mini project's toy upstream.
+pub fn toy_config(body: &str) -> String {
+    format!(
+        "from patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"toylib.modeling_toy\",\n    target_file=\"patched_toy.py\",\n    transformers_version=\"0.0.0\",\n)\n\n{body}"
+    )
+}

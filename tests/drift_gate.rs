@@ -1,0 +1,127 @@
+//! The drift gate's contract (issue acceptance 3): edited or deleted
+//! generated files are drift (exit 1, with a diff); CRLF endings are not;
+//! `--fix` restores byte-identical files and only those; a second check is
+//! clean; `--check` writes nothing.
+
+mod common;
+
+use common::*;
+
+const BODY: &str = "\n@config.override_method(\"Norm.forward\", description=\"scaled\")\ndef norm_forward(self, x):\n    # keep it simple\n    return x * self.eps\n";
+
+fn generated_project() -> (MiniProject, Vec<(String, Vec<u8>)>) {
+    let p = MiniProject::new(&[("pkg/toy/__init__.py", ""), ("pkg/toy/toy_patch_gen_config.py", &toy_config(BODY))]);
+    let out = p.run(&["--all", "--diff"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let files = ["pkg/toy/generated/patched_toy.py", "pkg/toy/generated/patched_toy.diff"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(p.path().join(f)).unwrap()))
+        .collect();
+    (p, files)
+}
+
+fn snapshot(p: &MiniProject, files: &[(String, Vec<u8>)]) -> Vec<Vec<u8>> {
+    files.iter().map(|(f, _)| std::fs::read(p.path().join(f)).unwrap_or_default()).collect()
+}
+
+#[test]
+fn clean_tree_checks_ok() {
+    let (p, _) = generated_project();
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("  OK    "), "{}", out.stdout);
+    assert!(out.stdout.ends_with("All generated files are up to date.\n"), "{}", out.stdout);
+}
+
+#[test]
+fn edited_py_is_drift_and_fix_restores_it() {
+    let (p, files) = generated_project();
+    let py = &files[0].0;
+    let mut text = p.read(py);
+    text = text.replace("return x * self.eps", "return x * self.eps * 2");
+    p.write(py, &text);
+    let before = snapshot(&p, &files);
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains(&format!("  DRIFT {}", p.path().join(py).display())), "{}", out.stdout);
+    assert!(out.stdout.contains("-        return x * self.eps * 2\n+        return x * self.eps\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("Generated files are out of date. Re-run with --fix."));
+    assert_eq!(snapshot(&p, &files), before, "--check must not write");
+
+    let out = p.run(&["--check", "--fix"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("  FIXED "), "{}", out.stdout);
+    assert!(!out.stdout.contains(".diff\n"), "only the drifted .py is rewritten:\n{}", out.stdout);
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
+    assert_eq!(p.run(&["--check"]).code, 0);
+}
+
+#[test]
+fn deleted_diff_is_drift() {
+    let (p, files) = generated_project();
+    std::fs::remove_file(p.path().join(&files[1].0)).unwrap();
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("  DRIFT ") && out.stdout.contains(".diff"), "{}", out.stdout);
+    assert_eq!(p.run(&["--check", "--fix"]).code, 0);
+    assert_eq!(std::fs::read(p.path().join(&files[1].0)).unwrap(), files[1].1);
+}
+
+#[test]
+fn crlf_and_trailing_whitespace_in_diff_are_not_drift() {
+    let (p, files) = generated_project();
+    for (f, bytes) in &files {
+        let text = String::from_utf8(bytes.clone()).unwrap().replace('\n', "\r\n");
+        p.write(f, &text);
+    }
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 0, "CRLF is not drift:\n{}", out.stdout);
+    // Trailing spaces in the .diff (an editor's doing) are not drift either.
+    let diff = String::from_utf8(files[1].1.clone()).unwrap().replace("\n", "  \n");
+    p.write(&files[1].0, &diff);
+    assert_eq!(p.run(&["--check"]).code, 0);
+}
+
+#[test]
+fn all_diff_on_a_clean_tree_changes_nothing() {
+    let (p, files) = generated_project();
+    let out = p.run(&["--all", "--diff"]);
+    assert_eq!(out.code, 0);
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
+}
+
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let (p, files) = generated_project();
+    for jobs in ["1", "2", "8"] {
+        for (f, _) in &files {
+            std::fs::remove_file(p.path().join(f)).unwrap();
+        }
+        assert_eq!(p.run(&["--all", "--diff", "--jobs", jobs]).code, 0);
+        assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(), "jobs={jobs}");
+    }
+}
+
+#[test]
+fn ruff_config_in_tmpdir_changes_nothing() {
+    let (p, files) = generated_project();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("ruff.toml"), "line-length = 20\n[format]\nquote-style = \"single\"\n").unwrap();
+    let out = TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("TMPDIR", tmp.path().to_str().unwrap())]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let _ = files;
+}
+
+#[test]
+fn json_check_output() {
+    let (p, files) = generated_project();
+    std::fs::remove_file(p.path().join(&files[1].0)).unwrap();
+    let out = p.run(&["--check", "--format", "json"]);
+    assert_eq!(out.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid json");
+    let cfg = &v["configs"][0];
+    assert_eq!(cfg["module"], "pkg.toy.toy_patch_gen_config");
+    assert_eq!(cfg["status"], "drift");
+    assert_eq!(cfg["files"][0]["status"], "ok");
+    assert_eq!(cfg["files"][1]["status"], "drift");
+}
