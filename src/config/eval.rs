@@ -94,6 +94,11 @@ impl Frame {
 
 }
 
+/// A patch-config module (`*_patch_gen_config`): written to be evaluated.
+pub fn is_config_module(module: &str) -> bool {
+    module.rsplit('.').next().is_some_and(|last| last.ends_with("_patch_gen_config"))
+}
+
 /// Modules whose names are the patchgen DSL itself.
 pub fn is_dsl_module(module: &str) -> bool {
     matches!(
@@ -388,6 +393,13 @@ impl<'a> Evaluator<'a> {
         if module == "__future__" {
             return Ok(());
         }
+        // Other configs are imported eagerly, as Python would: their
+        // module-level DSL calls run now, and an import cycle fails the same
+        // way. Anything else stays lazy.
+        let eager = is_config_module(&module) && self.loader.exists(&module);
+        if eager {
+            self.module_namespace(&module, Some(&loc))?;
+        }
         for alias in &imp.names {
             let name = alias.name.id.as_str();
             if name == "*" {
@@ -395,7 +407,10 @@ impl<'a> Evaluator<'a> {
                 continue;
             }
             let bound = alias.asname.as_ref().map(|a| a.id.as_str()).unwrap_or(name);
-            let value = self.module_attr(&module, name, &loc);
+            let mut value = self.module_attr(&module, name, &loc);
+            if eager {
+                value = self.force(value)?;
+            }
             frame.ns.borrow_mut().insert(bound.to_string(), value);
         }
         Ok(())
