@@ -114,7 +114,7 @@ pub fn default_output_dir(config_path: &Path) -> PathBuf {
 impl Context {
     pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>) -> Context {
         let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
-        let search = SearchPath::from_env(&project.root, cwd);
+        let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
         let ruff = Ruff {
             program: ruff_override.or_else(|| project.settings.ruff.clone()).unwrap_or_else(|| PathBuf::from("ruff")),
             extra_ignore: project.settings.ruff_extra_ignore.clone(),

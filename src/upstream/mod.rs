@@ -104,8 +104,10 @@ impl SearchPath {
     }
 
     /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
-    /// project's `.venv`, the working directory.
-    pub fn from_env(project_root: &Path, cwd: &Path) -> Self {
+    /// project's `.venv`, the working directory, then the project's package
+    /// root (so a `source_module` inside the project itself is found from
+    /// any subdirectory).
+    pub fn from_env(project_root: &Path, cwd: &Path, package_root: &Path) -> Self {
         let mut paths = Vec::new();
         if let Some(pp) = std::env::var_os("PYTHONPATH") {
             for p in std::env::split_paths(&pp) {
@@ -119,6 +121,7 @@ impl SearchPath {
         }
         paths.extend(site_packages(&project_root.join(".venv")));
         paths.push(cwd.to_path_buf());
+        paths.push(package_root.to_path_buf());
         SearchPath::new(paths)
     }
 
