@@ -94,31 +94,13 @@ impl<'a> Generator<'a> {
         for stmt in self.upstream.body() {
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {}
-                Stmt::ClassDef(class) => {
-                    let name = class.name.id.as_str();
-                    if !plan.exclude.iter().any(|e| e == name) {
-                        parts.push(self.class_source(class)?);
-                        parts.push(String::new());
-                        let after = self.positioned_helpers_after(name);
-                        if !after.is_empty() {
-                            parts.push(after);
-                            parts.push(String::new());
-                            emitted_positioned.insert(name);
-                        }
-                    }
+                Stmt::ClassDef(class) if !self.excluded(class.name.id.as_str()) => {
+                    parts.push(self.class_source(class)?);
+                    self.push_after(&mut parts, &mut emitted_positioned, class.name.id.as_str());
                 }
-                Stmt::FunctionDef(func) => {
-                    let name = func.name.id.as_str();
-                    if !plan.exclude.iter().any(|e| e == name) {
-                        parts.push(self.function_source(func));
-                        parts.push(String::new());
-                        let after = self.positioned_helpers_after(name);
-                        if !after.is_empty() {
-                            parts.push(after);
-                            parts.push(String::new());
-                            emitted_positioned.insert(name);
-                        }
-                    }
+                Stmt::FunctionDef(func) if !self.excluded(func.name.id.as_str()) => {
+                    parts.push(self.function_source(func));
+                    self.push_after(&mut parts, &mut emitted_positioned, func.name.id.as_str());
                 }
                 Stmt::Assign(assign) => {
                     if let Some(rendered) = self.filtered_all(assign) {
@@ -161,6 +143,22 @@ impl<'a> Generator<'a> {
         }
 
         Ok(collapse_blank_lines(&parts.join("\n"), 2))
+    }
+
+    fn excluded(&self, name: &str) -> bool {
+        self.plan.exclude.iter().any(|e| e == name)
+    }
+
+    /// The blank separator after a class or function, then its
+    /// `add_helper_after` section if it has one.
+    fn push_after(&self, parts: &mut Vec<String>, emitted: &mut BTreeSet<&'a str>, name: &'a str) {
+        parts.push(String::new());
+        let after = self.positioned_helpers_after(name);
+        if !after.is_empty() {
+            parts.push(after);
+            parts.push(String::new());
+            emitted.insert(name);
+        }
     }
 
     fn end_line(&self, stmt: &Stmt) -> usize {
