@@ -5,6 +5,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# shellcheck source=scripts/toolchain.sh
+. scripts/toolchain.sh
 env_lines=$(scripts/test-env.sh)
 eval "$env_lines"
 exec cargo test --release "$@"

@@ -1,0 +1,1 @@
+"""A tiny stand-in for a HuggingFace-style model library (read as text by patchgen, never imported)."""

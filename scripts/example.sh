@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Walk-through of patchgen on examples/demo, from a fresh machine.
+#
+# Needs only python3 (with pip and venv) and cargo. It
+#   1. installs ruff 0.13.2 into $CACHE/ruff-0.13.2 (a virtualenv), if missing;
+#   2. downloads the transformers 5.9.0 wheel into $CACHE/wheels, if missing
+#      (patchgen reads upstream modules straight out of the .whl);
+#   3. builds patchgen (cargo build --release);
+#   4. in a temporary copy of examples/demo (the repository stays clean):
+#      generates every config with its .diff, runs the drift gate, then
+#      edits a generated file and shows `--check` catching it and `--fix`
+#      repairing it.
+#
+# Environment:
+#   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
+#                    ($CACHE/ruff-0.13.2/bin/ruff, $CACHE/wheels/*.whl) is
+#                    shared with scripts/test-env.sh
+#   PYTHON           the Python used to install ruff and fetch the wheel
+#                    (default: python3)
+#   RUSTUP_HOME      kept when set; when HOME does not hold the Rust
+#                    toolchain, the account's real home is tried instead
+set -Eeuo pipefail
+
+RUFF_VERSION=0.13.2
+TRANSFORMERS_VERSION=5.9.0
+
+die() {
+    printf '\nexample.sh: error: %s\n' "$*" >&2
+    exit 1
+}
+trap 'die "command failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${PATCHGEN_CACHE:-$REPO/.cache}
+mkdir -p "$CACHE" || die "cannot create the cache directory $CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+RUFF_VENV=$CACHE/ruff-$RUFF_VERSION
+WHEELS=$CACHE/wheels
+PYTHON=${PYTHON:-python3}
+
+# A path as shown to the reader: relative to the repository when inside it.
+show() {
+    case $1 in
+        "$REPO"/*) printf '%s' "${1#"$REPO"/}" ;;
+        *) printf '%s' "$1" ;;
+    esac
+}
+
+# ── Tools ────────────────────────────────────────────────────────────────────
+command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found: install Python 3 (with pip and venv)"
+"$PYTHON" -m pip --version >/dev/null 2>&1 || die "$PYTHON has no pip: install pip (e.g. the python3-pip package)"
+
+# cargo with an empty or different HOME: see scripts/toolchain.sh.
+# shellcheck source=scripts/toolchain.sh
+. "$REPO/scripts/toolchain.sh"
+
+# 1. ruff, pinned: its formatting is part of the generated files.
+RUFF=$RUFF_VENV/bin/ruff
+if [ "$("$RUFF" --version 2>/dev/null || true)" != "ruff $RUFF_VERSION" ]; then
+    echo "Installing ruff $RUFF_VERSION into $(show "$RUFF_VENV") ..."
+    "$PYTHON" -m venv "$RUFF_VENV" ||
+        die "'$PYTHON -m venv' failed: install venv support (e.g. the python3-venv package)"
+    "$RUFF_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "ruff==$RUFF_VERSION" ||
+        die "pip could not install ruff==$RUFF_VERSION"
+    [ "$("$RUFF" --version 2>/dev/null || true)" = "ruff $RUFF_VERSION" ] ||
+        die "$RUFF is not ruff $RUFF_VERSION after installing it"
+fi
+
+# 2. The transformers wheel (never installed: patchgen reads it as a zip).
+find_wheel() {
+    local w
+    for w in "$WHEELS"/transformers-"$TRANSFORMERS_VERSION"-*.whl; do
+        [ -f "$w" ] && { printf '%s' "$w"; return 0; }
+    done
+    return 1
+}
+if ! WHEEL=$(find_wheel); then
+    echo "Downloading the transformers $TRANSFORMERS_VERSION wheel into $(show "$WHEELS") ..."
+    mkdir -p "$WHEELS"
+    tmp=$(mktemp -d "$WHEELS/.download.XXXXXX")
+    "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+        "transformers==$TRANSFORMERS_VERSION" -d "$tmp" ||
+        { rm -rf "$tmp"; die "pip could not download transformers==$TRANSFORMERS_VERSION"; }
+    mv "$tmp"/transformers-"$TRANSFORMERS_VERSION"-*.whl "$WHEELS"/ ||
+        { rm -rf "$tmp"; die "pip did not produce a transformers-$TRANSFORMERS_VERSION wheel"; }
+    rm -rf "$tmp"
+    WHEEL=$(find_wheel) || die "no transformers-$TRANSFORMERS_VERSION-*.whl in $WHEELS"
+fi
+
+# 3. patchgen itself.
+echo "Building patchgen (cargo build --release; the first build takes a few minutes) ..."
+build_log=$(mktemp)
+if ! cargo build --release --quiet --manifest-path "$REPO/Cargo.toml" >"$build_log" 2>&1; then
+    cat "$build_log" >&2
+    rm -f "$build_log"
+    die "cargo build --release failed"
+fi
+rm -f "$build_log"
+target_dir=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+    "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') ||
+    die "cannot find cargo's target directory"
+PATCHGEN=$target_dir/release/patchgen
+[ -x "$PATCHGEN" ] || die "$PATCHGEN was not built"
+
+# 4. The demo, in a temporary copy.
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/patchgen-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cp -R "$REPO/examples/demo" "$WORK/demo"
+find "$WORK/demo" -depth -type d \( -name generated -o -name __pycache__ \) -exec rm -rf {} +
+cd "$WORK/demo"
+
+# ruff from the cache first on PATH; upstream modules from the wheel and the
+# demo's own toy library (upstream/toylib).
+export PATH="$RUFF_VENV/bin:$PATH"
+export PYTHONPATH="$WHEEL:$WORK/demo/upstream"
+
+echo
+echo "patchgen $("$PATCHGEN" --version | cut -d' ' -f2), ruff $RUFF_VERSION, $(basename "$WHEEL")"
+echo "In a temporary copy of examples/demo, with PYTHONPATH=<that wheel>:upstream"
+
+# Echo a command, then run it; its exit code is returned.
+run() {
+    echo
+    echo "\$ $*"
+    local rc=0
+    "$@" || rc=$?
+    return "$rc"
+}
+# patchgen prints absolute paths: show them relative to the demo directory.
+patchgen() {
+    local rc
+    "$PATCHGEN" "$@" 2>&1 | sed "s#$WORK/demo/##g"
+    rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+
+run patchgen --list
+run patchgen --all --diff || die "patchgen --all --diff failed"
+
+run cat demo/toy/generated/patched_modeling_toy.diff
+run head -n 30 demo/llama/generated/patched_modeling_llama.diff
+echo "[... $(($(wc -l <demo/llama/generated/patched_modeling_llama.diff) - 30)) more lines]"
+
+run patchgen --check || die "patchgen --check reported drift right after generation"
+
+# Drift: a hand edit to a generated file.
+echo
+echo "\$ echo '# hand edit' >> demo/toy/generated/patched_modeling_toy.py"
+echo '# hand edit' >>demo/toy/generated/patched_modeling_toy.py
+
+rc=0
+run patchgen --check || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 1 ] || die "expected patchgen --check to exit 1 on a drifted file, got $rc"
+
+run patchgen --check --fix || true
+rc=0
+run patchgen --check || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
