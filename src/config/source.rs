@@ -207,7 +207,13 @@ fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, 
 
 /// The reference's `get_object_source_with_leading_comments`.
 pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, SourceError> {
-    let lines = def.file.readlines();
+    // `linecache` gives a last line without "\n" one (the comment walk
+    // above the object never reaches the last line, so it can share these).
+    let mut text = std::borrow::Cow::Borrowed(def.file.text.as_str());
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.to_mut().push('\n');
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let (src_lines, start) = getsourcelines(def, &lines)?;
     let mut actual_start = start;
     while actual_start > 0 {

@@ -377,10 +377,11 @@ impl<'a> Tokenizer<'a> {
                     // `pos + 1`; when `line[pos]` is whitespace the retry
                     // skips to the same failing character, so emit the
                     // whole run at once (linear instead of quadratic).
-                    for i in pos..=failed_at.min(max - 1) {
+                    let last = failed_at.min(max - 1);
+                    for (i, c) in line.iter().enumerate().take(last + 1).skip(pos) {
                         self.push(
                             TokenType::ErrorToken,
-                            line[i].to_string(),
+                            c.to_string(),
                             (lnum, i),
                             (lnum, i + 1),
                         );
