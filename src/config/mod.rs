@@ -13,6 +13,9 @@ mod objects;
 pub mod plan;
 pub mod source;
 mod to_plan;
+
+#[cfg(test)]
+mod tests;
 pub mod value;
 
 pub use eval::{EvalError, Warning};
