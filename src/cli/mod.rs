@@ -19,6 +19,7 @@ Examples:
   patchgen --list                         list the configs
   patchgen --check                        drift gate: exit 1 if generated files are stale
   patchgen --check --fix                  rewrite the files that drifted
+  patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target (see `patchgen survey --help`)
 
 Settings come from [tool.patchgen] in the nearest pyproject.toml:
   search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff
@@ -136,9 +137,21 @@ fn settings(args: Args) -> Result<Settings, String> {
     })
 }
 
+/// Commands that are words (never a dotted module name).
+fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
+    match args.get(1)?.to_str()? {
+        "survey" => Some(crate::survey::run_cli(&args[2..])),
+        _ => None,
+    }
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let args = match Args::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = subcommand(&argv) {
+        return code;
+    }
+    let args = match Args::try_parse_from(&argv) {
         Ok(a) => a,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

@@ -230,7 +230,7 @@ mod tests {
         // Lines shorter than the first line's indent are lstripped.
         assert_eq!(indent_preserved_source("    a\n  b\n", 0), vec!["a", "b"]);
         // Longer ones lose that many characters, whatever they are.
-        assert_eq!(indent_preserved_source("    a\nbcdef\n", 0), vec!["a", "ef"]);
+        assert_eq!(indent_preserved_source("    a\nbcdef\n", 0), vec!["a", "f"]);
     }
 
     #[test]

@@ -130,7 +130,7 @@ impl SearchPath {
         names
             .get_or_init(|| {
                 let file = File::open(path).ok()?;
-                let zip = zip::ZipArchive::new(file).ok()?;
+                let zip = zip::ZipArchive::new(std::io::BufReader::new(file)).ok()?;
                 let mut map = HashMap::new();
                 for i in 0..zip.len() {
                     if let Some(Ok(name)) = zip.name_for_index(i) {
@@ -161,7 +161,7 @@ impl SearchPath {
                 let origin = PathBuf::from(format!("{}!{rel}", path.display()));
                 let read = || -> std::io::Result<Vec<u8>> {
                     let file = File::open(path)?;
-                    let mut zip = zip::ZipArchive::new(file).map_err(std::io::Error::other)?;
+                    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(std::io::Error::other)?;
                     let mut member = zip.by_index(idx).map_err(std::io::Error::other)?;
                     let mut buf = Vec::new();
                     member.read_to_end(&mut buf)?;
