@@ -263,6 +263,9 @@ impl<'a> Evaluator<'a> {
                     // `lst += iterable` extends in place, keeping aliases.
                     (Value::List(l), ast::Operator::Add) => {
                         let items = self.iterate(frame, &rhs, &loc)?;
+                        if l.borrow().len() + items.len() > MAX_VALUE_SIZE {
+                            return Err(too_large(&loc));
+                        }
                         l.borrow_mut().extend(items);
                         current.clone()
                     }
@@ -1042,6 +1045,15 @@ impl<'a> Evaluator<'a> {
     fn binop(&mut self, l: &Value, op: ast::Operator, r: &Value, loc: &Loc) -> EResult<Value> {
         let l = self.force(l.clone())?;
         let r = self.force(r.clone())?;
+        // Refuse before building anything huge (`s * 99999`, `a += a` repeated).
+        let grown = match (op, &r) {
+            (ast::Operator::Mult, Value::Int(n)) => (value_size(&l) as u128) * ((*n).max(0) as u128),
+            (ast::Operator::Add, _) => (value_size(&l) + value_size(&r)) as u128,
+            _ => 0,
+        };
+        if grown > MAX_VALUE_SIZE as u128 {
+            return Err(too_large(loc));
+        }
         Ok(match (op, &l, &r) {
             (ast::Operator::Add, Value::Str(a), Value::Str(b)) => Value::str(&format!("{a}{b}")),
             (ast::Operator::Add, Value::List(a), Value::List(b)) => {
@@ -1055,9 +1067,7 @@ impl<'a> Evaluator<'a> {
             (ast::Operator::Add, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
             (ast::Operator::Sub, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_sub(*b)),
             (ast::Operator::Mult, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_mul(*b)),
-            (ast::Operator::Mult, Value::Str(a), Value::Int(n)) if *n >= 0 && *n < 100_000 => {
-                Value::str(&a.repeat(*n as usize))
-            }
+            (ast::Operator::Mult, Value::Str(a), Value::Int(n)) => Value::str(&a.repeat((*n).max(0) as usize)),
             (ast::Operator::BitOr, Value::Dict(a), Value::Dict(b)) => {
                 let out = shared(a.borrow().clone());
                 for (k, v) in b.borrow().iter() {
@@ -1125,6 +1135,21 @@ impl<'a> Evaluator<'a> {
             _ => super::objects::call_method(self, frame, recv, name, args, kwargs, loc),
         }
     }
+}
+
+/// Characters or items of a string, list or tuple (0 for anything else).
+fn value_size(v: &Value) -> usize {
+    match v {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.borrow().len(),
+        Value::Tuple(t) => t.len(),
+        _ => 0,
+    }
+}
+
+fn too_large(loc: &Loc) -> EvalError {
+    EvalError::new(loc.clone(), format!("value too large to evaluate statically (over {MAX_VALUE_SIZE} items)"))
+        .with_help("a patch config has no reason to build values this large")
 }
 
 pub(super) fn opaque(what: &str, loc: Loc) -> Value {

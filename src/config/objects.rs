@@ -272,7 +272,7 @@ fn contains(ev: &mut Evaluator, frame: &mut Frame, container: &Value, item: &Val
             let items = ev.iterate(frame, container, loc)?;
             let mut unknown = false;
             for x in items {
-                match x.py_eq(item) {
+                match x.py_same_or_eq(item) {
                     Some(true) => return Ok(Some(true)),
                     Some(false) => {}
                     None => unknown = true,
@@ -560,7 +560,7 @@ fn unknown_method(type_name: &str, name: &str, known: &[&str], loc: &Loc) -> Eva
 
 fn find_eq(items: &[Value], x: &Value, loc: &Loc) -> EResult<Option<usize>> {
     for (i, v) in items.iter().enumerate() {
-        match v.py_eq(x) {
+        match v.py_same_or_eq(x) {
             Some(true) => return Ok(Some(i)),
             Some(false) => {}
             None => return Err(EvalError::new(loc.clone(), "comparison with a value not known statically")),

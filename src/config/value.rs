@@ -303,8 +303,16 @@ impl Value {
         })
     }
 
-    /// Python `==` where it can be known.
+    /// Python `==` where it can be known (`None` past a nesting depth,
+    /// where Python raises `RecursionError`).
     pub fn py_eq(&self, other: &Value) -> Option<bool> {
+        self.py_eq_depth(other, 0)
+    }
+
+    fn py_eq_depth(&self, other: &Value, depth: usize) -> Option<bool> {
+        if depth > MAX_COMPARE_DEPTH {
+            return None;
+        }
         Some(match (self, other) {
             (Value::None, Value::None) => true,
             (Value::Bool(a), Value::Bool(b)) => a == b,
@@ -313,8 +321,8 @@ impl Value {
             (Value::Float(a), Value::Float(b)) => a == b,
             (Value::Int(a), Value::Float(b)) | (Value::Float(b), Value::Int(a)) => (*a as f64) == *b,
             (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::List(a), Value::List(b)) => seq_eq(&a.borrow(), &b.borrow())?,
-            (Value::Tuple(a), Value::Tuple(b)) => seq_eq(a, b)?,
+            (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b) || seq_eq(&a.borrow(), &b.borrow(), depth)?,
+            (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b) || seq_eq(a, b, depth)?,
             (Value::Def(a), Value::Def(b)) => Rc::ptr_eq(a, b),
             (Value::Config(a), Value::Config(b)) => Rc::ptr_eq(a, b),
             (Value::PatchType(a), Value::PatchType(b)) => a == b,
@@ -322,6 +330,14 @@ impl Value {
             | (_, Value::Opaque(_) | Value::Unknown(_) | Value::Lazy(_)) => return None,
             _ => false,
         })
+    }
+
+    /// Python's `x is y or x == y` (what `in`, `index` and `remove` use).
+    pub fn py_same_or_eq(&self, other: &Value) -> Option<bool> {
+        if self.py_is(other) == Some(true) {
+            return Some(true);
+        }
+        self.py_eq(other)
     }
 
     /// Python `is` where it can be known.
@@ -348,12 +364,19 @@ impl Value {
     }
 }
 
-fn seq_eq(a: &[Value], b: &[Value]) -> Option<bool> {
+/// Nesting depth past which comparisons give up.
+const MAX_COMPARE_DEPTH: usize = 100;
+
+/// Largest string, list or tuple evaluation builds (bytes or items).
+pub const MAX_VALUE_SIZE: usize = 10_000_000;
+
+fn seq_eq(a: &[Value], b: &[Value], depth: usize) -> Option<bool> {
     if a.len() != b.len() {
         return Some(false);
     }
     for (x, y) in a.iter().zip(b) {
-        if !x.py_eq(y)? {
+        let same = x.py_is(y) == Some(true) || x.py_eq_depth(y, depth + 1)?;
+        if !same {
             return Some(false);
         }
     }
@@ -385,10 +408,11 @@ pub fn deep_copy(v: &Value, memo: &mut Vec<(usize, Value)>) -> Value {
         }
         Value::Set(l) => {
             memo_get!(l);
+            let new = shared(Vec::new());
+            memo.push((key(l), Value::Set(new.clone())));
             let items: Vec<Value> = l.borrow().iter().map(|x| deep_copy(x, memo)).collect();
-            let new = Value::Set(shared(items));
-            memo.push((key(l), new.clone()));
-            new
+            *new.borrow_mut() = items;
+            Value::Set(new)
         }
         Value::Tuple(t) => Value::Tuple(Rc::new(t.iter().map(|x| deep_copy(x, memo)).collect())),
         Value::Dict(d) => {
@@ -405,24 +429,31 @@ pub fn deep_copy(v: &Value, memo: &mut Vec<(usize, Value)>) -> Value {
         }
         Value::Config(c) => {
             memo_get!(c);
+            // Record the copy before copying the fields: a config may contain itself.
             let old = c.borrow().clone();
-            let mut copy = old.clone();
+            let new = shared(old.clone());
+            memo.push((key(c), Value::Config(new.clone())));
             for name in CONFIG_FIELDS {
-                let field = copy.field_mut(name).expect("known field");
-                *field = deep_copy(old.field(name).expect("known field"), memo);
+                let copied = deep_copy(old.field(name).expect("known field"), memo);
+                *new.borrow_mut().field_mut(name).expect("known field") = copied;
             }
-            let new = Value::Config(shared(copy));
-            memo.push((key(c), new.clone()));
-            new
+            Value::Config(new)
         }
         Value::Patch(p) => {
             memo_get!(p);
-            let mut copy = p.borrow().clone();
-            copy.target = deep_copy(&copy.target, memo);
-            copy.name_map = deep_copy(&copy.name_map, memo);
-            let new = Value::Patch(shared(copy));
-            memo.push((key(p), new.clone()));
-            new
+            let old = p.borrow().clone();
+            let new = shared(old.clone());
+            memo.push((key(p), Value::Patch(new.clone())));
+            let target = deep_copy(&old.target, memo);
+            let name_map = deep_copy(&old.name_map, memo);
+            let description = deep_copy(&old.description, memo);
+            {
+                let mut n = new.borrow_mut();
+                n.target = target;
+                n.name_map = name_map;
+                n.description = description;
+            }
+            Value::Patch(new)
         }
         Value::ImportSpec(s) => {
             let mut copy = s.borrow().clone();
