@@ -148,6 +148,7 @@ fn plan(source_module: &str, drop: &[&str]) -> PatchPlan {
         drop_imported_names: drop.iter().map(|s| s.to_string()).collect(),
         exclude: vec![],
         transformers_version: None,
+        optional: false,
     }
 }
 

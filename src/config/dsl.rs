@@ -363,7 +363,7 @@ pub(super) fn register_decorated(ev: &mut Evaluator, pending: &PendingDecorator,
     push(&config.borrow().patches, patch, "patches", loc)
 }
 
-const PATCH_CONFIG_PARAMS: [(&str, bool); 11] = [
+const PATCH_CONFIG_PARAMS: [(&str, bool); 12] = [
     ("source_module", false),
     ("target_file", true),
     ("description", true),
@@ -375,6 +375,7 @@ const PATCH_CONFIG_PARAMS: [(&str, bool); 11] = [
     ("drop_imported_names", true),
     ("exclude", true),
     ("transformers_version", true),
+    ("optional", true),
 ];
 
 pub(super) fn call_builtin(
@@ -403,6 +404,7 @@ pub(super) fn call_builtin(
                 drop_imported_names: next(Value::Set(shared(vec![]))),
                 exclude: next(Value::list(vec![])),
                 transformers_version: next(Value::None),
+                optional: next(Value::Bool(false)),
                 created_at: loc.clone(),
             };
             Ok(Value::Config(shared(config)))

@@ -129,4 +129,6 @@ pub struct PatchPlan {
     pub drop_imported_names: BTreeSet<String>,
     pub exclude: Vec<String>,
     pub transformers_version: Option<String>,
+    /// `optional=True`: a missing upstream module skips the config.
+    pub optional: bool,
 }

@@ -207,7 +207,12 @@ pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &st
         Value::Str(s) => Some(s.to_string()),
         other => return Err(field_error(config, "transformers_version", "a string or None", &other)),
     };
+    let optional = match ev.force(config.optional.clone())?.truthy() {
+        Some(b) => b,
+        None => return Err(field_error(config, "optional", "a bool", &config.optional)),
+    };
     Ok(PatchPlan {
+        optional,
         config_module: config_module.to_string(),
         config_path: config.created_at.path.clone(),
         source_module: as_str(ev, config, "source_module", &config.source_module)?,

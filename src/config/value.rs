@@ -117,10 +117,12 @@ pub struct ConfigObj {
     pub drop_imported_names: Value,
     pub exclude: Value,
     pub transformers_version: Value,
+    /// Skip (not fail) the config when its upstream module is missing.
+    pub optional: Value,
     pub created_at: Loc,
 }
 
-pub const CONFIG_FIELDS: [&str; 11] = [
+pub const CONFIG_FIELDS: [&str; 12] = [
     "source_module",
     "target_file",
     "description",
@@ -132,6 +134,7 @@ pub const CONFIG_FIELDS: [&str; 11] = [
     "drop_imported_names",
     "exclude",
     "transformers_version",
+    "optional",
 ];
 
 pub const CONFIG_METHODS: [&str; 14] = [
@@ -165,6 +168,7 @@ impl ConfigObj {
             "drop_imported_names" => &self.drop_imported_names,
             "exclude" => &self.exclude,
             "transformers_version" => &self.transformers_version,
+            "optional" => &self.optional,
             _ => return None,
         })
     }
@@ -182,6 +186,7 @@ impl ConfigObj {
             "drop_imported_names" => &mut self.drop_imported_names,
             "exclude" => &mut self.exclude,
             "transformers_version" => &mut self.transformers_version,
+            "optional" => &mut self.optional,
             _ => return None,
         })
     }
