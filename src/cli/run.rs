@@ -2,7 +2,6 @@
 //! printed in discovery order, failures never stop the others.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -91,18 +90,17 @@ enum Outcome {
 }
 
 fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
-    modules
-        .par_iter()
-        .map(|m| {
-            let start = Instant::now();
-            let outcome = match ctx.generate(m, &settings.config_name, None) {
+    ctx.generate_many(modules, &settings.config_name)
+        .into_iter()
+        .map(|(result, secs)| {
+            let outcome = match result {
                 Ok(g) => Outcome::Done(Box::new(g)),
                 Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
                     Outcome::NotAConfig
                 }
                 Err(f) => Outcome::Failed(f),
             };
-            (outcome, start.elapsed().as_secs_f64())
+            (outcome, secs)
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 //! fix. Configs are independent jobs.
 
 pub mod diagnostics;
+mod many;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +22,15 @@ pub struct Context {
     pub search: SearchPath,
     pub ruff: Ruff,
     transformers_version: std::sync::OnceLock<String>,
+    /// Upstream modules read and parsed so far, by module name (configs
+    /// often share one: a model's GPU and NPU configs). A failure is not
+    /// kept: the config that meets it reads the module again for its own
+    /// error.
+    upstream: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::OnceLock<Option<Upstream>>>>>,
 }
+
+/// An upstream module: where it was found, and its text parsed.
+type Upstream = (PathBuf, Arc<ParsedFile>);
 
 /// A config's generated files, in memory.
 pub struct Generated {
@@ -120,7 +129,14 @@ impl Context {
             extra_ignore: project.settings.ruff_extra_ignore.clone(),
             isolated: project.settings.ruff_isolated,
         };
-        Context { project, loader, search, ruff, transformers_version: std::sync::OnceLock::new() }
+        Context {
+            project,
+            loader,
+            search,
+            ruff,
+            transformers_version: std::sync::OnceLock::new(),
+            upstream: Default::default(),
+        }
     }
 
     pub fn transformers_version(&self) -> &str {
@@ -141,17 +157,51 @@ impl Context {
 
     /// Generate one config completely in memory.
     pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
-        let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
-        let upstream = self.search.find_module(&plan.source_module).map_err(Failure::Upstream)?;
+        let raw = self.generate_raw(module, config_name, output_dir)?;
+        let py = self
+            .ruff
+            .normalize(&raw.text, &raw.abs_target)
+            .map_err(|error| Failure::Ruff { py_path: raw.py_path.clone(), error })?;
+        Ok(raw.finish(py))
+    }
+
+    /// The upstream module `module`, found and parsed once per run.
+    fn upstream(&self, module: &str) -> Result<Upstream, Failure> {
+        let cell = self.upstream.lock().expect("upstream cache").entry(module.to_string()).or_default().clone();
+        let mut failure = None;
+        let found = cell.get_or_init(|| match self.read_upstream(module) {
+            Ok(found) => Some(found),
+            Err(f) => {
+                failure = Some(f);
+                None
+            }
+        });
+        match (found, failure) {
+            (Some(found), _) => Ok(found.clone()),
+            (None, Some(f)) => Err(f),
+            (None, None) => self.read_upstream(module),
+        }
+    }
+
+    fn read_upstream(&self, module: &str) -> Result<Upstream, Failure> {
+        let upstream = self.search.find_module(module).map_err(Failure::Upstream)?;
         let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| Failure::UpstreamSyntax {
             origin: upstream.origin.clone(),
             line: e.line,
             message: e.message,
         })?;
-        let parsed = Arc::new(parsed);
+        Ok((upstream.origin, Arc::new(parsed)))
+    }
+
+    /// Evaluate, find upstream and generate, stopping before ruff: the
+    /// caller normalises `text` as the file at `abs_target` (one by one or
+    /// in a batch) and hands the result to [`Raw::finish`].
+    pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
+        let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
+        let (upstream_origin, parsed) = self.upstream(&plan.source_module)?;
         let diagnosis = diagnostics::diagnose(&plan, &parsed);
         warnings.extend(diagnosis.warnings);
-        let raw = codegen::generate(&plan, &parsed, self.transformers_version())
+        let text = codegen::generate(&plan, &parsed, self.transformers_version())
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
@@ -161,24 +211,59 @@ impl Context {
         let diff_name = Path::new(&plan.target_file).with_extension("diff");
         let diff_path = output_dir.join(diff_name.file_name().unwrap_or(diff_name.as_os_str()));
         let abs_target = if py_path.is_absolute() { py_path.clone() } else { std::env::current_dir().unwrap_or_default().join(&py_path) };
-        let py = self
-            .ruff
-            .normalize(&raw, &abs_target)
-            .map_err(|error| Failure::Ruff { py_path: py_path.clone(), error })?;
-        let diff = build_diff(&parsed.text, &py, &plan.source_module, &plan.target_file);
-        Ok(Generated {
+        Ok(Raw {
             module: module.to_string(),
-            upstream_lines: pytext::splitlines(&parsed.text).len(),
             plan,
             config_path,
             output_dir,
             py_path,
             diff_path,
-            py,
-            diff,
-            upstream_origin: upstream.origin,
+            abs_target,
+            text,
+            upstream_origin,
+            upstream_text: parsed.text.clone(),
             warnings,
             injected: diagnosis.injected,
         })
+    }
+}
+
+/// A config generated but not yet normalised (see [`Context::generate_raw`]).
+pub struct Raw {
+    pub module: String,
+    pub plan: PatchPlan,
+    pub config_path: PathBuf,
+    pub output_dir: PathBuf,
+    pub py_path: PathBuf,
+    pub diff_path: PathBuf,
+    /// `py_path` made absolute: the path ruff is told the text lives at.
+    pub abs_target: PathBuf,
+    /// The generated text before ruff.
+    pub text: String,
+    pub upstream_origin: PathBuf,
+    /// The upstream module's text (what the `.diff` is taken against).
+    pub upstream_text: String,
+    pub warnings: Vec<Warning>,
+    pub injected: Vec<String>,
+}
+
+impl Raw {
+    /// The finished config, given `py` = ruff's output for `text`.
+    pub fn finish(self, py: String) -> Generated {
+        let diff = build_diff(&self.upstream_text, &py, &self.plan.source_module, &self.plan.target_file);
+        Generated {
+            module: self.module,
+            upstream_lines: pytext::splitlines(&self.upstream_text).len(),
+            plan: self.plan,
+            config_path: self.config_path,
+            output_dir: self.output_dir,
+            py_path: self.py_path,
+            diff_path: self.diff_path,
+            py,
+            diff,
+            upstream_origin: self.upstream_origin,
+            warnings: self.warnings,
+            injected: self.injected,
+        }
     }
 }

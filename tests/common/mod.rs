@@ -30,10 +30,10 @@ impl TestEnv {
     pub fn get() -> &'static TestEnv {
         static ENV: OnceLock<TestEnv> = OnceLock::new();
         ENV.get_or_init(|| {
-            let ruff = std::env::var_os("PATCHGEN_TEST_RUFF")
-                .map(PathBuf::from)
-                .or_else(|| find_on_path("ruff"))
-                .expect("ruff is needed: set PATCHGEN_TEST_RUFF or put ruff 0.13.2 on PATH (scripts/test-env.sh does both)");
+            let ruff =
+                std::env::var_os("PATCHGEN_TEST_RUFF").map(PathBuf::from).or_else(|| find_on_path("ruff")).expect(
+                    "ruff is needed: set PATCHGEN_TEST_RUFF or put ruff 0.13.2 on PATH (scripts/test-env.sh does both)",
+                );
             let ruff = ruff.canonicalize().expect("ruff path");
             let keep = tempfile::tempdir().unwrap();
             let ruff_dir = keep.path().join("bin");
