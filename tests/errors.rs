@@ -240,3 +240,30 @@ fn dry_run_writes_nothing_but_fails_where_a_real_run_fails() {
     assert_has(&out.stdout, &["[DRY RUN] Would generate:", "patched_toy.py", "patched_toy.diff"]);
     assert!(!p.path().join("pkg/toy/generated").exists());
 }
+
+#[test]
+fn optional_config_with_missing_upstream_is_skipped_by_check_only() {
+    let cfg = toy_config("").replace("toylib.modeling_toy", "notinstalled.modeling_x").replace(
+        "transformers_version=\"0.0.0\",",
+        "transformers_version=\"0.0.0\",\n    optional=True,",
+    );
+    let p = config_project(&cfg);
+    let (code, out) = check(&p);
+    assert_eq!(code, 0, "{out}");
+    assert_has(&out, &["  SKIP  notinstalled.modeling_x (optional source not importable)", "All generated files are up to date."]);
+    // Generating it is still a failure, as in the reference.
+    let out = p.run(&["--all"]);
+    assert_eq!(out.code, 1);
+}
+
+#[test]
+fn ruff_exclusions_do_not_skip_generated_files() {
+    // The reference normalises a temporary file no exclusion matches.
+    let p = config_project(&toy_config(""));
+    assert_eq!(p.run(&["--all", "--diff"]).code, 0);
+    let mut pyproject = p.read("pyproject.toml");
+    pyproject = pyproject.replace("[tool.ruff]\n", "[tool.ruff]\nforce-exclude = true\nextend-exclude = [\"pkg/**/generated/*.py\"]\n");
+    p.write("pyproject.toml", &pyproject);
+    let (code, out) = check(&p);
+    assert_eq!(code, 0, "{out}");
+}

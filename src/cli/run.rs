@@ -86,6 +86,8 @@ enum Outcome {
     Done(Box<Generated>),
     /// Evaluates fine but has no `config` PatchConfig: the reference skips it.
     NotAConfig,
+    /// `optional=True` with its upstream module missing: skipped by `--check`.
+    Skipped(String),
     Failed(Failure),
 }
 
@@ -97,6 +99,9 @@ fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outc
                 Ok(g) => Outcome::Done(Box::new(g)),
                 Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
                     Outcome::NotAConfig
+                }
+                Err(Failure::OptionalSkipped { source_module }) if matches!(settings.command, Command::Check { .. }) => {
+                    Outcome::Skipped(source_module)
                 }
                 Err(f) => Outcome::Failed(f),
             };
@@ -305,6 +310,7 @@ fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
     for (module, (outcome, secs)) in modules.iter().zip(results) {
         match outcome {
             Outcome::NotAConfig => continue,
+            Outcome::Skipped(_) => unreachable!("only --check skips"),
             Outcome::Done(g) => {
                 println!("\n{}\nGenerating: {module} {}\n{}", "=".repeat(70), style.dim(&format!("({:.0} ms)", secs * 1000.0)), "=".repeat(70));
                 print_warnings(style, &g);
@@ -349,6 +355,8 @@ struct CheckRow {
     result: Result<Vec<crate::check::FileCheck>, String>,
     py_path: Option<PathBuf>,
     warnings: Vec<String>,
+    /// `optional=True` config whose upstream module is missing.
+    skipped: Option<String>,
 }
 
 fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix: bool) -> i32 {
@@ -365,6 +373,14 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
     for (module, (outcome, secs)) in modules.iter().zip(results) {
         let row = match outcome {
             Outcome::NotAConfig => continue,
+            Outcome::Skipped(source_module) => CheckRow {
+                module: module.clone(),
+                secs,
+                result: Ok(Vec::new()),
+                py_path: None,
+                warnings: vec![],
+                skipped: Some(source_module),
+            },
             Outcome::Done(g) => {
                 let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
                 if settings.verbose && settings.format == Format::Text {
@@ -374,9 +390,11 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                     Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
                     None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
                 };
-                CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings }
+                CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
             }
-            Outcome::Failed(f) => CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![] },
+            Outcome::Failed(f) => {
+                CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
+            }
         };
         rows.push(row);
     }
@@ -399,6 +417,10 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
         println!("[{}]", row.module);
         for w in &row.warnings {
             eprintln!("  {} {w}", style.warn("warning:"));
+        }
+        if let Some(source_module) = &row.skipped {
+            println!("  {}  {source_module} (optional source not importable)", style.warn("SKIP"));
+            continue;
         }
         match &row.result {
             Err(msg) => println!("  {}  {}", style.bad("FAIL"), indent(msg, 8).trim_start()),
@@ -441,6 +463,7 @@ fn print_check_json(rows: &[CheckRow]) {
     let mut out = Vec::new();
     for r in rows {
         let (status, detail) = match &r.result {
+            _ if r.skipped.is_some() => ("skipped", String::new()),
             Err(msg) => ("error", format!(", \"error\": {}", json_str(msg))),
             Ok(files) => {
                 let items: Vec<String> = files

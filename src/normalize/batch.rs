@@ -319,6 +319,10 @@ impl Ruff {
             cmd.arg("--fix");
         }
         cmd.arg("--quiet").arg("--no-cache");
+        // The reference normalises a temporary file that no exclusion can
+        // match: a project excluding generated/ from ruff still gets them
+        // normalised.
+        cmd.arg("--no-force-exclude");
         if self.isolated {
             cmd.arg("--isolated");
         }

@@ -128,6 +128,9 @@ impl Ruff {
             cmd.arg("--fix");
         }
         cmd.arg("--quiet");
+        // As in the batch: exclusions never skip a generated file (the
+        // reference normalises a temporary file no exclusion matches).
+        cmd.arg("--no-force-exclude");
         if self.isolated {
             cmd.arg("--isolated");
         }

@@ -54,6 +54,9 @@ pub struct Generated {
 pub enum Failure {
     Eval(EvalError),
     NotAConfig { module: String, config_name: String, path: Option<PathBuf> },
+    /// `optional=True` and the upstream module is not installed: `--check`
+    /// skips the config (as the reference does since it grew the field).
+    OptionalSkipped { source_module: String },
     Upstream(UpstreamError),
     UpstreamSyntax { origin: PathBuf, line: usize, message: String },
     Codegen { module: String, error: codegen::CodegenError },
@@ -75,6 +78,9 @@ impl std::fmt::Display for Failure {
                 )
             }
             Failure::Upstream(e) => write!(f, "{e}"),
+            Failure::OptionalSkipped { source_module } => {
+                write!(f, "upstream module `{source_module}` not found (the config is optional)")
+            }
             Failure::UpstreamSyntax { origin, line, message } => {
                 write!(f, "{}:{line}: syntax error in the upstream module: {message}", origin.display())
             }
@@ -198,7 +204,12 @@ impl Context {
     /// in a batch) and hands the result to [`Raw::finish`].
     pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
         let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
-        let (upstream_origin, parsed) = self.upstream(&plan.source_module)?;
+        let (upstream_origin, parsed) = match self.upstream(&plan.source_module) {
+            Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
+                return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
+            }
+            found => found?,
+        };
         let diagnosis = diagnostics::diagnose(&plan, &parsed);
         warnings.extend(diagnosis.warnings);
         let text = codegen::generate(&plan, &parsed, self.transformers_version())
