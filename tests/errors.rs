@@ -100,7 +100,7 @@ fn import_of_a_missing_config_module() {
     let p = config_project(&toy_config("from pkg.nothere.x_patch_gen_config import f\n\nconfig.add_helper(f)\n"));
     let (code, out) = check(&p);
     assert_eq!(code, 1);
-    assert_has(&out, &["pkg.nothere.x_patch_gen_config"]);
+    assert_has(&out, &[&format!("{CONFIG_PATH}:9"), "no config module named `pkg.nothere.x_patch_gen_config`"]);
 }
 
 #[test]

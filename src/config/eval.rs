@@ -399,7 +399,11 @@ impl<'a> Evaluator<'a> {
         // Other configs are imported eagerly, as Python would: their
         // module-level DSL calls run now, and an import cycle fails the same
         // way. Anything else stays lazy.
-        let eager = is_config_module(&module) && self.loader.exists(&module);
+        if is_config_module(&module) && !self.loader.exists(&module) {
+            return Err(EvalError::new(loc, format!("no config module named `{module}` in the project"))
+                .with_help("check the dotted name against the files under search_root"));
+        }
+        let eager = is_config_module(&module);
         if eager {
             self.module_namespace(&module, Some(&loc))?;
         }
