@@ -125,3 +125,19 @@ fn json_check_output() {
     assert_eq!(cfg["files"][0]["status"], "ok");
     assert_eq!(cfg["files"][1]["status"], "drift");
 }
+
+#[test]
+fn source_module_inside_the_project_is_found_from_a_subdirectory() {
+    let cfg = toy_config("").replace("toylib.modeling_toy", "pkg.vendored.modeling_toy");
+    let p = MiniProject::new(&[
+        ("pkg/vendored/__init__.py", ""),
+        ("pkg/vendored/modeling_toy.py", MINI_UPSTREAM),
+        ("pkg/toy/__init__.py", ""),
+        ("pkg/toy/toy_patch_gen_config.py", &cfg),
+    ]);
+    // No PYTHONPATH entry for the project, and run from a subdirectory.
+    let out = TestEnv::get().patchgen(&p.path().join("pkg/toy"), "", &["--all", "--diff"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let diff = p.read("pkg/toy/generated/patched_toy.diff");
+    assert!(diff.starts_with("--- a/pkg/vendored/modeling_toy.py\n"), "{diff}");
+}
