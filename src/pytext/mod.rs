@@ -26,32 +26,29 @@ pub fn rstrip(s: &str) -> &str {
     s.trim_end_matches(is_space)
 }
 
-/// Whether `c` ends a line for `str.splitlines`.
-fn is_line_break(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}'
-    )
-}
-
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
 /// boundaries (`\r\n` counts once).
 pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
-    let mut out = Vec::new();
+    // Scans bytes: the breaks are ASCII, or U+0085 (C2 85), U+2028/U+2029
+    // (E2 80 A8/A9), whose lead bytes never occur inside another character.
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0;
-    let mut iter = s.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
-        if is_line_break(c) {
-            let mut end = i + c.len_utf8();
-            if c == '\r' {
-                if let Some(&(_, '\n')) = iter.peek() {
-                    iter.next();
-                    end += 1;
-                }
+    let mut i = 0;
+    while i < bytes.len() {
+        let width = match bytes[i] {
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
+            b'\n' | b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
+            0xc2 if bytes.get(i + 1) == Some(&0x85) => 2,
+            0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => 3,
+            _ => {
+                i += 1;
+                continue;
             }
-            out.push(if keepends { &s[start..end] } else { &s[start..i] });
-            start = end;
-        }
+        };
+        out.push(if keepends { &s[start..i + width] } else { &s[start..i] });
+        i += width;
+        start = i;
     }
     if start < s.len() {
         out.push(&s[start..]);
