@@ -59,7 +59,7 @@ impl Context {
                 let result = match r {
                     Ok((raw, Ok(py))) => Ok(raw.finish(py)),
                     Ok((raw, Err(error))) => Err(Failure::Ruff {
-                        py_path: raw.py_path,
+                        py_path: raw.job.py_path,
                         error,
                     }),
                     Err(f) => Err(f),

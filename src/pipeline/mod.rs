@@ -32,21 +32,35 @@ pub struct Context {
 /// An upstream module: where it was found, and its text parsed.
 type Upstream = (PathBuf, Arc<ParsedFile>);
 
-/// A config's generated files, in memory.
-pub struct Generated {
+/// One config's identity and where its files go: what `Raw` and
+/// `Generated` share.
+pub struct Job {
     pub module: String,
     pub plan: PatchPlan,
     pub config_path: PathBuf,
     pub output_dir: PathBuf,
     pub py_path: PathBuf,
     pub diff_path: PathBuf,
-    pub py: String,
-    pub diff: String,
     pub upstream_origin: PathBuf,
-    pub upstream_lines: usize,
     pub warnings: Vec<Warning>,
     /// Override targets missing upstream, injected into their class.
     pub injected: Vec<String>,
+}
+
+/// A config's generated files, in memory.
+pub struct Generated {
+    pub job: Job,
+    pub py: String,
+    pub diff: String,
+    pub upstream_lines: usize,
+}
+
+impl std::ops::Deref for Generated {
+    type Target = Job;
+
+    fn deref(&self) -> &Job {
+        &self.job
+    }
 }
 
 /// Why a config failed.
@@ -223,58 +237,47 @@ impl Context {
         let diff_path = output_dir.join(diff_name.file_name().unwrap_or(diff_name.as_os_str()));
         let abs_target = if py_path.is_absolute() { py_path.clone() } else { std::env::current_dir().unwrap_or_default().join(&py_path) };
         Ok(Raw {
-            module: module.to_string(),
-            plan,
-            config_path,
-            output_dir,
-            py_path,
-            diff_path,
+            job: Job {
+                module: module.to_string(),
+                plan,
+                config_path,
+                output_dir,
+                py_path,
+                diff_path,
+                upstream_origin,
+                warnings,
+                injected: diagnosis.injected,
+            },
             abs_target,
             text,
-            upstream_origin,
             upstream_text: parsed.text.clone(),
-            warnings,
-            injected: diagnosis.injected,
         })
     }
 }
 
 /// A config generated but not yet normalised (see [`Context::generate_raw`]).
 pub struct Raw {
-    pub module: String,
-    pub plan: PatchPlan,
-    pub config_path: PathBuf,
-    pub output_dir: PathBuf,
-    pub py_path: PathBuf,
-    pub diff_path: PathBuf,
+    pub job: Job,
     /// `py_path` made absolute: the path ruff is told the text lives at.
     pub abs_target: PathBuf,
     /// The generated text before ruff.
     pub text: String,
-    pub upstream_origin: PathBuf,
     /// The upstream module's text (what the `.diff` is taken against).
     pub upstream_text: String,
-    pub warnings: Vec<Warning>,
-    pub injected: Vec<String>,
+}
+
+impl std::ops::Deref for Raw {
+    type Target = Job;
+
+    fn deref(&self) -> &Job {
+        &self.job
+    }
 }
 
 impl Raw {
     /// The finished config, given `py` = ruff's output for `text`.
     pub fn finish(self, py: String) -> Generated {
-        let diff = build_diff(&self.upstream_text, &py, &self.plan.source_module, &self.plan.target_file);
-        Generated {
-            module: self.module,
-            upstream_lines: pytext::splitlines(&self.upstream_text).len(),
-            plan: self.plan,
-            config_path: self.config_path,
-            output_dir: self.output_dir,
-            py_path: self.py_path,
-            diff_path: self.diff_path,
-            py,
-            diff,
-            upstream_origin: self.upstream_origin,
-            warnings: self.warnings,
-            injected: self.injected,
-        }
+        let diff = build_diff(&self.upstream_text, &py, &self.job.plan.source_module, &self.job.plan.target_file);
+        Generated { upstream_lines: pytext::splitlines(&self.upstream_text).len(), job: self.job, py, diff }
     }
 }
