@@ -14,7 +14,7 @@ use ruff_text_size::Ranged;
 use crate::config::plan::{Helper, Patch, PatchPlan, PatchType};
 use crate::config::source::{keyword_line, ParsedFile};
 use crate::pytext;
-use text::{apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, strip_patch_decorators};
+use text::{apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range, strip_patch_decorators};
 
 /// Why generation failed (the reference's `CodegenError` and the errors it
 /// lets escape).
@@ -56,6 +56,9 @@ struct Generator<'a> {
     plan: &'a PatchPlan,
     upstream: &'a ParsedFile,
     source_lines: Vec<&'a str>,
+    /// `\n` is the upstream's only line break (its parse's line numbers
+    /// index `source_lines`).
+    newline_only: bool,
     class_replacements: Vec<(&'a str, &'a Patch)>,
     method_overrides: Vec<(&'a str, &'a Patch)>,
     function_replacements: Vec<(&'a str, &'a Patch)>,
@@ -67,6 +70,7 @@ pub fn generate(plan: &PatchPlan, upstream: &ParsedFile, transformers_version: &
         plan,
         upstream,
         source_lines: pytext::splitlines(&upstream.text),
+        newline_only: pytext::only_newline_breaks(&upstream.text),
         class_replacements: by_target(plan, PatchType::ClassReplacement),
         method_overrides: by_target(plan, PatchType::MethodOverride),
         function_replacements: by_target(plan, PatchType::FunctionReplacement),
@@ -91,11 +95,14 @@ impl<'a> Generator<'a> {
             parts.push(String::new());
         }
 
+        let mut previous_end = 0;
         for stmt in self.upstream.body() {
+            let after = previous_end;
+            previous_end = self.end_line(stmt);
             match stmt {
                 Stmt::Import(_) | Stmt::ImportFrom(_) => {}
                 Stmt::ClassDef(class) if !self.excluded(class.name.id.as_str()) => {
-                    parts.push(self.class_source(class)?);
+                    parts.push(self.class_source(class, after)?);
                     self.push_after(&mut parts, &mut emitted_positioned, class.name.id.as_str());
                 }
                 Stmt::FunctionDef(func) if !self.excluded(func.name.id.as_str()) => {
@@ -162,7 +169,11 @@ impl<'a> Generator<'a> {
     }
 
     fn end_line(&self, stmt: &Stmt) -> usize {
-        self.upstream.line_of(stmt.end())
+        self.end_line_of(stmt.end())
+    }
+
+    fn end_line_of(&self, offset: ruff_text_size::TextSize) -> usize {
+        self.upstream.line_of(offset)
     }
 
     /// `get_node_start_line`: the first decorator's line, else the keyword's.
@@ -345,7 +356,14 @@ impl<'a> Generator<'a> {
         Ok(lines.join("\n"))
     }
 
-    fn class_source(&self, class: &StmtClassDef) -> Result<String, CodegenError> {
+    /// The class segment, ready for its overrides.
+    fn class_edit(&self, class: &StmtClassDef, after: usize) -> methods::ClassEdit {
+        let start = self.def_start_line(&class.decorator_list, &class.name);
+        let range = segment_range(&self.source_lines, start, self.end_line_of(class.end()));
+        methods::ClassEdit::upstream_segment(self.upstream, &self.source_lines, self.newline_only, class, range, after)
+    }
+
+    fn class_source(&self, class: &StmtClassDef, after: usize) -> Result<String, CodegenError> {
         let class_name = class.name.id.as_str();
         if let Some(patch) = lookup(&self.class_replacements, class_name) {
             return self.class_replacement(class, patch);
@@ -375,10 +393,11 @@ impl<'a> Generator<'a> {
             format!("# Methods patched: {}", methods_patched.join(", ")),
             rule(70),
         ];
-        let mut class_source = self.class_segment(class);
+        let mut edit = self.class_edit(class, after);
         for (method_name, preserved) in &sources {
-            class_source = methods::replace_method(&class_source, method_name, preserved)?;
+            edit.replace_method(method_name, preserved)?;
         }
+        let class_source = edit.finish();
         lines.push(class_source);
         Ok(lines.join("\n"))
     }

@@ -25,6 +25,11 @@ pub fn indent_width(line: &str) -> usize {
 /// `extract_source_segment`: lines `start_line..=end_line` (1-based) plus
 /// every line above that is blank or starts (after stripping) with `#` or `@`.
 pub fn extract_source_segment(source_lines: &[&str], start_line: usize, end_line: usize) -> String {
+    source_lines[segment_range(source_lines, start_line, end_line)].join("\n")
+}
+
+/// The 0-based range of lines `extract_source_segment` joins.
+pub fn segment_range(source_lines: &[&str], start_line: usize, end_line: usize) -> std::ops::Range<usize> {
     let mut actual_start = start_line.saturating_sub(1);
     while actual_start > 0 {
         let prev = pytext::strip(source_lines.get(actual_start - 1).copied().unwrap_or(""));
@@ -36,9 +41,9 @@ pub fn extract_source_segment(source_lines: &[&str], start_line: usize, end_line
     }
     let end = end_line.min(source_lines.len());
     if actual_start >= end {
-        return String::new();
+        return 0..0;
     }
-    source_lines[actual_start..end].join("\n")
+    actual_start..end
 }
 
 const PATCH_DECORATOR_NAMES: [&str; 6] = [

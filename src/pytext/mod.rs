@@ -56,6 +56,17 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
     out
 }
 
+/// Whether `\n` is the only line boundary in `s` (then `str.splitlines`
+/// and counting `\n` agree on line numbers).
+pub fn only_newline_breaks(s: &str) -> bool {
+    !s.bytes().enumerate().any(|(i, b)| match b {
+        b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => true,
+        0xc2 => s.as_bytes().get(i + 1) == Some(&0x85),
+        0xe2 => s.as_bytes().get(i + 1) == Some(&0x80) && matches!(s.as_bytes().get(i + 2), Some(0xa8 | 0xa9)),
+        _ => false,
+    })
+}
+
 /// `str.splitlines()`.
 pub fn splitlines(s: &str) -> Vec<&str> {
     splitlines_impl(s, false)
