@@ -17,6 +17,10 @@
 //! With `--with-ruff`, also normalises (as `--check` does) and builds the
 //! `.diff`s, and reports those times separately.
 
+// The same allocator as the `patchgen` binary.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

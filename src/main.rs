@@ -1,3 +1,9 @@
+// The pipeline allocates many small strings and syntax trees; mimalloc (as
+// ruff itself uses) cuts generation time by a fifth over the system
+// allocator (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // A bug must never show a user a raw panic: say what happened and how to report it.
     std::panic::set_hook(Box::new(|info| {

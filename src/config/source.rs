@@ -2,8 +2,9 @@
 //! the reference obtains it: `inspect.getsource` (CPython 3.11 rules) plus
 //! the contiguous column-0 `#` comment block directly above it.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ruff_python_ast::{ModModule, Stmt};
 use ruff_python_parser::Parsed;
@@ -19,6 +20,10 @@ pub struct ParsedFile {
     pub text: String,
     pub parsed: Parsed<ModModule>,
     line_starts: Vec<u32>,
+    /// `object_source_with_leading_comments` of the objects defined here,
+    /// by (qualified name, first line, is a class): configs of one model
+    /// share most of their replacement objects.
+    sources: Mutex<HashMap<(String, usize, bool), Result<String, SourceError>>>,
 }
 
 impl std::fmt::Debug for ParsedFile {
@@ -40,7 +45,7 @@ impl ParsedFile {
         let text = pytext::universal_newlines(raw_text).into_owned();
         let line_starts = line_starts(&text);
         match ruff_python_parser::parse_module(&text) {
-            Ok(parsed) => Ok(ParsedFile { path, text, parsed, line_starts }),
+            Ok(parsed) => Ok(ParsedFile { path, text, parsed, line_starts, sources: Mutex::default() }),
             Err(err) => {
                 let offset: usize = err.location.start().into();
                 let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);
@@ -66,7 +71,12 @@ impl ParsedFile {
 
     /// The file's lines as `file.readlines()` gives them (split after "\n").
     pub fn readlines(&self) -> Vec<&str> {
-        self.text.split_inclusive('\n').collect()
+        let mut lines: Vec<&str> = self.line_starts.windows(2).map(|w| &self.text[w[0] as usize..w[1] as usize]).collect();
+        let last = *self.line_starts.last().expect("line 1 always starts") as usize;
+        if last < self.text.len() {
+            lines.push(&self.text[last..]);
+        }
+        lines
     }
 }
 
@@ -186,7 +196,7 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
 }
 
 /// Why an object's source could not be found (inspect's `OSError`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SourceError(pub String);
 
 /// `inspect.getsource(obj)` for a function or class.
@@ -205,15 +215,27 @@ fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, 
     Ok((lines[lnum..lnum + n].to_vec(), lnum))
 }
 
-/// The reference's `get_object_source_with_leading_comments`.
+/// The reference's `get_object_source_with_leading_comments` (computed once
+/// per object and file).
 pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, SourceError> {
+    let key = (def.qualname.clone(), def.first_line, def.is_class);
+    if let Some(found) = def.file.sources.lock().expect("not poisoned").get(&key) {
+        return found.clone();
+    }
+    let found = compute_object_source(def);
+    def.file.sources.lock().expect("not poisoned").insert(key, found.clone());
+    found
+}
+
+fn compute_object_source(def: &DefObj) -> Result<String, SourceError> {
     // `linecache` gives a last line without "\n" one (the comment walk
     // above the object never reaches the last line, so it can share these).
-    let mut text = std::borrow::Cow::Borrowed(def.file.text.as_str());
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.to_mut().push('\n');
+    let mut lines = def.file.readlines();
+    let completed;
+    if let Some(last) = lines.last_mut().filter(|l| !l.ends_with('\n')) {
+        completed = format!("{last}\n");
+        *last = &completed;
     }
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let (src_lines, start) = getsourcelines(def, &lines)?;
     let mut actual_start = start;
     while actual_start > 0 {
