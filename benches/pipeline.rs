@@ -153,6 +153,12 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
             .collect();
         diff_ms = t.elapsed().as_secs_f64() * 1e3;
         drop(finished);
+    } else if args.once {
+        std::mem::forget(ok);
+    }
+    if args.once {
+        // As the CLI does: the process is about to exit.
+        std::mem::forget(ctx);
     }
     Timing {
         gen_ms,

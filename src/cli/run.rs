@@ -51,12 +51,16 @@ pub fn run(settings: &Settings) -> i32 {
         }
     }
     let pool = pool(settings.jobs);
-    pool.install(|| match &settings.command {
+    let code = pool.install(|| match &settings.command {
         Command::List => list(&ctx, settings, &style),
         Command::One(module) => one(&ctx, settings, &style, module),
         Command::All => all(&ctx, settings, &style),
         Command::Check { modules, fix } => check(&ctx, settings, &style, modules, *fix),
-    })
+    });
+    // The process exits next: freeing every syntax tree one by one would
+    // only cost time (~5 % of a check's generation).
+    std::mem::forget(ctx);
+    code
 }
 
 fn preflight_ruff(ctx: &Context, settings: &Settings) -> Result<(), i32> {

@@ -2,6 +2,7 @@
 //! a pure function that reproduces the reference's
 //! `ModelingCodeGenerator.generate` byte for byte (before ruff).
 
+mod cache;
 pub mod imports;
 mod methods;
 pub mod text;
@@ -14,6 +15,7 @@ use ruff_text_size::Ranged;
 use crate::config::plan::{Helper, Patch, PatchPlan, PatchType};
 use crate::config::source::{keyword_line, ParsedFile};
 use crate::pytext;
+pub use cache::Cache;
 use text::{apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range, strip_patch_decorators};
 
 /// Why generation failed (the reference's `CodegenError` and the errors it
@@ -55,6 +57,7 @@ fn lookup<'a>(map: &[(&str, &'a Patch)], key: &str) -> Option<&'a Patch> {
 struct Generator<'a> {
     plan: &'a PatchPlan,
     upstream: &'a ParsedFile,
+    cache: &'a Cache,
     source_lines: Vec<&'a str>,
     /// `\n` is the upstream's only line break (its parse's line numbers
     /// index `source_lines`).
@@ -66,9 +69,21 @@ struct Generator<'a> {
 
 /// Generate the raw (pre-ruff) patched module.
 pub fn generate(plan: &PatchPlan, upstream: &ParsedFile, transformers_version: &str) -> Result<String, CodegenError> {
+    generate_with(plan, upstream, transformers_version, &Cache::default())
+}
+
+/// [`generate`], reusing (and adding to) what `cache` holds from other
+/// configs of the same run.
+pub fn generate_with(
+    plan: &PatchPlan,
+    upstream: &ParsedFile,
+    transformers_version: &str,
+    cache: &Cache,
+) -> Result<String, CodegenError> {
     let g = Generator {
         plan,
         upstream,
+        cache,
         source_lines: pytext::splitlines(&upstream.text),
         newline_only: pytext::only_newline_breaks(&upstream.text),
         class_replacements: by_target(plan, PatchType::ClassReplacement),
@@ -373,7 +388,14 @@ impl<'a> Generator<'a> {
         let mut sources: Vec<(&str, String)> = Vec::new();
         for (target, patch) in &self.method_overrides {
             let Some(method_name) = target.strip_prefix(&prefix) else { continue };
-            if let Some(cleaned) = methods::prepare_override(patch, method_name) {
+            let prepared = match &patch.replacement {
+                None => None,
+                Some(r) => {
+                    let key = (r.name.clone(), r.source.clone(), patch.name_map.clone(), method_name.to_string());
+                    cache::memo(&self.cache.overrides, key, || methods::prepare_override(patch, method_name))
+                }
+            };
+            if let Some(cleaned) = prepared {
                 methods_patched.push(method_name);
                 if !cleaned.is_empty() {
                     match sources.iter_mut().find(|(m, _)| *m == method_name) {
@@ -393,11 +415,18 @@ impl<'a> Generator<'a> {
             format!("# Methods patched: {}", methods_patched.join(", ")),
             rule(70),
         ];
-        let mut edit = self.class_edit(class, after);
-        for (method_name, preserved) in &sources {
-            edit.replace_method(method_name, preserved)?;
-        }
-        let class_source = edit.finish();
+        let key = (
+            self.upstream.path.clone(),
+            u32::from(class.name.start()),
+            sources.iter().map(|(m, s)| (m.to_string(), s.clone())).collect(),
+        );
+        let class_source = cache::memo(&self.cache.classes, key, || {
+            let mut edit = self.class_edit(class, after);
+            for (method_name, preserved) in &sources {
+                edit.replace_method(method_name, preserved)?;
+            }
+            Ok(edit.finish())
+        })?;
         lines.push(class_source);
         Ok(lines.join("\n"))
     }

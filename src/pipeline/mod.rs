@@ -27,6 +27,8 @@ pub struct Context {
     /// kept: the config that meets it reads the module again for its own
     /// error.
     upstream: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::OnceLock<Option<Upstream>>>>>,
+    /// Generation steps configs share (prepared overrides, rewritten classes).
+    codegen: codegen::Cache,
 }
 
 /// An upstream module: where it was found, and its text parsed.
@@ -156,6 +158,7 @@ impl Context {
             ruff,
             transformers_version: std::sync::OnceLock::new(),
             upstream: Default::default(),
+            codegen: Default::default(),
         }
     }
 
@@ -226,7 +229,7 @@ impl Context {
         };
         let diagnosis = diagnostics::diagnose(&plan, &parsed);
         warnings.extend(diagnosis.warnings);
-        let text = codegen::generate(&plan, &parsed, self.transformers_version())
+        let text = codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
