@@ -26,16 +26,38 @@ pub fn rstrip(s: &str) -> &str {
     s.trim_end_matches(is_space)
 }
 
+/// Whether any byte of `word` (8 bytes, little-endian) can start a line
+/// boundary: below 0x20, or a lead byte 0xC2 / 0xE2 (may say yes wrongly,
+/// never no wrongly).
+#[inline]
+fn may_hold_break(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    // Bytes below 0x20 (exact for the top bit clear; 0x80..0x9F and the
+    // like give false positives only where bit 7 is set, which is fine).
+    let below_0x20 = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    below_0x20 | has_zero(word ^ (ONES * 0xc2)) | has_zero(word ^ (ONES * 0xe2)) != 0
+}
+
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
 /// boundaries (`\r\n` counts once).
 pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
     // Scans bytes: the breaks are ASCII, or U+0085 (C2 85), U+2028/U+2029
     // (E2 80 A8/A9), whose lead bytes never occur inside another character.
+    // Eight bytes at a time are skipped while none can start a break.
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            if !may_hold_break(word) {
+                i += 8;
+                continue;
+            }
+        }
         let width = match bytes[i] {
             b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
             b'\n' | b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
@@ -59,12 +81,27 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
 /// Whether `\n` is the only line boundary in `s` (then `str.splitlines`
 /// and counting `\n` agree on line numbers).
 pub fn only_newline_breaks(s: &str) -> bool {
-    !s.bytes().enumerate().any(|(i, b)| match b {
-        b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => true,
-        0xc2 => s.as_bytes().get(i + 1) == Some(&0x85),
-        0xe2 => s.as_bytes().get(i + 1) == Some(&0x80) && matches!(s.as_bytes().get(i + 2), Some(0xa8 | 0xa9)),
-        _ => false,
-    })
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            if !may_hold_break(u64::from_le_bytes(chunk.try_into().expect("8 bytes"))) {
+                i += 8;
+                continue;
+            }
+        }
+        let other_break = match bytes[i] {
+            b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => true,
+            0xc2 => bytes.get(i + 1) == Some(&0x85),
+            0xe2 => bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)),
+            _ => false,
+        };
+        if other_break {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// `str.splitlines()`.
