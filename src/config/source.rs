@@ -24,6 +24,10 @@ pub struct ParsedFile {
     /// by (qualified name, first line, is a class): configs of one model
     /// share most of their replacement objects.
     sources: Mutex<HashMap<(String, usize, bool), Result<String, SourceError>>>,
+    /// `str.splitlines()` of the text, as byte ranges, and whether `\n` is
+    /// its only line break (computed once: every config of a model reads
+    /// the same upstream).
+    splitlines: std::sync::OnceLock<(Vec<(u32, u32)>, bool)>,
 }
 
 impl std::fmt::Debug for ParsedFile {
@@ -45,7 +49,14 @@ impl ParsedFile {
         let text = pytext::universal_newlines(raw_text).into_owned();
         let line_starts = line_starts(&text);
         match ruff_python_parser::parse_module(&text) {
-            Ok(parsed) => Ok(ParsedFile { path, text, parsed, line_starts, sources: Mutex::default() }),
+            Ok(parsed) => Ok(ParsedFile {
+                path,
+                text,
+                parsed,
+                line_starts,
+                sources: Mutex::default(),
+                splitlines: std::sync::OnceLock::new(),
+            }),
             Err(err) => {
                 let offset: usize = err.location.start().into();
                 let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);
@@ -67,6 +78,31 @@ impl ParsedFile {
 
     pub fn loc(&self, offset: TextSize) -> Loc {
         Loc { path: self.path.clone(), line: self.line_of(offset) }
+    }
+
+    fn splitlines_ranges(&self) -> &(Vec<(u32, u32)>, bool) {
+        self.splitlines.get_or_init(|| {
+            let base = self.text.as_ptr() as usize;
+            let ranges = pytext::splitlines(&self.text)
+                .iter()
+                .map(|l| {
+                    let start = (l.as_ptr() as usize - base) as u32;
+                    (start, start + l.len() as u32)
+                })
+                .collect();
+            (ranges, pytext::only_newline_breaks(&self.text))
+        })
+    }
+
+    /// `str.splitlines()` of the text.
+    pub fn splitlines(&self) -> Vec<&str> {
+        self.splitlines_ranges().0.iter().map(|&(a, b)| &self.text[a as usize..b as usize]).collect()
+    }
+
+    /// Whether `\n` is the text's only line break (so the parse's line
+    /// numbers index [`ParsedFile::splitlines`]).
+    pub fn only_newline_breaks(&self) -> bool {
+        self.splitlines_ranges().1
     }
 
     /// The file's lines as `file.readlines()` gives them (split after "\n").

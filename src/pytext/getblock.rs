@@ -133,7 +133,7 @@ impl BlockFinder {
 /// in the size of the input.
 pub fn getblock(lines: &[&str]) -> Result<usize, GetBlockError> {
     let mut finder = BlockFinder::new();
-    for item in Tokenizer::new(lines) {
+    for item in Tokenizer::for_blocks(lines) {
         match item {
             Ok(token) => {
                 if finder.tokeneater(&token).is_err() {

@@ -173,6 +173,11 @@ pub struct Tokenizer<'a> {
     queue: VecDeque<Token>,
     pending_error: Option<TokenizeError>,
     finished: bool,
+    /// Whether tokens carry their text. `getblock` only looks at the text
+    /// of `@`, `def`, `class` and `lambda`; the others get an empty string.
+    keep_strings: bool,
+    /// The current line's code points (reused from line to line).
+    chars: Vec<char>,
 }
 
 /// Tokenizes all of `lines`, collecting the tokens before the error if any.
@@ -204,7 +209,29 @@ impl<'a> Tokenizer<'a> {
             queue: VecDeque::new(),
             pending_error: None,
             finished: false,
+            keep_strings: true,
+            chars: Vec::new(),
         }
+    }
+
+    /// A tokenizer for `inspect.getblock`: the same tokens, but only those
+    /// whose text `BlockFinder` compares (`@`, `def`, `class`, `lambda`)
+    /// carry it.
+    pub fn for_blocks(lines: &'a [&'a str]) -> Self {
+        Tokenizer { keep_strings: false, ..Tokenizer::new(lines) }
+    }
+
+    /// Queue a token whose text is `chars` (built only when kept).
+    fn push_chars(&mut self, kind: TokenType, chars: &[char], start: (usize, usize), end: (usize, usize)) {
+        let keep = self.keep_strings
+            || matches!(chars, ['@'] | ['d', 'e', 'f'] | ['c', 'l', 'a', 's', 's'] | ['l', 'a', 'm', 'b', 'd', 'a']);
+        let string = if keep { chars.iter().collect() } else { String::new() };
+        self.push(kind, string, start, end);
+    }
+
+    /// Start the text of a string continued over lines.
+    fn cont_text(&self, chars: &[char]) -> String {
+        if self.keep_strings { chars.iter().collect() } else { String::new() }
     }
 
     fn readline(&mut self) -> &'a str {
@@ -266,8 +293,16 @@ impl<'a> Tokenizer<'a> {
         let new_line = self.readline();
         let last_line = std::mem::replace(&mut self.line, new_line);
         self.lnum += 1;
+        let mut line = std::mem::take(&mut self.chars);
+        line.clear();
+        line.extend(new_line.chars());
+        self.step_line(&line, new_line, last_line);
+        self.chars = line;
+    }
+
+    /// `step` for the line just read (`line` its code points).
+    fn step_line(&mut self, line: &[char], new_line: &'a str, last_line: &'a str) {
         let lnum = self.lnum;
-        let line: Vec<char> = new_line.chars().collect();
         let max = line.len();
         let mut pos = 0;
 
@@ -280,18 +315,24 @@ impl<'a> Tokenizer<'a> {
             }
             if let Some(end) = end_match(cont.endprog, &line, 0) {
                 pos = end;
-                cont.text.extend(&line[..end]);
+                if self.keep_strings {
+                    cont.text.extend(&line[..end]);
+                }
                 self.push(TokenType::String, cont.text, cont.start, (lnum, end));
                 self.needcont = false;
             } else if self.needcont
                 && !line.ends_with(&['\\', '\n'])
                 && !line.ends_with(&['\\', '\r', '\n'])
             {
-                cont.text.push_str(new_line);
+                if self.keep_strings {
+                    cont.text.push_str(new_line);
+                }
                 self.push(TokenType::ErrorToken, cont.text, cont.start, (lnum, max));
                 return;
             } else {
-                cont.text.push_str(new_line);
+                if self.keep_strings {
+                    cont.text.push_str(new_line);
+                }
                 self.contstr = Some(cont);
                 return;
             }
@@ -323,32 +364,17 @@ impl<'a> Tokenizer<'a> {
                     while end > pos && matches!(line[end - 1], '\r' | '\n') {
                         end -= 1;
                     }
-                    self.push(
-                        TokenType::Comment,
-                        line[pos..end].iter().collect(),
-                        (lnum, pos),
-                        (lnum, end),
-                    );
+                    self.push_chars(TokenType::Comment, &line[pos..end], (lnum, pos), (lnum, end));
                     pos = end;
                 }
-                self.push(
-                    TokenType::Nl,
-                    line[pos..].iter().collect(),
-                    (lnum, pos),
-                    (lnum, max),
-                );
+                self.push_chars(TokenType::Nl, &line[pos..], (lnum, pos), (lnum, max));
                 return;
             }
 
             if column > *self.indents.last().unwrap_or(&0) {
                 // count indents or dedents
                 self.indents.push(column);
-                self.push(
-                    TokenType::Indent,
-                    line[..pos].iter().collect(),
-                    (lnum, 0),
-                    (lnum, pos),
-                );
+                self.push_chars(TokenType::Indent, &line[..pos], (lnum, 0), (lnum, pos));
             }
             while let Some(&top) = self.indents.last()
                 && column < top
@@ -402,16 +428,16 @@ impl<'a> Tokenizer<'a> {
                 || (initial == '.' && token != ['.'] && token != ['.', '.', '.'])
             {
                 // ordinary number
-                self.push(TokenType::Number, token.iter().collect(), spos, epos);
+                self.push_chars(TokenType::Number, &token, spos, epos);
             } else if initial == '\r' || initial == '\n' {
                 let kind = if self.parenlev > 0 {
                     TokenType::Nl
                 } else {
                     TokenType::Newline
                 };
-                self.push(kind, token.iter().collect(), spos, epos);
+                self.push_chars(kind, &token, spos, epos);
             } else if initial == '#' {
-                self.push(TokenType::Comment, token.iter().collect(), spos, epos);
+                self.push_chars(TokenType::Comment, &token, spos, epos);
             } else if is_triple_quoted(token) {
                 let endprog = EndPat {
                     quote: token[token.len() - 1],
@@ -420,16 +446,11 @@ impl<'a> Tokenizer<'a> {
                 if let Some(end) = end_match(endprog, &line, pos) {
                     // all on one line
                     pos = end;
-                    self.push(
-                        TokenType::String,
-                        line[start..pos].iter().collect(),
-                        spos,
-                        (lnum, pos),
-                    );
+                    self.push_chars(TokenType::String, &line[start..pos], spos, (lnum, pos));
                 } else {
                     // multiple lines
                     self.contstr = Some(ContStr {
-                        text: line[start..].iter().collect(),
+                        text: self.cont_text(&line[start..]),
                         start: spos,
                         endprog,
                     });
@@ -448,7 +469,7 @@ impl<'a> Tokenizer<'a> {
                         .find(|&c| c == '\'' || c == '"')
                         .unwrap_or('\'');
                     self.contstr = Some(ContStr {
-                        text: line[start..].iter().collect(),
+                        text: self.cont_text(&line[start..]),
                         start: spos,
                         endprog: EndPat {
                             quote,
@@ -459,10 +480,10 @@ impl<'a> Tokenizer<'a> {
                     break;
                 }
                 // ordinary string
-                self.push(TokenType::String, token.iter().collect(), spos, epos);
+                self.push_chars(TokenType::String, &token, spos, epos);
             } else if is_identifier_start(initial) {
                 // ordinary name
-                self.push(TokenType::Name, token.iter().collect(), spos, epos);
+                self.push_chars(TokenType::Name, &token, spos, epos);
             } else if initial == '\\' {
                 // continued stmt
                 self.continued = true;
@@ -472,7 +493,7 @@ impl<'a> Tokenizer<'a> {
                     ')' | ']' | '}' => self.parenlev -= 1,
                     _ => {}
                 }
-                self.push(TokenType::Op, token.iter().collect(), spos, epos);
+                self.push_chars(TokenType::Op, &token, spos, epos);
             }
         }
     }

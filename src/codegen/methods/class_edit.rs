@@ -129,11 +129,25 @@ fn continues(line: &str) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 enum Known {
     Shape(ClassShape),
+    /// The text is a splice of the one `Splice::shape` describes: work its
+    /// shape out when it is next needed (after a class's last override it
+    /// never is).
+    Spliced(Box<Splice>),
     /// Not known: parse the text when it is next needed.
     Unparsed,
     /// The text does not parse (or holds no class): every further override
     /// leaves it as it is.
     Unusable,
+}
+
+/// The body members `replaced` of the text `shape` describes, which were
+/// `removed` lines from `spliced.start` on, are now the lines `spliced`.
+#[derive(Debug, Clone, PartialEq)]
+struct Splice {
+    shape: ClassShape,
+    spliced: Range<usize>,
+    replaced: Range<usize>,
+    removed: usize,
 }
 
 /// A class segment rewritten by its method overrides one after another
@@ -193,7 +207,8 @@ impl ClassEdit {
 
     /// The shape kept for the current text, if any.
     #[cfg(test)]
-    pub(super) fn kept_shape(&self) -> Option<&ClassShape> {
+    pub(super) fn kept_shape(&mut self) -> Option<&ClassShape> {
+        self.resolve_splice();
         match &self.known {
             Known::Shape(s) => Some(s),
             _ => None,
@@ -204,6 +219,12 @@ impl ClassEdit {
         self.text.join("\n")
     }
 
+    fn resolve_splice(&mut self) {
+        if let Known::Spliced(s) = &self.known {
+            self.known = splice_shape(&s.shape, &self.text, s.spliced.clone(), s.replaced.clone(), s.removed);
+        }
+    }
+
     /// `str.splitlines` of the current text.
     fn lines(&self) -> Vec<&str> {
         let n = self.text.len() - usize::from(self.text.last().is_some_and(|l| l.is_empty()));
@@ -212,6 +233,7 @@ impl ClassEdit {
 
     /// `_replace_method_body_with_preserved(text, method_name, preserved)`.
     pub fn replace_method(&mut self, method_name: &str, preserved: &str) -> Result<(), CodegenError> {
+        self.resolve_splice();
         if self.known == Known::Unparsed {
             self.known = ClassShape::parse(&self.text.join("\n")).map_or(Known::Unusable, Known::Shape);
         }
@@ -253,7 +275,7 @@ impl ClassEdit {
             let spliced = decorator_start.min(out.len())..out.len();
             let removed = method_end.min(source_lines.len()).saturating_sub(decorator_start);
             out.extend(slice(&source_lines, method_end, source_lines.len()));
-            self.known = splice_shape(&shape, &out, spliced, index..index + 1, removed);
+            self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: index..index + 1, removed }));
             self.text = out;
             return Ok(());
         }
@@ -288,7 +310,7 @@ impl ClassEdit {
         let spliced = out.len()..out.len() + indented.len();
         out.extend(indented);
         let n = shape.members.len();
-        self.known = splice_shape(&shape, &out, spliced, n..n, 0);
+        self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: n..n, removed: 0 }));
         self.text = out;
         Ok(())
     }

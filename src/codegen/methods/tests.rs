@@ -95,8 +95,8 @@ fn compare(lines: Vec<String>, shape: Option<ClassShape>, overrides: &[(&str, &s
         if a.is_err() {
             return Ok(());
         }
+        let text = fast.clone_text();
         if let Some(kept) = fast.kept_shape() {
-            let text = fast.clone_text();
             let parsed = ClassShape::parse(&text);
             prop_assert_eq!(Some(kept), parsed.as_ref(), "kept shape differs from the parse of\n{}", text);
         }
@@ -154,7 +154,7 @@ proptest! {
                 .unwrap_or_else(|| keyword_line(&upstream, class.name.start()));
             let range = segment_range(&source_lines, start, upstream.line_of(class.end()));
             let segment = source_lines[range.clone()].join("\n");
-            let edit = ClassEdit::upstream_segment(&upstream, &source_lines, true, class, range, previous_end);
+            let mut edit = ClassEdit::upstream_segment(&upstream, &source_lines, true, class, range, previous_end);
             if let Some(kept) = edit.kept_shape() {
                 let parsed = ClassShape::parse(&segment);
                 prop_assert_eq!(Some(kept), parsed.as_ref(), "upstream shape differs for\n{}", module);
