@@ -150,6 +150,18 @@ fn upstream_not_utf8_or_broken() {
 }
 
 #[test]
+fn ruff_path_that_cannot_run_is_not_found() {
+    let p = config_project(&toy_config(""));
+    p.write("not-executable", "#!/bin/sh\n");
+    for ruff in ["not-executable", "upstream", "missing/ruff"] {
+        let path = p.path().join(ruff);
+        let out = TestEnv::get().patchgen(p.path(), &p.pythonpath(), &["--check", "--ruff", path.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "--ruff {ruff}");
+        assert_has(&out.stderr, &["ruff not found", &path.display().to_string()]);
+    }
+}
+
+#[test]
 fn ruff_missing_says_how_to_install() {
     let p = config_project(&toy_config(""));
     let out = TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("PATH", "/nonexistent")]);

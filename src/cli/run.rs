@@ -64,17 +64,16 @@ pub fn run(settings: &Settings) -> i32 {
 }
 
 fn preflight_ruff(ctx: &Context, settings: &Settings) -> Result<(), i32> {
-    match ctx.ruff.version() {
-        Some(v) => {
-            if settings.verbose {
-                eprintln!("using {v} ({})", ctx.ruff.program.display());
-            }
-            Ok(())
-        }
-        None => {
-            eprintln!("patchgen: error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
-            Err(2)
-        }
+    let found = if settings.verbose {
+        ctx.ruff.version().inspect(|v| eprintln!("using {v} ({})", ctx.ruff.program.display())).is_some()
+    } else {
+        ctx.ruff.is_available()
+    };
+    if found {
+        Ok(())
+    } else {
+        eprintln!("patchgen: error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
+        Err(2)
     }
 }
 

@@ -315,6 +315,21 @@ impl Ruff {
     }
 
     /// `ruff --version`, for messages and `-v`.
+    /// Whether the program can be started, found as `Command` finds it
+    /// (the `PATH` search for a bare name), without starting it: a check's
+    /// wall time should not wait for an extra process.
+    pub fn is_available(&self) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if self.program.components().count() > 1 || self.program.is_absolute() {
+            return runnable(&self.program);
+        }
+        match std::env::var_os("PATH") {
+            Some(path) => std::env::split_paths(&path).any(|dir| runnable(&dir.join(&self.program))),
+            None => self.version().is_some(),
+        }
+    }
+
     pub fn version(&self) -> Option<String> {
         let out = Command::new(&self.program).arg("--version").output().ok()?;
         Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
