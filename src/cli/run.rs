@@ -372,35 +372,43 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
         only.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };
     let results = run_many(ctx, settings, &modules);
-    let mut rows: Vec<CheckRow> = Vec::new();
-    for (module, (outcome, secs)) in modules.iter().zip(results) {
-        let row = match outcome {
-            Outcome::NotAConfig => continue,
-            Outcome::Skipped(source_module) => CheckRow {
-                module: module.clone(),
-                secs,
-                result: Ok(Vec::new()),
-                py_path: None,
-                warnings: vec![],
-                skipped: Some(source_module),
-            },
-            Outcome::Done(g) => {
-                let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
-                if settings.verbose && settings.format == Format::Text {
-                    print_injected(style, &g, "  ");
-                }
-                let result = match strict_failure(settings, &g) {
-                    Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
-                    None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
-                };
-                CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
+    if settings.verbose && settings.format == Format::Text {
+        for (outcome, _) in &results {
+            if let Outcome::Done(g) = outcome {
+                print_injected(style, g, "  ");
             }
-            Outcome::Failed(f) => {
-                CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
-            }
-        };
-        rows.push(row);
+        }
     }
+    // Reading and comparing the checked-in files, config by config in parallel.
+    let rows: Vec<CheckRow> = modules
+        .par_iter()
+        .zip(results)
+        .filter_map(|(module, (outcome, secs))| {
+            let row = match outcome {
+                Outcome::NotAConfig => return None,
+                Outcome::Skipped(source_module) => CheckRow {
+                    module: module.clone(),
+                    secs,
+                    result: Ok(Vec::new()),
+                    py_path: None,
+                    warnings: vec![],
+                    skipped: Some(source_module),
+                },
+                Outcome::Done(g) => {
+                    let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
+                    let result = match strict_failure(settings, &g) {
+                        Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
+                        None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
+                    };
+                    CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
+                }
+                Outcome::Failed(f) => {
+                    CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
+                }
+            };
+            Some(row)
+        })
+        .collect();
     let failed = rows.iter().filter(|r| r.result.is_err()).count();
     let drifted = rows
         .iter()
