@@ -98,6 +98,8 @@ print(json.dumps(out))
             pytext::dedent(s),
             pytext::only_newline_breaks(s),
         ]);
+        let stripped: Vec<&str> = pytext::splitlines_keepends(s).into_iter().map(pytext::without_line_break).collect();
+        assert_eq!(stripped, pytext::splitlines(s), "input {s:?}");
         assert_eq!(got, exp, "input {s:?}");
     }
 }

@@ -24,10 +24,10 @@ pub struct ParsedFile {
     /// by (qualified name, first line, is a class): configs of one model
     /// share most of their replacement objects.
     sources: Mutex<HashMap<(String, usize, bool), Result<String, SourceError>>>,
-    /// `str.splitlines()` of the text, as byte ranges, and whether `\n` is
-    /// its only line break (computed once: every config of a model reads
-    /// the same upstream).
-    splitlines: std::sync::OnceLock<(Vec<(u32, u32)>, bool)>,
+    /// `str.splitlines(True)` of the text, as byte ranges, with where each
+    /// line's break starts, and whether `\n` is its only line break
+    /// (computed once: every config of a model reads the same upstream).
+    splitlines: std::sync::OnceLock<(Vec<(u32, u32, u32)>, bool)>,
 }
 
 impl std::fmt::Debug for ParsedFile {
@@ -80,14 +80,15 @@ impl ParsedFile {
         Loc { path: self.path.clone(), line: self.line_of(offset) }
     }
 
-    fn splitlines_ranges(&self) -> &(Vec<(u32, u32)>, bool) {
+    fn splitlines_ranges(&self) -> &(Vec<(u32, u32, u32)>, bool) {
         self.splitlines.get_or_init(|| {
-            let base = self.text.as_ptr() as usize;
-            let ranges = pytext::splitlines(&self.text)
+            let offset = |l: &str| (l.as_ptr() as usize - self.text.as_ptr() as usize) as u32;
+            let ranges = pytext::splitlines_keepends(&self.text)
                 .iter()
                 .map(|l| {
-                    let start = (l.as_ptr() as usize - base) as u32;
-                    (start, start + l.len() as u32)
+                    let start = offset(l);
+                    let content = pytext::without_line_break(l).len() as u32;
+                    (start, start + content, start + l.len() as u32)
                 })
                 .collect();
             (ranges, pytext::only_newline_breaks(&self.text))
@@ -96,7 +97,12 @@ impl ParsedFile {
 
     /// `str.splitlines()` of the text.
     pub fn splitlines(&self) -> Vec<&str> {
-        self.splitlines_ranges().0.iter().map(|&(a, b)| &self.text[a as usize..b as usize]).collect()
+        self.splitlines_ranges().0.iter().map(|&(a, b, _)| &self.text[a as usize..b as usize]).collect()
+    }
+
+    /// `str.splitlines(True)` of the text.
+    pub fn splitlines_keepends(&self) -> Vec<&str> {
+        self.splitlines_ranges().0.iter().map(|&(a, _, c)| &self.text[a as usize..c as usize]).collect()
     }
 
     /// Whether `\n` is the text's only line break (so the parse's line

@@ -109,10 +109,14 @@ impl std::fmt::Display for Failure {
 /// `a/<module/as/path>.py` vs `b/<target_file>`, `n=3`, every line
 /// right-stripped, one final newline (the reference's `.diff`).
 pub fn build_diff(upstream: &str, generated: &str, source_module: &str, target_file: &str) -> String {
-    let a = pytext::splitlines_keepends(upstream);
+    diff_against(&pytext::splitlines_keepends(upstream), generated, source_module, target_file)
+}
+
+/// [`build_diff`] given the upstream's lines (`str.splitlines(True)`).
+fn diff_against(a: &[&str], generated: &str, source_module: &str, target_file: &str) -> String {
     let b = pytext::splitlines_keepends(generated);
     let raw = crate::diff::unified_diff(
-        &a,
+        a,
         &b,
         &format!("a/{}.py", source_module.replace('.', "/")),
         &format!("b/{target_file}"),
@@ -253,7 +257,7 @@ impl Context {
             },
             abs_target,
             text,
-            upstream_text: parsed.text.clone(),
+            upstream: parsed,
         })
     }
 }
@@ -265,8 +269,8 @@ pub struct Raw {
     pub abs_target: PathBuf,
     /// The generated text before ruff.
     pub text: String,
-    /// The upstream module's text (what the `.diff` is taken against).
-    pub upstream_text: String,
+    /// The upstream module (what the `.diff` is taken against).
+    pub upstream: Arc<ParsedFile>,
 }
 
 impl std::ops::Deref for Raw {
@@ -280,7 +284,7 @@ impl std::ops::Deref for Raw {
 impl Raw {
     /// The finished config, given `py` = ruff's output for `text`.
     pub fn finish(self, py: String) -> Generated {
-        let diff = build_diff(&self.upstream_text, &py, &self.job.plan.source_module, &self.job.plan.target_file);
-        Generated { upstream_lines: pytext::splitlines(&self.upstream_text).len(), job: self.job, py, diff }
+        let diff = diff_against(&self.upstream.splitlines_keepends(), &py, &self.job.plan.source_module, &self.job.plan.target_file);
+        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff }
     }
 }

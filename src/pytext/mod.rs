@@ -26,18 +26,32 @@ pub fn rstrip(s: &str) -> &str {
     s.trim_end_matches(is_space)
 }
 
-/// Whether any byte of `word` (8 bytes, little-endian) can start a line
-/// boundary: below 0x20, or a lead byte 0xC2 / 0xE2 (may say yes wrongly,
-/// never no wrongly).
+/// The bytes of `word` (8 bytes, little-endian) that can start a line
+/// boundary, as the top bit of each: below 0x20, or a lead byte 0xC2 /
+/// 0xE2. Bytes above the lowest flagged one may be flagged wrongly (a
+/// borrow carries up), so only the lowest flag is to be trusted; zero when
+/// no byte can.
 #[inline]
-fn may_hold_break(word: u64) -> bool {
+fn break_candidates(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    // Bytes below 0x20 (exact for the top bit clear; 0x80..0x9F and the
-    // like give false positives only where bit 7 is set, which is fine).
     let below_0x20 = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    below_0x20 | has_zero(word ^ (ONES * 0xc2)) | has_zero(word ^ (ONES * 0xe2)) != 0
+    below_0x20 | has_zero(word ^ (ONES * 0xc2)) | has_zero(word ^ (ONES * 0xe2))
+}
+
+/// The first index from `i` on whose byte may start a line boundary
+/// (every byte before it certainly does not), or `bytes.len()`.
+#[inline]
+fn next_break_candidate(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let flags = break_candidates(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        if flags != 0 {
+            return i + (flags.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i.min(bytes.len())
 }
 
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
@@ -45,18 +59,15 @@ fn may_hold_break(word: u64) -> bool {
 pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
     // Scans bytes: the breaks are ASCII, or U+0085 (C2 85), U+2028/U+2029
     // (E2 80 A8/A9), whose lead bytes never occur inside another character.
-    // Eight bytes at a time are skipped while none can start a break.
+    // Runs of bytes that cannot start a break are skipped eight at a time.
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            if !may_hold_break(word) {
-                i += 8;
-                continue;
-            }
+    loop {
+        i = next_break_candidate(bytes, i);
+        if i >= bytes.len() {
+            break;
         }
         let width = match bytes[i] {
             b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
@@ -83,12 +94,10 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
 pub fn only_newline_breaks(s: &str) -> bool {
     let bytes = s.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            if !may_hold_break(u64::from_le_bytes(chunk.try_into().expect("8 bytes"))) {
-                i += 8;
-                continue;
-            }
+    loop {
+        i = next_break_candidate(bytes, i);
+        if i >= bytes.len() {
+            break;
         }
         let other_break = match bytes[i] {
             b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => true,
@@ -102,6 +111,19 @@ pub fn only_newline_breaks(s: &str) -> bool {
         i += 1;
     }
     true
+}
+
+/// A line of `str.splitlines(True)` without its line break.
+pub fn without_line_break(line: &str) -> &str {
+    if let Some(l) = line.strip_suffix("\r\n") {
+        return l;
+    }
+    match line.chars().next_back() {
+        Some(c @ ('\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')) => {
+            &line[..line.len() - c.len_utf8()]
+        }
+        _ => line,
+    }
 }
 
 /// `str.splitlines()`.
