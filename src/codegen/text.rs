@@ -183,20 +183,23 @@ pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<Str
 
 /// `_collapse_blank_lines`: no run of more than `max` blank lines.
 pub fn collapse_blank_lines(source: &str, max: usize) -> String {
-    let mut out: Vec<&str> = Vec::new();
+    let mut out = String::with_capacity(source.len());
     let mut run = 0;
     for line in pytext::splitlines(source) {
         if pytext::strip(line).is_empty() {
             run += 1;
-            if run <= max {
-                out.push(line);
+            if run > max {
+                continue;
             }
         } else {
             run = 0;
-            out.push(line);
         }
+        out.push_str(line);
+        out.push('\n');
     }
-    out.join("\n")
+    // `"\n".join(lines)`: no newline after the last one.
+    out.pop();
+    out
 }
 
 /// `"# " + "=" * n`.

@@ -123,12 +123,10 @@ impl ParsedFile {
 }
 
 pub fn line_starts(text: &str) -> Vec<u32> {
-    let mut starts = vec![0u32];
-    for (i, b) in text.bytes().enumerate() {
-        if b == b'\n' {
-            starts.push((i + 1) as u32);
-        }
-    }
+    let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+    starts.push(0u32);
+    // `match_indices` of a char searches with memchr.
+    starts.extend(text.match_indices('\n').map(|(i, _)| (i + 1) as u32));
     starts
 }
 
