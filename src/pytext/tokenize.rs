@@ -295,7 +295,11 @@ impl<'a> Tokenizer<'a> {
         self.lnum += 1;
         let mut line = std::mem::take(&mut self.chars);
         line.clear();
-        line.extend(new_line.chars());
+        if new_line.is_ascii() {
+            line.extend(new_line.bytes().map(char::from));
+        } else {
+            line.extend(new_line.chars());
+        }
         self.step_line(&line, new_line, last_line);
         self.chars = line;
     }
@@ -532,6 +536,14 @@ fn pseudo_match(line: &[char], pos: usize) -> Result<(usize, usize), usize> {
     }
     // Backtracking into the whitespace cannot help: no alternative can start
     // with a space, tab or form feed.
+    // An ASCII letter that cannot begin a string prefix, or `_`, can only
+    // begin a name (the other alternatives start with digits, `.`,
+    // operators, quotes, `#`, `\\` or a prefix letter).
+    if let Some(&c) = line.get(start)
+        && (c == '_' || (c.is_ascii_alphabetic() && !matches!(c, 'b' | 'B' | 'r' | 'R' | 'u' | 'U' | 'f' | 'F')))
+    {
+        return Ok((start, name(line, start).expect("a word character")));
+    }
     let end = pseudo_extras(line, start)
         .or_else(|| number(line, start))
         .or_else(|| funny(line, start))
