@@ -23,12 +23,19 @@ pub struct ParsedFile {
     /// `object_source_with_leading_comments` of the objects defined here,
     /// by (qualified name, first line, is a class): configs of one model
     /// share most of their replacement objects.
-    sources: Mutex<HashMap<(String, usize, bool), Result<String, SourceError>>>,
+    sources: Mutex<HashMap<SourceKey, Result<String, SourceError>>>,
     /// `str.splitlines(True)` of the text, as byte ranges, with where each
     /// line's break starts, and whether `\n` is its only line break
     /// (computed once: every config of a model reads the same upstream).
-    splitlines: std::sync::OnceLock<(Vec<(u32, u32, u32)>, bool)>,
+    splitlines: std::sync::OnceLock<SplitLines>,
 }
+
+/// An object's (qualified name, first line, is a class).
+type SourceKey = (String, usize, bool);
+
+/// Each line's (start, start of its line break, end) and whether every
+/// break is `\n`.
+type SplitLines = (Vec<(u32, u32, u32)>, bool);
 
 impl std::fmt::Debug for ParsedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,7 +87,7 @@ impl ParsedFile {
         Loc { path: self.path.clone(), line: self.line_of(offset) }
     }
 
-    fn splitlines_ranges(&self) -> &(Vec<(u32, u32, u32)>, bool) {
+    fn splitlines_ranges(&self) -> &SplitLines {
         self.splitlines.get_or_init(|| {
             let offset = |l: &str| (l.as_ptr() as usize - self.text.as_ptr() as usize) as u32;
             let ranges = pytext::splitlines_keepends(&self.text)

@@ -317,7 +317,7 @@ impl<'a> Tokenizer<'a> {
                 self.fail(TokenizeErrorKind::EofInMultiLineString, row, col);
                 return;
             }
-            if let Some(end) = end_match(cont.endprog, &line, 0) {
+            if let Some(end) = end_match(cont.endprog, line, 0) {
                 pos = end;
                 if self.keep_strings {
                     cont.text.extend(&line[..end]);
@@ -400,7 +400,7 @@ impl<'a> Tokenizer<'a> {
         }
 
         while pos < max {
-            let (start, end) = match pseudo_match(&line, pos) {
+            let (start, end) = match pseudo_match(line, pos) {
                 Ok(span) => span,
                 Err(failed_at) => {
                     // Python yields `ERRORTOKEN line[pos]` and retries at
@@ -432,22 +432,22 @@ impl<'a> Tokenizer<'a> {
                 || (initial == '.' && token != ['.'] && token != ['.', '.', '.'])
             {
                 // ordinary number
-                self.push_chars(TokenType::Number, &token, spos, epos);
+                self.push_chars(TokenType::Number, token, spos, epos);
             } else if initial == '\r' || initial == '\n' {
                 let kind = if self.parenlev > 0 {
                     TokenType::Nl
                 } else {
                     TokenType::Newline
                 };
-                self.push_chars(kind, &token, spos, epos);
+                self.push_chars(kind, token, spos, epos);
             } else if initial == '#' {
-                self.push_chars(TokenType::Comment, &token, spos, epos);
+                self.push_chars(TokenType::Comment, token, spos, epos);
             } else if is_triple_quoted(token) {
                 let endprog = EndPat {
                     quote: token[token.len() - 1],
                     triple: true,
                 };
-                if let Some(end) = end_match(endprog, &line, pos) {
+                if let Some(end) = end_match(endprog, line, pos) {
                     // all on one line
                     pos = end;
                     self.push_chars(TokenType::String, &line[start..pos], spos, (lnum, pos));
@@ -484,10 +484,10 @@ impl<'a> Tokenizer<'a> {
                     break;
                 }
                 // ordinary string
-                self.push_chars(TokenType::String, &token, spos, epos);
+                self.push_chars(TokenType::String, token, spos, epos);
             } else if is_identifier_start(initial) {
                 // ordinary name
-                self.push_chars(TokenType::Name, &token, spos, epos);
+                self.push_chars(TokenType::Name, token, spos, epos);
             } else if initial == '\\' {
                 // continued stmt
                 self.continued = true;
@@ -497,7 +497,7 @@ impl<'a> Tokenizer<'a> {
                     ')' | ']' | '}' => self.parenlev -= 1,
                     _ => {}
                 }
-                self.push_chars(TokenType::Op, &token, spos, epos);
+                self.push_chars(TokenType::Op, token, spos, epos);
             }
         }
     }

@@ -14,7 +14,7 @@ use crate::config::source::{keyword_line, ParsedFile};
 use crate::pytext;
 
 /// Python's `lst[a:b]` for non-negative bounds.
-fn slice<'a>(lines: &[&'a str], a: usize, b: usize) -> Vec<String> {
+fn slice(lines: &[&str], a: usize, b: usize) -> Vec<String> {
     let b = b.min(lines.len());
     if a >= b {
         return Vec::new();
@@ -293,8 +293,10 @@ impl ClassEdit {
                 None => "",
             };
             let mut out = slice(&source_lines, 0, start);
-            if colon.is_some() && matches!(pytext::strip(after), "pass" | "...") {
-                out.push(pytext::rstrip(&header[..colon.expect("checked") + 1]).to_string());
+            if let Some(colon) = colon
+                && matches!(pytext::strip(after), "pass" | "...")
+            {
+                out.push(pytext::rstrip(&header[..colon + 1]).to_string());
             }
             out.extend(indented);
             out.extend(slice(&source_lines, end, source_lines.len()));
