@@ -544,6 +544,13 @@ fn pseudo_match(line: &[char], pos: usize) -> Result<(usize, usize), usize> {
     {
         return Ok((start, name(line, start).expect("a word character")));
     }
+    // Likewise ASCII punctuation other than `.`, `\\`, `#` and quotes, and
+    // line ends, can only begin an operator or a newline (`Funny`).
+    if let Some(&c) = line.get(start)
+        && ((c.is_ascii_punctuation() && !matches!(c, '.' | '\\' | '#' | '\'' | '"')) || c == '\n' || c == '\r')
+    {
+        return funny(line, start).map(|end| (start, end)).ok_or(start);
+    }
     let end = pseudo_extras(line, start)
         .or_else(|| number(line, start))
         .or_else(|| funny(line, start))
