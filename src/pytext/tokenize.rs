@@ -709,11 +709,9 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
         ">>", "@=", "^=", "|=",
     ];
     const OPS1: &str = "%&()*+,-./:;<=>@[]^{|}~";
-    let starts_with = |op: &str| {
-        op.chars()
-            .enumerate()
-            .all(|(k, c)| at(line, i + k) == Some(c))
-    };
+    // The operators are ASCII: compare code points with their bytes.
+    let next = [Some(line[i]), at(line, i + 1), at(line, i + 2)];
+    let starts_with = |op: &str| op.bytes().zip(next).all(|(b, c)| c == Some(char::from(b)));
     if OPS3.iter().any(|op| starts_with(op)) {
         Some(i + 3)
     } else if OPS2.iter().any(|op| starts_with(op)) {
