@@ -75,6 +75,10 @@ pub struct SourceObject {
     pub module: String,
     pub source: String,
     pub defined_at: Loc,
+    /// `textwrap.dedent(source)` is known to parse as a module holding a
+    /// function definition: the source is a function statement of a parsed
+    /// config file (see `source::ObjectSource`). `false` means not known.
+    pub dedents_to_function: bool,
 }
 
 #[derive(Clone, Debug)]

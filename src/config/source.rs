@@ -13,6 +13,10 @@ use ruff_text_size::{Ranged, TextSize};
 use super::plan::Loc;
 use crate::pytext;
 
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod tests;
+
 /// A Python file read and parsed once, shared by every evaluation that uses it.
 pub struct ParsedFile {
     pub path: PathBuf,
@@ -23,7 +27,7 @@ pub struct ParsedFile {
     /// `object_source_with_leading_comments` of the objects defined here,
     /// by (qualified name, first line, is a class): configs of one model
     /// share most of their replacement objects.
-    sources: Mutex<HashMap<SourceKey, Result<String, SourceError>>>,
+    sources: Mutex<HashMap<SourceKey, Result<ObjectSource, SourceError>>>,
     /// `str.splitlines(True)` of the text, as byte ranges, with where each
     /// line's break starts, and whether `\n` is its only line break
     /// (computed once: every config of a model reads the same upstream).
@@ -262,9 +266,18 @@ fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, 
     Ok((lines[lnum..lnum + n].to_vec(), lnum))
 }
 
+/// An object's source text, and what is known about parsing it.
+#[derive(Debug, Clone)]
+pub struct ObjectSource {
+    pub text: String,
+    /// `textwrap.dedent(text)` parses as a module holding a function
+    /// definition (see [`dedents_to_function`]).
+    pub dedents_to_function: bool,
+}
+
 /// The reference's `get_object_source_with_leading_comments` (computed once
 /// per object and file).
-pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, SourceError> {
+pub fn object_source_with_leading_comments(def: &DefObj) -> Result<ObjectSource, SourceError> {
     let key = (def.qualname.clone(), def.first_line, def.is_class);
     if let Some(found) = def.file.sources.lock().expect("not poisoned").get(&key) {
         return found.clone();
@@ -274,7 +287,7 @@ pub fn object_source_with_leading_comments(def: &DefObj) -> Result<String, Sourc
     found
 }
 
-fn compute_object_source(def: &DefObj) -> Result<String, SourceError> {
+fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     // `linecache` gives a last line without "\n" one (the comment walk
     // above the object never reaches the last line, so it can share these).
     let mut lines = def.file.readlines();
@@ -312,7 +325,90 @@ fn compute_object_source(def: &DefObj) -> Result<String, SourceError> {
     for l in leading.iter().chain(src_lines.iter()) {
         out.push_str(l);
     }
-    Ok(out)
+    let dedents_to_function = !def.is_class
+        && def.first_line == start + 1
+        && dedents_to_function(&def.file, &lines, start..start + src_lines.len(), !leading.is_empty());
+    Ok(ObjectSource { text: out, dedents_to_function })
+}
+
+/// Whether `textwrap.dedent` of the text made of `lines[block]` (and, when
+/// `has_leading`, column-0 comment lines above them) certainly parses as a
+/// module holding a function definition, judged from the file's own parse
+/// instead of parsing again.
+///
+/// It does when the block is a function statement of the file (from its
+/// first decorator or `def` line to its last line) followed by nothing but
+/// blank and comment lines, the statement's first line does not continue a
+/// backslash line, there are no tabs, `\n` is the only line break, and
+/// every non-blank line starts with the first line's indentation (which
+/// is empty when there are leading comments): dedent then removes exactly
+/// that indentation (spaces only) from every line, which moves the
+/// statement to column 0 and keeps every indentation relation inside it
+/// and the ends of its strings and brackets, so it parses as it did in the
+/// file. (The backslash and trailing-line conditions are defensive: valid
+/// code does not seem to reach them.) `false` only means "parse it to know".
+fn dedents_to_function(file: &ParsedFile, lines: &[&str], block: std::ops::Range<usize>, has_leading: bool) -> bool {
+    if !file.only_newline_breaks() || block.is_empty() || block.end > lines.len() {
+        return false;
+    }
+    let Some(function) = find_function_at(file, block.start + 1) else { return false };
+    let last_line = file.line_of(function.end());
+    if last_line > block.end {
+        return false;
+    }
+    if lines[last_line..block.end].iter().any(|l| {
+        let t = pytext::strip(l);
+        !t.is_empty() && !t.starts_with('#')
+    }) {
+        return false;
+    }
+    if block.start > 0 && lines[block.start - 1].ends_with("\\\n") {
+        return false;
+    }
+    let first = lines[block.start];
+    let indent = &first[..first.len() - first.trim_start_matches(' ').len()];
+    if has_leading && !indent.is_empty() {
+        return false;
+    }
+    lines[block.clone()].iter().all(|l| {
+        let blank = l.bytes().all(|b| matches!(b, b' ' | b'\n'));
+        !l.contains('\t') && (blank || l.starts_with(indent))
+    })
+}
+
+/// The function statement whose first line (its first decorator's `@`,
+/// else its keyword) is `line` (1-based), at any depth; its first
+/// decorator must also start on that line (`co_firstlineno`).
+fn find_function_at(file: &ParsedFile, line: usize) -> Option<&ruff_python_ast::StmtFunctionDef> {
+    fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtFunctionDef> {
+        body.iter().find_map(|stmt| match stmt {
+            Stmt::FunctionDef(f) => {
+                let first = match f.decorator_list.first() {
+                    Some(d) if file.line_of(d.start()) == file.line_of(d.expression.start()) => file.line_of(d.start()),
+                    Some(_) => return None,
+                    None => keyword_line(file, f.name.start()),
+                };
+                if first == line { Some(f) } else { walk(file, &f.body, line) }
+            }
+            Stmt::ClassDef(c) => walk(file, &c.body, line),
+            Stmt::If(s) => walk(file, &s.body, line).or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
+            Stmt::For(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
+            Stmt::While(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
+            Stmt::With(s) => walk(file, &s.body, line),
+            Stmt::Try(s) => walk(file, &s.body, line)
+                .or_else(|| {
+                    s.handlers.iter().find_map(|h| {
+                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                        walk(file, &h.body, line)
+                    })
+                })
+                .or_else(|| walk(file, &s.orelse, line))
+                .or_else(|| walk(file, &s.finalbody, line)),
+            Stmt::Match(s) => s.cases.iter().find_map(|c| walk(file, &c.body, line)),
+            _ => None,
+        })
+    }
+    walk(file, file.body(), line)
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).

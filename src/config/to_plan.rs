@@ -43,11 +43,12 @@ fn items(ev: &mut Evaluator, config: &ConfigObj, field: &str, v: &Value) -> ERes
 fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option<SourceObject>> {
     match ev.force(v.clone())? {
         Value::Def(def) => match object_source_with_leading_comments(&def) {
-            Ok(source) => Ok(Some(SourceObject {
+            Ok(found) => Ok(Some(SourceObject {
                 name: def.name.clone(),
                 module: def.module.clone(),
-                source,
+                source: found.text,
                 defined_at: def.loc.clone(),
+                dedents_to_function: found.dedents_to_function,
             })),
             Err(e) => {
                 ev.warnings.push(Warning {
@@ -59,6 +60,7 @@ fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option
                     module: def.module.clone(),
                     source: String::new(),
                     defined_at: def.loc.clone(),
+                    dedents_to_function: false,
                 }))
             }
         },

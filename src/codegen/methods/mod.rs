@@ -45,8 +45,8 @@ pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<String> {
     if replacement.source.is_empty() {
         return None;
     }
-    let src = pytext::dedent(&replacement.source);
-    let src = apply_name_map(&src, patch.name_map.as_deref());
+    let dedented = pytext::dedent(&replacement.source);
+    let src = apply_name_map(&dedented, patch.name_map.as_deref());
     let mut cleaned = strip_patch_decorators(&src);
     if replacement.name != method_name {
         cleaned = py_replace(
@@ -55,6 +55,11 @@ pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<String> {
             &format!("def {method_name}("),
             Some(1),
         );
+    }
+    // The config file's parse already shows that the dedented source parses
+    // and holds a function, unless the name map changed it.
+    if replacement.dedents_to_function && src == dedented {
+        return Some(cleaned);
     }
     let parsed = ruff_python_parser::parse_module(&src).ok()?;
     if !contains_function(&parsed.syntax().body) {
