@@ -54,22 +54,14 @@ fn next_break_candidate(bytes: &[u8], mut i: usize) -> usize {
     i.min(bytes.len())
 }
 
-/// `str.splitlines(keepends)`: every line, split at any of Python's line
-/// boundaries (`\r\n` counts once).
-pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
-    // Scans bytes: the breaks are ASCII, or U+0085 (C2 85), U+2028/U+2029
-    // (E2 80 A8/A9), whose lead bytes never occur inside another character.
-    // Runs of bytes that cannot start a break are skipped eight at a time.
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
-    let mut start = 0;
-    let mut i = 0;
+/// The first line boundary at or after `i`: where it starts and how many
+/// bytes it takes. The breaks are ASCII, or U+0085 (C2 85), U+2028/U+2029
+/// (E2 80 A8/A9), whose lead bytes never occur inside another character.
+#[inline(always)]
+fn next_break(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
     loop {
         i = next_break_candidate(bytes, i);
-        if i >= bytes.len() {
-            break;
-        }
-        let width = match bytes[i] {
+        let width = match *bytes.get(i)? {
             b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
             b'\n' | b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
             0xc2 if bytes.get(i + 1) == Some(&0x85) => 2,
@@ -79,9 +71,19 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
                 continue;
             }
         };
+        return Some((i, width));
+    }
+}
+
+/// `str.splitlines(keepends)`: every line, split at any of Python's line
+/// boundaries (`\r\n` counts once).
+pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
+    let mut start = 0;
+    while let Some((i, width)) = next_break(bytes, start) {
         out.push(if keepends { &s[start..i + width] } else { &s[start..i] });
-        i += width;
-        start = i;
+        start = i + width;
     }
     if start < s.len() {
         out.push(&s[start..]);
@@ -94,21 +96,11 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
 pub fn only_newline_breaks(s: &str) -> bool {
     let bytes = s.as_bytes();
     let mut i = 0;
-    loop {
-        i = next_break_candidate(bytes, i);
-        if i >= bytes.len() {
-            break;
-        }
-        let other_break = match bytes[i] {
-            b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => true,
-            0xc2 => bytes.get(i + 1) == Some(&0x85),
-            0xe2 => bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)),
-            _ => false,
-        };
-        if other_break {
+    while let Some((at, width)) = next_break(bytes, i) {
+        if bytes[at] != b'\n' {
             return false;
         }
-        i += 1;
+        i = at + width;
     }
     true
 }
