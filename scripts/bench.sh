@@ -7,7 +7,11 @@
 #               (never written to: everything runs on copies under --work)
 #   --runs N    runs per measurement (default 7, at least 5)
 #   --scale K   the synthetic tree has K copies of every config (default 10)
-#   --work DIR  scratch directory (default: a fresh temporary one, removed after)
+#   --work DIR  scratch directory (default: a fresh temporary one under
+#               /dev/shm when it is writable, else under $TMPDIR; removed
+#               after). ruff writes its fixes into the files it is given, so
+#               T_ruff depends on the file system; patchgen runs ruff in a
+#               mirror on tmpfs, and tmpfs here keeps the comparison fair.
 #   --no-build  use the existing target/release/patchgen and bench binary
 #   --priority  run in a new session with autogroup nice -20 (needs root or
 #               CAP_SYS_NICE; for shared machines: other sessions' load then
@@ -92,7 +96,10 @@ if [ ! -x "$patchgen" ] || [ ! -x "$bench_bin" ]; then
 fi
 
 own_work=0
-if [ -z "$work" ]; then work=$(mktemp -d); own_work=1; fi
+if [ -z "$work" ]; then
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then work=$(mktemp -d -p /dev/shm); else work=$(mktemp -d); fi
+    own_work=1
+fi
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 cleanup() { if [ "$own_work" = 1 ]; then rm -rf "$work"; fi; }
@@ -223,7 +230,7 @@ row() { echo "| $1 | $(get "$2" 2) | $(get "$2" 3) – $(get "$2" 4) | $3 |"; }
 cpu_model=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo 2>/dev/null | head -n1)
 echo
 echo "Machine: $(nproc) CPUs (${cpu_model:-unknown}), $(uname -sr); ruff $("$ruff" --version | cut -d' ' -f2); patchgen $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$repo" diff --quiet 2>/dev/null || echo '+changes')"
-echo "Tree: $tree ($configs1 configs; ${scale}x tree: $configs10 configs). Load average before/after: $load_before / $load_after$([ "$priority" = 1 ] && echo '; run at autogroup nice -20')."
+echo "Tree: $tree ($configs1 configs; ${scale}x tree: $configs10 configs; copies in $(df --output=fstype "$work" 2>/dev/null | tail -n1)). Load average before/after: $load_before / $load_after$([ "$priority" = 1 ] && echo '; run at autogroup nice -20')."
 echo "Command: scripts/bench.sh $tree --runs $runs --scale $scale$([ "$priority" = 1 ] && echo ' --priority')"
 echo
 echo "| measure | median ms | min – max ms | note |"
