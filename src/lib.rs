@@ -19,4 +19,5 @@ pub mod pipeline;
 pub mod project;
 pub mod pytext;
 pub mod survey;
+pub mod timings;
 pub mod upstream;

@@ -5,6 +5,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    patchgen::timings::begin();
     // A bug must never show a user a raw panic: say what happened and how to report it.
     std::panic::set_hook(Box::new(|info| {
         eprintln!(
@@ -12,5 +13,6 @@ fn main() {
         );
     }));
     let code = std::panic::catch_unwind(patchgen::cli::main).unwrap_or(3);
+    patchgen::timings::mark("exit");
     std::process::exit(code);
 }

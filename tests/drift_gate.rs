@@ -56,6 +56,27 @@ fn edited_py_is_drift_and_fix_restores_it() {
     assert_eq!(p.run(&["--check"]).code, 0);
 }
 
+/// `--check` takes the `.diff` of the checked-in `.py` while ruff runs, to
+/// reuse it when ruff's output is that text: an edited `.py` checked in
+/// with the `.diff` that matches it must still show both as drift.
+#[test]
+fn edited_py_with_its_own_diff_is_drift_in_both() {
+    let (p, files) = generated_project();
+    let (py, diff) = (&files[0].0, &files[1].0);
+    let edited = p.read(py).replace("return x * self.eps", "return x * self.eps * 2");
+    let edited_diff = patchgen::pipeline::build_diff(MINI_UPSTREAM, &edited, "toylib.modeling_toy", "patched_toy.py");
+    assert_eq!(apply_unified_diff(MINI_UPSTREAM, &edited_diff), edited, "the .diff matches the edited .py");
+    p.write(py, &edited);
+    p.write(diff, &edited_diff);
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 1);
+    for f in [py, diff] {
+        assert!(out.stdout.contains(&format!("  DRIFT {}", p.path().join(f).display())), "{}", out.stdout);
+    }
+    assert_eq!(p.run(&["--check", "--fix"]).code, 0);
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
+}
+
 #[test]
 fn deleted_diff_is_drift() {
     let (p, files) = generated_project();

@@ -24,7 +24,7 @@ pub struct FileCheck {
 
 /// Read a checked-in file as Python's `read_text` does (universal
 /// newlines); missing → empty.
-fn read_text(path: &Path) -> std::io::Result<String> {
+pub fn read_text(path: &Path) -> std::io::Result<String> {
     match std::fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8(bytes).map_err(|_| {

@@ -95,7 +95,12 @@ enum Outcome {
 }
 
 fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
-    ctx.generate_many(modules, &settings.config_name)
+    // A drift check expects the checked-in `.py`: its `.diff` is taken while ruff runs.
+    let checked_in = |job: &crate::pipeline::Job| match settings.command {
+        Command::Check { .. } => crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty()),
+        _ => None,
+    };
+    ctx.generate_many_expecting(modules, &settings.config_name, &checked_in)
         .into_iter()
         .map(|(result, secs)| {
             let outcome = match result {
@@ -409,6 +414,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
             Some(row)
         })
         .collect();
+    crate::timings::mark("compared");
     let failed = rows.iter().filter(|r| r.result.is_err()).count();
     let drifted = rows
         .iter()

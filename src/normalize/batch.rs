@@ -348,6 +348,7 @@ impl Ruff {
     ) -> Result<Vec<String>, BatchFailed> {
         let fail = |what: &str, e: &dyn std::fmt::Display| BatchFailed(format!("{what}: {e}"));
         let mirror = Mirror::build(root, files).map_err(|e| fail("cannot build the mirror", &e))?;
+        crate::timings::mark("mirror built");
         let paths: Vec<PathBuf> = files
             .iter()
             .map(|(rel, _)| mirror.path().join(rel))
@@ -363,6 +364,7 @@ impl Ruff {
                     out.status
                 )));
             }
+            crate::timings::mark(if step == "check" { "ruff check" } else { "ruff format" });
         }
         let mut results = Vec::with_capacity(paths.len());
         for p in &paths {
@@ -371,6 +373,7 @@ impl Ruff {
             results.push(crate::pytext::universal_newlines(&text).into_owned());
         }
         drop(mirror);
+        crate::timings::mark("read back, mirror removed");
         Ok(results)
     }
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Context, Failure, Generated, Raw};
+use super::{Context, Failure, Generated, Job, Raw};
 
 impl Context {
     /// Generate many configs, each exactly as [`Context::generate`] would,
@@ -23,6 +23,22 @@ impl Context {
         modules: &[String],
         config_name: &str,
     ) -> Vec<(Result<Generated, Failure>, f64)> {
+        self.generate_many_expecting(modules, config_name, &|_| None)
+    }
+
+    /// [`Context::generate_many`], told what each config's `.py` is
+    /// expected to be: `expected(job)` (the drift gate passes the
+    /// checked-in file). While ruff runs, which leaves part of the cores
+    /// idle, the `.diff` of each expected text is taken on the spare cores;
+    /// when ruff's output is that text, as in an up-to-date tree, its
+    /// `.diff` is then ready. The result is the same either way: a `.diff`
+    /// depends only on the `.py` text and the upstream module.
+    pub fn generate_many_expecting(
+        &self,
+        modules: &[String],
+        config_name: &str,
+        expected: &(dyn Fn(&Job) -> Option<String> + Sync),
+    ) -> Vec<(Result<Generated, Failure>, f64)> {
         let raws: Vec<(Result<Raw, Failure>, f64)> = modules
             .par_iter()
             .map(|m| {
@@ -31,34 +47,42 @@ impl Context {
                 (raw, start.elapsed().as_secs_f64())
             })
             .collect();
+        crate::timings::mark("generated");
         let start = Instant::now();
         let items: Vec<(&str, &Path)> = raws
             .iter()
             .filter_map(|(r, _)| r.as_ref().ok())
             .map(|raw| (raw.text.as_str(), raw.abs_target.as_path()))
             .collect();
-        let mut normalized = self
-            .ruff
-            .normalize_many(&items, rayon::current_num_threads())
-            .into_iter();
+        let (normalized, guesses) = rayon::join(
+            || self.ruff.normalize_many(&items, rayon::current_num_threads()),
+            || {
+                raws.par_iter()
+                    .map(|(r, _)| r.as_ref().ok().and_then(|raw| Some(raw.guess(expected(&raw.job)?))))
+                    .collect::<Vec<_>>()
+            },
+        );
+        let mut normalized = normalized.into_iter();
         // Each config's share of the shared normalisation.
         let ruff_secs = start.elapsed().as_secs_f64() / items.len().max(1) as f64;
         let jobs: Vec<_> = raws
             .into_iter()
-            .map(|(r, secs)| match r {
+            .zip(guesses)
+            .map(|((r, secs), guess)| match r {
                 Ok(raw) => {
                     let py = normalized.next().expect("one result per file");
-                    (Ok((raw, py)), secs + ruff_secs)
+                    (Ok((raw, py, guess)), secs + ruff_secs)
                 }
                 Err(f) => (Err(f), secs),
             })
             .collect();
-        jobs.into_par_iter()
+        let done = jobs
+            .into_par_iter()
             .map(|(r, secs)| {
                 let start = Instant::now();
                 let result = match r {
-                    Ok((raw, Ok(py))) => Ok(raw.finish(py)),
-                    Ok((raw, Err(error))) => Err(Failure::Ruff {
+                    Ok((raw, Ok(py), guess)) => Ok(raw.finish_guessed(py, guess)),
+                    Ok((raw, Err(error), _)) => Err(Failure::Ruff {
                         py_path: raw.job.py_path,
                         error,
                     }),
@@ -66,6 +90,8 @@ impl Context {
                 };
                 (result, secs + start.elapsed().as_secs_f64())
             })
-            .collect()
+            .collect();
+        crate::timings::mark("diffs");
+        done
     }
 }

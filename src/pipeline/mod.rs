@@ -281,10 +281,37 @@ impl std::ops::Deref for Raw {
     }
 }
 
+/// A `.py` text some config is expected to normalise to, with its `.diff`
+/// taken in advance (see [`Context::generate_many_expecting`]).
+pub struct Guess {
+    py: String,
+    diff: String,
+}
+
 impl Raw {
     /// The finished config, given `py` = ruff's output for `text`.
     pub fn finish(self, py: String) -> Generated {
-        let diff = diff_against(&self.upstream.splitlines_keepends(), &py, &self.job.plan.source_module, &self.job.plan.target_file);
+        self.finish_guessed(py, None)
+    }
+
+    /// The `.diff` this config would get if ruff's output were `py`.
+    fn diff_for(&self, py: &str) -> String {
+        diff_against(&self.upstream.splitlines_keepends(), py, &self.job.plan.source_module, &self.job.plan.target_file)
+    }
+
+    /// Take the `.diff` for an expected `.py` text now.
+    pub fn guess(&self, py: String) -> Guess {
+        let diff = self.diff_for(&py);
+        Guess { py, diff }
+    }
+
+    /// [`Raw::finish`], reusing `guess`'s `.diff` when ruff's output is
+    /// the guessed text.
+    pub fn finish_guessed(self, py: String, guess: Option<Guess>) -> Generated {
+        let diff = match guess {
+            Some(g) if g.py == py => g.diff,
+            _ => self.diff_for(&py),
+        };
         Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff }
     }
 }
