@@ -61,6 +61,9 @@ fn text_strategy() -> impl Strategy<Value = String> {
         Just("\x1e"),
         Just("\x1f"),
         Just("\u{a0}"),
+        Just("\u{3000}"),
+        // Not whitespace for Python (nor Rust).
+        Just("\u{200b}"),
         // Lead bytes of breaks (C2, E2) in characters that are not.
         Just("€"),
         Just("\u{2027}"),
@@ -83,7 +86,8 @@ import json, sys, textwrap
 out = []
 for s in json.load(sys.stdin):
     out.append([s.splitlines(), s.splitlines(True), s.strip(), s.lstrip(), s.rstrip(), textwrap.dedent(s),
-                s.splitlines() == s.split("\n")[:len(s.splitlines())] and s.count("\n") == len(s.splitlines(True)) - (not s.endswith("\n") and s != "")])
+                s.splitlines() == s.split("\n")[:len(s.splitlines())] and s.count("\n") == len(s.splitlines(True)) - (not s.endswith("\n") and s != ""),
+                [not line.strip() for line in [s] + s.splitlines()]])
 print(json.dumps(out))
 "#,
         &serde_json::json!(inputs),
@@ -97,6 +101,7 @@ print(json.dumps(out))
             pytext::rstrip(s),
             pytext::dedent(s),
             pytext::only_newline_breaks(s),
+            std::iter::once(s.as_str()).chain(pytext::lines(s, false)).map(pytext::is_blank).collect::<Vec<_>>(),
         ]);
         let stripped: Vec<&str> = pytext::splitlines_keepends(s).into_iter().map(pytext::without_line_break).collect();
         assert_eq!(stripped, pytext::splitlines(s), "input {s:?}");

@@ -151,7 +151,7 @@ pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
         i += 1;
     }
     let mut leading = lines[..i].to_vec();
-    while leading.last().is_some_and(|l| pytext::strip(l).is_empty()) {
+    while leading.last().is_some_and(|l| pytext::is_blank(l)) {
         leading.pop();
     }
     (leading, lines[i..].join("\n"))
@@ -161,13 +161,13 @@ pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
 /// at `target_indent` spaces.
 pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<String> {
     let lines = pytext::splitlines(preserved);
-    let first = lines.iter().find(|l| !pytext::strip(l).is_empty()).copied().unwrap_or("");
+    let first = lines.iter().find(|l| !pytext::is_blank(l)).copied().unwrap_or("");
     let preserved_indent = indent_width(first);
     let pad = " ".repeat(target_indent);
     lines
         .iter()
         .map(|line| {
-            if pytext::strip(line).is_empty() {
+            if pytext::is_blank(line) {
                 String::new()
             } else {
                 let stripped = if char_len(line) >= preserved_indent {
@@ -185,8 +185,8 @@ pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<Str
 pub fn collapse_blank_lines(source: &str, max: usize) -> String {
     let mut out = String::with_capacity(source.len());
     let mut run = 0;
-    for line in pytext::splitlines(source) {
-        if pytext::strip(line).is_empty() {
+    for line in pytext::lines(source, false) {
+        if pytext::is_blank(line) {
             run += 1;
             if run > max {
                 continue;

@@ -300,7 +300,7 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     let mut actual_start = start;
     while actual_start > 0 {
         let raw = lines[actual_start - 1].strip_suffix('\n').unwrap_or(lines[actual_start - 1]);
-        if pytext::strip(raw).is_empty() || raw.starts_with('#') {
+        if pytext::is_blank(raw) || raw.starts_with('#') {
             actual_start -= 1;
             continue;
         }
@@ -308,14 +308,14 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     }
     let mut leading = &lines[actual_start..start];
     while let Some(first) = leading.first() {
-        if pytext::strip(first).is_empty() {
+        if pytext::is_blank(first) {
             leading = &leading[1..];
         } else {
             break;
         }
     }
     while let Some(last) = leading.last() {
-        if pytext::strip(last).is_empty() {
+        if pytext::is_blank(last) {
             leading = &leading[..leading.len() - 1];
         } else {
             break;

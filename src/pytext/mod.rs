@@ -16,6 +16,20 @@ pub fn strip(s: &str) -> &str {
     s.trim_matches(is_space)
 }
 
+/// `not s.strip()`: `s` is empty or whitespace only. ASCII is decided
+/// byte by byte; from the first non-ASCII byte on, as `strip` does.
+pub fn is_blank(s: &str) -> bool {
+    for (k, &b) in s.as_bytes().iter().enumerate() {
+        match b {
+            b'\t'..=b'\r' | b' ' | 0x1c..=0x1f => {}
+            // Every byte before is ASCII: `k` starts a character.
+            0x80.. => return strip(&s[k..]).is_empty(),
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// `str.lstrip()`.
 pub fn lstrip(s: &str) -> &str {
     s.trim_start_matches(is_space)
@@ -75,19 +89,41 @@ fn next_break(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
     }
 }
 
+/// The lines of `str.splitlines(keepends)`, one at a time.
+pub struct Lines<'a> {
+    s: &'a str,
+    start: usize,
+    keepends: bool,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let start = self.start;
+        if start >= self.s.len() {
+            return None;
+        }
+        let (end, next) = match next_break(self.s.as_bytes(), start) {
+            Some((i, width)) => (if self.keepends { i + width } else { i }, i + width),
+            None => (self.s.len(), self.s.len()),
+        };
+        self.start = next;
+        Some(&self.s[start..end])
+    }
+}
+
+/// `str.splitlines(keepends)` without collecting the lines.
+pub fn lines(s: &str, keepends: bool) -> Lines<'_> {
+    Lines { s, start: 0, keepends }
+}
+
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
 /// boundaries (`\r\n` counts once).
 pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
-    let mut start = 0;
-    while let Some((i, width)) = next_break(bytes, start) {
-        out.push(if keepends { &s[start..i + width] } else { &s[start..i] });
-        start = i + width;
-    }
-    if start < s.len() {
-        out.push(&s[start..]);
-    }
+    let mut out = Vec::with_capacity(s.len() / 32 + 1);
+    out.extend(lines(s, keepends));
     out
 }
 

@@ -702,21 +702,36 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
         ('\r', Some('\n')) => return Some(i + 2),
         _ => {}
     }
-    // Special: the operators sorted in reverse, i.e. the longest one wins.
-    const OPS3: [&str; 5] = ["**=", "...", "//=", "<<=", ">>="];
-    const OPS2: [&str; 19] = [
-        "!=", "%=", "&=", "**", "*=", "+=", "-=", "->", "//", "/=", ":=", "<<", "<=", "==", ">=",
-        ">>", "@=", "^=", "|=",
-    ];
-    const OPS1: &str = "%&()*+,-./:;<=>@[]^{|}~";
-    // The operators are ASCII: compare code points with their bytes.
-    let next = [Some(line[i]), at(line, i + 1), at(line, i + 2)];
-    let starts_with = |op: &str| op.bytes().zip(next).all(|(b, c)| c == Some(char::from(b)));
-    if OPS3.iter().any(|op| starts_with(op)) {
+    // Special: the operators sorted in reverse, so that the longest one
+    // wins (every operator that starts another sorts after it). They are
+    // ASCII.
+    let (c0, c1, c2) = (line[i], at(line, i + 1), at(line, i + 2));
+    let three = matches!(
+        (c0, c1, c2),
+        ('*', Some('*'), Some('=')) | ('.', Some('.'), Some('.')) | ('/', Some('/'), Some('=')) | ('<', Some('<'), Some('=')) | ('>', Some('>'), Some('='))
+    );
+    let two = || {
+        matches!(
+            (c0, c1),
+            ('!' | '%' | '&' | '*' | '+' | '-' | '/' | ':' | '<' | '=' | '>' | '@' | '^' | '|', Some('='))
+                | ('*', Some('*'))
+                | ('-', Some('>'))
+                | ('/', Some('/'))
+                | ('<', Some('<'))
+                | ('>', Some('>'))
+        )
+    };
+    let one = || {
+        matches!(
+            c0,
+            '%' | '&' | '(' | ')' | '*' | '+' | ',' | '-' | '.' | '/' | ':' | ';' | '<' | '=' | '>' | '@' | '[' | ']' | '^' | '{' | '|' | '}' | '~'
+        )
+    };
+    if three {
         Some(i + 3)
-    } else if OPS2.iter().any(|op| starts_with(op)) {
+    } else if two() {
         Some(i + 2)
-    } else if OPS1.contains(line[i]) {
+    } else if one() {
         Some(i + 1)
     } else {
         None

@@ -306,7 +306,7 @@ impl ClassEdit {
             return Ok(());
         }
         let mut out: Vec<String> = source_lines.iter().map(|s| s.to_string()).collect();
-        if out.last().is_some_and(|l| !pytext::strip(l).is_empty()) {
+        if out.last().is_some_and(|l| !pytext::is_blank(l)) {
             out.push(String::new());
         }
         let spliced = out.len()..out.len() + indented.len();
