@@ -1,12 +1,15 @@
 //! Results shared between the configs of one run. A model's configs (GPU,
 //! NPU, …) override the same methods of the same upstream classes, so the
 //! prepared replacements and the rewritten classes repeat: on VeOmni, 175
-//! rewritten classes of which 117 are distinct.
+//! rewritten classes of which 117 are distinct. The keys hold whole
+//! sources: hashed with FxHash, which reads them 8 bytes at a time
+//! (SipHash cost 4 % of generation).
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::PathBuf;
 use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::CodegenError;
 
