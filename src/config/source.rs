@@ -13,6 +13,8 @@ use ruff_text_size::{Ranged, TextSize};
 use super::plan::Loc;
 use crate::pytext;
 
+#[path = "from_parse.rs"]
+mod from_parse;
 #[cfg(test)]
 #[path = "source_tests.rs"]
 mod tests;
@@ -32,6 +34,8 @@ pub struct ParsedFile {
     /// line's break starts, and whether `\n` is its only line break
     /// (computed once: every config of a model reads the same upstream).
     splitlines: std::sync::OnceLock<SplitLines>,
+    /// Whether `\n` is the only line break (often wanted without the lines).
+    newline_only: std::sync::OnceLock<bool>,
 }
 
 /// An object's (qualified name, first line, is a class).
@@ -67,6 +71,7 @@ impl ParsedFile {
                 line_starts,
                 sources: Mutex::default(),
                 splitlines: std::sync::OnceLock::new(),
+                newline_only: std::sync::OnceLock::new(),
             }),
             Err(err) => {
                 let offset: usize = err.location.start().into();
@@ -85,6 +90,18 @@ impl ParsedFile {
     pub fn line_of(&self, offset: TextSize) -> usize {
         let offset = u32::from(offset);
         self.line_starts.partition_point(|&s| s <= offset)
+    }
+
+    /// Byte offset where 1-based `line` starts.
+    fn line_start(&self, line: usize) -> usize {
+        self.line_starts[line - 1] as usize
+    }
+
+    /// The text of 1-based lines `first..=last` (lines counted by `\n`),
+    /// with the last one's `\n` if it has one.
+    fn line_range(&self, first: usize, last: usize) -> &str {
+        let end = self.line_starts.get(last).map_or(self.text.len(), |&s| s as usize);
+        &self.text[self.line_start(first)..end]
     }
 
     pub fn loc(&self, offset: TextSize) -> Loc {
@@ -119,7 +136,10 @@ impl ParsedFile {
     /// Whether `\n` is the text's only line break (so the parse's line
     /// numbers index [`ParsedFile::splitlines`]).
     pub fn only_newline_breaks(&self) -> bool {
-        self.splitlines_ranges().1
+        *self.newline_only.get_or_init(|| match self.splitlines.get() {
+            Some((_, only)) => *only,
+            None => pytext::only_newline_breaks(&self.text),
+        })
     }
 
     /// The file's lines as `file.readlines()` gives them (split after "\n").
@@ -260,8 +280,11 @@ fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, 
     if lnum >= lines.len() {
         return Err(SourceError("lineno is out of bounds".into()));
     }
-    let n = pytext::getblock::getblock(&lines[lnum..])
-        .map_err(|e| SourceError(format!("{e}")))?;
+    let read_off_parse = if def.is_class { None } else { from_parse::block_len(&def.file, lines, lnum) };
+    let n = match read_off_parse {
+        Some(n) => n,
+        None => pytext::getblock::getblock(&lines[lnum..]).map_err(|e| SourceError(format!("{e}")))?,
+    };
     Ok((lines[lnum..lnum + n].to_vec(), lnum))
 }
 
@@ -326,88 +349,8 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     }
     let dedents_to_function = !def.is_class
         && def.first_line == start + 1
-        && dedents_to_function(&def.file, &lines, start..start + src_lines.len(), !leading.is_empty());
+        && from_parse::dedents_to_function(&def.file, &lines, start..start + src_lines.len(), !leading.is_empty());
     Ok(ObjectSource { text: out, dedents_to_function })
-}
-
-/// Whether `textwrap.dedent` of the text made of `lines[block]` (and, when
-/// `has_leading`, column-0 comment lines above them) certainly parses as a
-/// module holding a function definition, judged from the file's own parse
-/// instead of parsing again.
-///
-/// It does when the block is a function statement of the file (from its
-/// first decorator or `def` line to its last line) followed by nothing but
-/// blank and comment lines, the statement's first line does not continue a
-/// backslash line, there are no tabs, `\n` is the only line break, and
-/// every non-blank line starts with the first line's indentation (which
-/// is empty when there are leading comments): dedent then removes exactly
-/// that indentation (spaces only) from every line, which moves the
-/// statement to column 0 and keeps every indentation relation inside it
-/// and the ends of its strings and brackets, so it parses as it did in the
-/// file. (The backslash and trailing-line conditions are defensive: valid
-/// code does not seem to reach them.) `false` only means "parse it to know".
-fn dedents_to_function(file: &ParsedFile, lines: &[&str], block: std::ops::Range<usize>, has_leading: bool) -> bool {
-    if !file.only_newline_breaks() || block.is_empty() || block.end > lines.len() {
-        return false;
-    }
-    let Some(function) = find_function_at(file, block.start + 1) else { return false };
-    let last_line = file.line_of(function.end());
-    if last_line > block.end {
-        return false;
-    }
-    if lines[last_line..block.end].iter().any(|l| {
-        let t = pytext::strip(l);
-        !t.is_empty() && !t.starts_with('#')
-    }) {
-        return false;
-    }
-    if block.start > 0 && lines[block.start - 1].ends_with("\\\n") {
-        return false;
-    }
-    let first = lines[block.start];
-    let indent = &first[..first.len() - first.trim_start_matches(' ').len()];
-    if has_leading && !indent.is_empty() {
-        return false;
-    }
-    lines[block.clone()].iter().all(|l| {
-        let blank = l.bytes().all(|b| matches!(b, b' ' | b'\n'));
-        !l.contains('\t') && (blank || l.starts_with(indent))
-    })
-}
-
-/// The function statement whose first line (its first decorator's `@`,
-/// else its keyword) is `line` (1-based), at any depth; its first
-/// decorator must also start on that line (`co_firstlineno`).
-fn find_function_at(file: &ParsedFile, line: usize) -> Option<&ruff_python_ast::StmtFunctionDef> {
-    fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtFunctionDef> {
-        body.iter().find_map(|stmt| match stmt {
-            Stmt::FunctionDef(f) => {
-                let first = match f.decorator_list.first() {
-                    Some(d) if file.line_of(d.start()) == file.line_of(d.expression.start()) => file.line_of(d.start()),
-                    Some(_) => return None,
-                    None => keyword_line(file, f.name.start()),
-                };
-                if first == line { Some(f) } else { walk(file, &f.body, line) }
-            }
-            Stmt::ClassDef(c) => walk(file, &c.body, line),
-            Stmt::If(s) => walk(file, &s.body, line).or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
-            Stmt::For(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
-            Stmt::While(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
-            Stmt::With(s) => walk(file, &s.body, line),
-            Stmt::Try(s) => walk(file, &s.body, line)
-                .or_else(|| {
-                    s.handlers.iter().find_map(|h| {
-                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                        walk(file, &h.body, line)
-                    })
-                })
-                .or_else(|| walk(file, &s.orelse, line))
-                .or_else(|| walk(file, &s.finalbody, line)),
-            Stmt::Match(s) => s.cases.iter().find_map(|c| walk(file, &c.body, line)),
-            _ => None,
-        })
-    }
-    walk(file, file.body(), line)
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).

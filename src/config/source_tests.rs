@@ -1,7 +1,9 @@
+//! The answers `from_parse` reads off a file's syntax tree, against the
+//! long way, over generated config-like modules:
 //! `ObjectSource::dedents_to_function` must never claim a parse that ruff
-//! would refuse: over generated config-like modules, every function whose
-//! source it vouches for is parsed here after `textwrap.dedent`, as
-//! `prepare_override` would otherwise do.
+//! would refuse (every function whose source it vouches for is parsed here
+//! after `textwrap.dedent`, as `prepare_override` would otherwise do), and
+//! `block_len` must give what the 3.11 tokenizer port gives to `getblock`.
 
 use std::sync::Arc;
 
@@ -10,12 +12,12 @@ use proptest::sample::select;
 use ruff_python_ast::Stmt;
 use ruff_text_size::Ranged;
 
-use super::{DefObj, ParsedFile, keyword_line, object_source_with_leading_comments};
+use super::{DefObj, ParsedFile, from_parse, keyword_line, object_source_with_leading_comments};
 use crate::config::plan::Loc;
 use crate::pytext;
 
 /// Module pieces; `{i}` is a class body's indentation.
-const PIECES: [&str; 24] = [
+const PIECES: [&str; 40] = [
     "class H:\n# column-0 comment right above a method\n{i}def m(self):\n{i}{i}return 1\n",
     "\\\ndef after_lone_backslash():\n    pass\n",
     "def f(x):\n    return x\n",
@@ -40,20 +42,56 @@ const PIECES: [&str; 24] = [
     "y = 2\n",
     "def ws_only():\n    s = '''\n  \n'''\n    return s\n",
     "class G:\n{i}@decorator\n\n{i}def spaced(self):\n{i}{i}pass\n",
+    "def fstr(d):\n    return f\"{d[\"k\"]}\"\n",
+    "def fstr_quote():\n    return f\"{'\"'}\" + ')'\n\nx = (\n1)\n",
+    "def comments_after(x):\n    if x:\n        return 1\n      # between\n  # shallow\n        # deep\n\n# column 0\nz = 3\n",
+    "def eof_comment():\n    pass\n    # last line, deep",
+    "def no_final_newline():\n    return 1",
+    "def cont_header(a,\n        b):\n    return a\n",
+    "def header_backslash(): \\\n    return 1\n",
+    "class K:\n{i}def m(self):\n{i}{i}pass\n{i}{i}# inside\n{i}# member level\n\n{i}x = 1\n",
+    "def body_comment_first():\n        # deeper than the body\n    return 1\n",
+    "def semi():\n    a = 1; b = 2\n    return a  # trailing\n",
+    r#"def raw_fstr(d):
+    return fr"{d["k"]}" + fR'{d['(']}'
+
+x = (
+1)
+"#,
+    r#"def plain_fstr(x, y):
+    s = f"{x!r:>{y}} {'a'} \" " + F'''{x}
+'''
+    return rf'{s}\\' + s
+"#,
+    r#"def triple_fstr(d):
+    s = f'''{d[''' ''']}'''
+    return s
+"#,
+    r#"def fstr_newline_in_field(x):
+    return f"{
+    x}" + (")")
+"#,
+    r#"def tstr(d):
+    return t"{d["k"]}" + t'{d}'
+"#,
+    r#"@decorator(f"{'x'}")
+def fstr_decorated(a=f'{1}'):
+    pass
+"#,
 ];
 
-fn functions<'f>(file: &'f ParsedFile, body: &'f [Stmt], out: &mut Vec<&'f ruff_python_ast::StmtFunctionDef>) {
+fn functions<'f>(body: &'f [Stmt], out: &mut Vec<&'f ruff_python_ast::StmtFunctionDef>) {
     for stmt in body {
         match stmt {
             Stmt::FunctionDef(f) => {
                 out.push(f);
-                functions(file, &f.body, out);
+                functions(&f.body, out);
             }
-            Stmt::ClassDef(c) => functions(file, &c.body, out),
+            Stmt::ClassDef(c) => functions(&c.body, out),
             Stmt::If(s) => {
-                functions(file, &s.body, out);
+                functions(&s.body, out);
                 for c in &s.elif_else_clauses {
-                    functions(file, &c.body, out);
+                    functions(&c.body, out);
                 }
             }
             _ => {}
@@ -70,7 +108,7 @@ fn check_module(text: &str) -> Result<usize, TestCaseError> {
     let Ok(file) = ParsedFile::parse("m.py".into(), text) else { return Ok(0) };
     let file = Arc::new(file);
     let mut found = Vec::new();
-    functions(&file, file.body(), &mut found);
+    functions(file.body(), &mut found);
     let mut vouched = 0;
     for f in found {
         // `co_firstlineno`: the first decorator's expression, else the keyword.
@@ -103,8 +141,46 @@ fn check_module(text: &str) -> Result<usize, TestCaseError> {
     Ok(vouched)
 }
 
+/// Compares `block_len` with the tokenizer for every function of `text`;
+/// returns how many it answered.
+fn check_blocks(text: &str) -> Result<usize, TestCaseError> {
+    let Ok(file) = ParsedFile::parse("m.py".into(), text) else { return Ok(0) };
+    let mut lines = file.readlines();
+    let completed;
+    if let Some(last) = lines.last_mut().filter(|l| !l.ends_with('\n')) {
+        completed = format!("{last}\n");
+        *last = &completed;
+    }
+    let mut found = Vec::new();
+    functions(file.body(), &mut found);
+    let mut answered = 0;
+    for f in found {
+        let first_line = f
+            .decorator_list
+            .first()
+            .map(|d| file.line_of(d.expression.start()))
+            .unwrap_or_else(|| keyword_line(&file, f.name.start()));
+        let Ok(lnum) = pytext::getblock::find_function_start(&lines, first_line - 1) else { continue };
+        if let Some(n) = from_parse::block_len(&file, &lines, lnum) {
+            answered += 1;
+            let long_way = pytext::getblock::getblock(&lines[lnum..]);
+            prop_assert_eq!(Ok(n), long_way, "function at line {}:\n{}", lnum + 1, text);
+        }
+    }
+    Ok(answered)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn blocks_read_off_the_parse_match_the_tokenizer(
+        pieces in proptest::collection::vec(select(&PIECES[..]), 1..6),
+        indent in select(&["    ", "  ", "\t"][..]),
+    ) {
+        let text: String = pieces.iter().map(|p| p.replace("{i}", indent)).collect::<Vec<_>>().join("\n");
+        check_blocks(&text)?;
+    }
 
     #[test]
     fn vouched_sources_parse_after_dedent(
@@ -125,4 +201,21 @@ fn plain_functions_and_methods_are_vouched_for() {
     // Tabs, column-0 string content inside a method: parse to know.
     assert_eq!(check_module(PIECES[12]).unwrap(), 0);
     assert_eq!(check_module(&PIECES[17].replace("{i}", "    ")).unwrap(), 0);
+}
+
+#[test]
+fn blocks_of_plain_functions_are_read_off_the_parse() {
+    // Trailing comments, a last line without "\n", a multi-line header.
+    for (piece, answered) in [(PIECES[26], 1), (PIECES[27], 1), (PIECES[28], 1), (PIECES[29], 1), (PIECES[33], 1)] {
+        assert_eq!(check_blocks(piece).unwrap(), answered, "{piece}");
+    }
+    // f-strings with nothing 3.11 would end early.
+    for piece in [PIECES[35], PIECES[39]] {
+        assert_eq!(check_blocks(piece).unwrap(), 1, "{piece}");
+    }
+    // Nested quotes in f-strings, a backslash after the header, a
+    // one-liner: tokenize to know.
+    for piece in [PIECES[24], PIECES[25], PIECES[34], PIECES[36], PIECES[37], PIECES[30], PIECES[8]] {
+        assert_eq!(check_blocks(piece).unwrap(), 0, "{piece}");
+    }
 }
