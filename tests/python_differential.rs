@@ -110,6 +110,43 @@ print(json.dumps(out))
 }
 
 /// A random Python module with imports at various depths.
+/// `codegen::text::collapse_blank_lines` (the reference's
+/// `_collapse_blank_lines`): the kept lines of `splitlines()`, a run of
+/// blank lines cut at `max`, joined with "\n".
+#[test]
+fn collapse_blank_lines_matches_python() {
+    let lines = prop::collection::vec(
+        prop_oneof![Just(""), Just("  "), Just("\t"), Just("\u{a0}"), Just("x = 1"), Just("    return x"), Just("# c")],
+        0..12,
+    );
+    let breaks = prop::collection::vec(prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\u{2028}"), 1 => Just("")], 12);
+    // Half of them with "\n" as the only break (a path of its own).
+    let newlines = prop::collection::vec(prop_oneof![6 => Just("\n"), 1 => Just("")], 12);
+    let inputs: Vec<(String, usize)> = sample((lines.clone(), breaks, 0..4usize), 300, 11)
+        .into_iter()
+        .chain(sample((lines, newlines, 0..4usize), 300, 12))
+        .map(|(lines, breaks, max)| (lines.iter().zip(&breaks).map(|(l, b)| format!("{l}{b}")).collect(), max))
+        .collect();
+    let expected = python(
+        r#"
+import json, sys
+out = []
+for s, limit in json.load(sys.stdin):
+    kept, run = [], 0
+    for line in s.splitlines():
+        run = run + 1 if not line.strip() else 0
+        if run <= limit:
+            kept.append(line)
+    out.append("\n".join(kept))
+print(json.dumps(out))
+"#,
+        &serde_json::json!(inputs),
+    );
+    for ((s, max), exp) in inputs.iter().zip(expected) {
+        assert_eq!(serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)), exp, "input {s:?}, max {max}");
+    }
+}
+
 fn module_strategy() -> impl Strategy<Value = String> {
     let name = prop_oneof![Just("a"), Just("b"), Just("torch"), Just("nn"), Just("x_y"), Just("F"), Just("utils")];
     let dotted = prop::collection::vec(name.clone(), 1..4).prop_map(|v| v.join("."));

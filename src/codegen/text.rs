@@ -183,22 +183,80 @@ pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<Str
 
 /// `_collapse_blank_lines`: no run of more than `max` blank lines.
 pub fn collapse_blank_lines(source: &str, max: usize) -> String {
+    // `"\n".join` of the kept lines of `splitlines()`. Kept lines that end
+    // in "\n" are copied from `source` a stretch at a time (`pending`: where
+    // the current stretch starts); other breaks become "\n".
+    if pytext::only_newline_breaks(source) {
+        return collapse_blank_newline_lines(source, max);
+    }
     let mut out = String::with_capacity(source.len());
+    let offset = |line: &str| line.as_ptr() as usize - source.as_ptr() as usize;
+    let mut pending: Option<usize> = None;
+    let flush = |out: &mut String, pending: &mut Option<usize>, upto: usize| {
+        if let Some(from) = pending.take() {
+            out.push_str(&source[from..upto]);
+        }
+    };
     let mut run = 0;
-    for line in pytext::lines(source, false) {
-        if pytext::is_blank(line) {
+    let mut ends_in_break = false;
+    for line in pytext::lines(source, true) {
+        let content = pytext::without_line_break(line);
+        if pytext::is_blank(content) {
             run += 1;
             if run > max {
+                flush(&mut out, &mut pending, offset(line));
                 continue;
             }
         } else {
             run = 0;
         }
-        out.push_str(line);
-        out.push('\n');
+        let line_break = &line[content.len()..];
+        if line_break.is_empty() || line_break == "\n" {
+            pending.get_or_insert(offset(line));
+        } else {
+            flush(&mut out, &mut pending, offset(line));
+            out.push_str(content);
+            out.push('\n');
+        }
+        ends_in_break = !line_break.is_empty();
     }
-    // `"\n".join(lines)`: no newline after the last one.
-    out.pop();
+    flush(&mut out, &mut pending, source.len());
+    // No "\n" after the last line.
+    if ends_in_break {
+        out.pop();
+    }
+    out
+}
+
+/// [`collapse_blank_lines`] for a text whose only line break is `\n`.
+fn collapse_blank_newline_lines(source: &str, max: usize) -> String {
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len());
+    let (mut run, mut start, mut pending) = (0, 0, 0);
+    let mut ends_in_break = false;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let line = &source[start..end];
+        // Most lines are code: their first non-space byte is ASCII.
+        let blank = match line.bytes().position(|b| b != b' ') {
+            None => true,
+            Some(i) if line.as_bytes()[i] < 0x80 && !matches!(line.as_bytes()[i], b'\t' | 0x0b | 0x0c | 0x1c..=0x1f) => false,
+            Some(_) => pytext::is_blank(line),
+        };
+        run = if blank { run + 1 } else { 0 };
+        if run > max {
+            out.push_str(&source[pending..start]);
+            pending = (end + 1).min(bytes.len());
+        } else {
+            ends_in_break = end < bytes.len();
+        }
+        start = end + 1;
+    }
+    out.push_str(&source[pending..]);
+    // No "\n" after the last kept line.
+    if ends_in_break {
+        out.pop();
+    }
     out
 }
 

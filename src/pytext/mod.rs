@@ -128,17 +128,17 @@ pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
 }
 
 /// Whether `\n` is the only line boundary in `s` (then `str.splitlines`
-/// and counting `\n` agree on line numbers).
+/// and counting `\n` agree on line numbers). The other boundaries are
+/// `\r`, `\x0b`, `\x0c`, `\x1c`–`\x1e`, and U+0085, U+2028, U+2029, whose
+/// UTF-8 forms start with 0xC2 / 0xE2: searched for with memchr, byte
+/// values at a time.
 pub fn only_newline_breaks(s: &str) -> bool {
     let bytes = s.as_bytes();
-    let mut i = 0;
-    while let Some((at, width)) = next_break(bytes, i) {
-        if bytes[at] != b'\n' {
-            return false;
-        }
-        i = at + width;
-    }
-    true
+    memchr::memchr3(b'\r', 0x0b, 0x0c, bytes).is_none()
+        && memchr::memchr3(0x1c, 0x1d, 0x1e, bytes).is_none()
+        && memchr::memchr2_iter(0xc2, 0xe2, bytes).all(|i| {
+            !matches!((bytes[i], bytes.get(i + 1), bytes.get(i + 2)), (0xc2, Some(0x85), _) | (0xe2, Some(0x80), Some(0xa8 | 0xa9)))
+        })
 }
 
 /// A line of `str.splitlines(True)` without its line break.
