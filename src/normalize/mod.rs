@@ -255,6 +255,7 @@ impl Ruff {
             }
         }
         groups.retain(|_, files| files.len() >= MIN_BATCH);
+        crate::timings::mark("placed");
         // One batch after the other: each keeps every core busy (ruff runs
         // `jobs` threads), and a command line stays well below the limit.
         for (root, files) in &groups {
