@@ -147,6 +147,36 @@ print(json.dumps(out))
     }
 }
 
+/// `codegen::text::indent_preserved_source`: every line moved so the first
+/// non-blank one sits at `target` spaces (code points, as Python slices),
+/// a line shorter than that indentation stripped instead, blank lines
+/// emptied.
+#[test]
+fn indent_preserved_source_matches_python() {
+    let lines = prop::collection::vec(
+        prop_oneof![Just(""), Just("  "), Just("    x = 1"), Just("  y"), Just("\u{a0}\u{a0}z"), Just("\té"), Just("        deep"), Just("ab")],
+        0..8,
+    );
+    let inputs: Vec<(String, usize)> =
+        sample((lines, prop_oneof![Just("\n"), Just("\r\n")], 0..9usize), 600, 13).into_iter().map(|(l, br, t)| (l.join(br), t)).collect();
+    let expected = python(
+        r#"
+import json, sys
+out = []
+for text, target in json.load(sys.stdin):
+    lines = text.splitlines()
+    first = next((l for l in lines if l.strip()), "")
+    width = len(first) - len(first.lstrip())
+    out.append([" " * target + (l[width:] if len(l) >= width else l.lstrip()) if l.strip() else "" for l in lines])
+print(json.dumps(out))
+"#,
+        &serde_json::json!(inputs),
+    );
+    for ((text, target), exp) in inputs.iter().zip(expected) {
+        assert_eq!(serde_json::json!(patchgen::codegen::text::indent_preserved_source(text, *target)), exp, "input {text:?}, target {target}");
+    }
+}
+
 fn module_strategy() -> impl Strategy<Value = String> {
     let name = prop_oneof![Just("a"), Just("b"), Just("torch"), Just("nn"), Just("x_y"), Just("F"), Just("utils")];
     let dotted = prop::collection::vec(name.clone(), 1..4).prop_map(|v| v.join("."));

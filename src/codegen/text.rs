@@ -9,14 +9,6 @@ fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
-/// `s[n:]` by code points.
-fn skip_chars(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[i..],
-        None => "",
-    }
-}
-
 /// `len(line) - len(line.lstrip())`.
 pub fn indent_width(line: &str) -> usize {
     char_len(line) - char_len(pytext::lstrip(line))
@@ -170,12 +162,17 @@ pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<Str
             if pytext::is_blank(line) {
                 String::new()
             } else {
-                let stripped = if char_len(line) >= preserved_indent {
-                    skip_chars(line, preserved_indent)
-                } else {
-                    pytext::lstrip(line)
+                // `line[n:] if len(line) >= n else line.lstrip()`, looking
+                // at no more than n + 1 code points.
+                let stripped = match line.char_indices().nth(preserved_indent) {
+                    Some((i, _)) => &line[i..],
+                    None if char_len(line) == preserved_indent => "",
+                    None => pytext::lstrip(line),
                 };
-                format!("{pad}{stripped}")
+                let mut out = String::with_capacity(pad.len() + stripped.len());
+                out.push_str(&pad);
+                out.push_str(stripped);
+                out
             }
         })
         .collect()
