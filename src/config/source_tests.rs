@@ -103,20 +103,30 @@ fn has_function(body: &[Stmt]) -> bool {
     body.iter().any(|s| matches!(s, Stmt::FunctionDef(_)))
 }
 
+/// Every function of `file` (at any depth) with its `co_firstlineno`: the
+/// first decorator's expression, else the keyword.
+fn functions_and_first_lines(file: &ParsedFile) -> Vec<(&ruff_python_ast::StmtFunctionDef, usize)> {
+    let mut found = Vec::new();
+    functions(file.body(), &mut found);
+    found
+        .into_iter()
+        .map(|f| {
+            let first_line = f
+                .decorator_list
+                .first()
+                .map(|d| file.line_of(d.expression.start()))
+                .unwrap_or_else(|| keyword_line(file, f.name.start()));
+            (f, first_line)
+        })
+        .collect()
+}
+
 /// Checks every function of `text`; returns how many were vouched for.
 fn check_module(text: &str) -> Result<usize, TestCaseError> {
     let Ok(file) = ParsedFile::parse("m.py".into(), text) else { return Ok(0) };
     let file = Arc::new(file);
-    let mut found = Vec::new();
-    functions(file.body(), &mut found);
     let mut vouched = 0;
-    for f in found {
-        // `co_firstlineno`: the first decorator's expression, else the keyword.
-        let first_line = f
-            .decorator_list
-            .first()
-            .map(|d| file.line_of(d.expression.start()))
-            .unwrap_or_else(|| keyword_line(&file, f.name.start()));
+    for (f, first_line) in functions_and_first_lines(&file) {
         let def = DefObj {
             name: f.name.id.to_string(),
             qualname: f.name.id.to_string(),
@@ -151,15 +161,8 @@ fn check_blocks(text: &str) -> Result<usize, TestCaseError> {
         completed = format!("{last}\n");
         *last = &completed;
     }
-    let mut found = Vec::new();
-    functions(file.body(), &mut found);
     let mut answered = 0;
-    for f in found {
-        let first_line = f
-            .decorator_list
-            .first()
-            .map(|d| file.line_of(d.expression.start()))
-            .unwrap_or_else(|| keyword_line(&file, f.name.start()));
+    for (_, first_line) in functions_and_first_lines(&file) {
         let Ok(lnum) = pytext::getblock::find_function_start(&lines, first_line - 1) else { continue };
         if let Some(n) = from_parse::block_len(&file, &lines, lnum) {
             answered += 1;
