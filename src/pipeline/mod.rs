@@ -55,6 +55,10 @@ pub struct Generated {
     pub py: String,
     pub diff: String,
     pub upstream_lines: usize,
+    /// `py` is the text the caller expected for this config
+    /// ([`Context::generate_many_expecting`]; the drift gate: the
+    /// checked-in `.py`, read as `check::read_text` reads it).
+    pub py_is_expected: bool,
 }
 
 impl std::ops::Deref for Generated {
@@ -308,10 +312,10 @@ impl Raw {
     /// [`Raw::finish`], reusing `guess`'s `.diff` when ruff's output is
     /// the guessed text.
     pub fn finish_guessed(self, py: String, guess: Option<Guess>) -> Generated {
-        let diff = match guess {
-            Some(g) if g.py == py => g.diff,
-            _ => self.diff_for(&py),
+        let (diff, py_is_expected) = match guess {
+            Some(g) if g.py == py => (g.diff, true),
+            _ => (self.diff_for(&py), false),
         };
-        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff }
+        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff, py_is_expected }
     }
 }
