@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod codegen;
 pub mod config;
+pub mod diagnostics;
 pub mod diff;
 pub mod json;
 pub mod normalize;
