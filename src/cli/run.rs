@@ -94,7 +94,10 @@ enum Outcome {
     Failed(Failure),
 }
 
-fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
+/// `discovered`: the modules were found by discovery, not named by the
+/// user: one without a `config` PatchConfig is skipped (as the reference's
+/// discovery does) whatever their number; a named one is an error.
+fn run_many(ctx: &Context, settings: &Settings, modules: &[String], discovered: bool) -> Vec<(Outcome, f64)> {
     // A drift check expects the checked-in `.py`: its `.diff` is taken while ruff runs.
     let checked_in = |job: &crate::pipeline::Job| match settings.command {
         Command::Check { .. } => crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty()),
@@ -105,9 +108,7 @@ fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outc
         .map(|(result, secs)| {
             let outcome = match result {
                 Ok(g) => Outcome::Done(Box::new(g)),
-                Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
-                    Outcome::NotAConfig
-                }
+                Err(Failure::NotAConfig { .. }) if discovered => Outcome::NotAConfig,
                 Err(Failure::OptionalSkipped { source_module }) if matches!(settings.command, Command::Check { .. }) => {
                     Outcome::Skipped(source_module)
                 }
@@ -312,7 +313,7 @@ fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
         Err(code) => return code,
     };
     let modules: Vec<String> = configs.iter().map(|c| c.module.clone()).collect();
-    let results = run_many(ctx, settings, &modules);
+    let results = run_many(ctx, settings, &modules, true);
     let mut failed: Vec<String> = Vec::new();
     let mut generated = 0;
     for (module, (outcome, secs)) in modules.iter().zip(results) {
@@ -376,7 +377,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
     } else {
         only.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };
-    let results = run_many(ctx, settings, &modules);
+    let results = run_many(ctx, settings, &modules, only.is_empty());
     if settings.verbose && settings.format == Format::Text {
         for (outcome, _) in &results {
             if let Outcome::Done(g) = outcome {
@@ -451,6 +452,9 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                             ok = false;
                             println!("  {} {}", style.bad("DRIFT"), f.path.display());
                             print!("{}", style.diff(d));
+                            if let Some(why) = &f.explanation {
+                                println!("  {} {why}", style.dim("note:"));
+                            }
                         }
                     }
                 }
@@ -462,6 +466,13 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
         }
     }
     println!();
+    let final_newlines: Vec<&Path> =
+        rows.iter().flat_map(|r| r.result.iter().flatten()).filter(|f| f.final_newlines_only).map(|f| f.path.as_path()).collect();
+    if let Some(note) = crate::check::final_newlines_note(&ctx.project, &final_newlines) {
+        eprintln!("{} {}
+  {} {}
+", style.dim("note:"), note.message, style.dim("help:"), note.help.unwrap_or_default());
+    }
     if failed > 0 {
         println!("{} config(s) failed:", failed);
         for r in rows.iter().filter(|r| r.result.is_err()) {
@@ -489,7 +500,10 @@ fn print_check_json(rows: &[CheckRow]) {
                         let (s, diff) = match &f.status {
                             FileStatus::UpToDate => ("ok", String::new()),
                             FileStatus::Fixed => ("fixed", String::new()),
-                            FileStatus::Drift(d) => ("drift", format!(", \"diff\": {}", json_str(d))),
+                            FileStatus::Drift(d) => {
+                                let why = f.explanation.as_deref().map(|w| format!(", \"explanation\": {}", json_str(w))).unwrap_or_default();
+                                ("drift", format!(", \"diff\": {}{why}", json_str(d)))
+                            }
                         };
                         format!("{{\"path\": {}, \"status\": \"{s}\"{diff}}}", json_str(&f.path.to_string_lossy()))
                     })
