@@ -64,7 +64,9 @@ fn final_newlines(ne: usize, nx: usize) -> String {
         (0, 1) => "the checked-in file lacks the final newline".into(),
         (0, _) => format!("the checked-in file lacks the final newline and the {} after it", blank(nx - 1)),
         (_, 0) if ne == 1 => "the checked-in file ends with a newline the generated file does not have".into(),
-        (_, 0) => format!("the checked-in file ends with a newline and {} the generated file does not have", blank(ne - 1)),
+        (_, 0) => {
+            format!("the checked-in file ends with a newline and {} the generated file does not have", blank(ne - 1))
+        }
         _ if ne < nx && nx - ne == 1 => "the checked-in file lacks the final blank line".into(),
         _ if ne < nx => format!("the checked-in file lacks the final {}", blank(nx - ne)),
         _ => format!("the checked-in file has {} more at the end", blank(ne - nx)),
@@ -113,7 +115,8 @@ fn trailing_whitespace(existing: &str, expected: &str) -> Option<String> {
 /// newline then shows as a marked line instead of a line glued to the next
 /// one (difflib writes the line as it is).
 pub fn lines_marking_missing_newline(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
-    let mut lines: Vec<std::borrow::Cow<'_, str>> = crate::pytext::splitlines_keepends(text).into_iter().map(Into::into).collect();
+    let mut lines: Vec<std::borrow::Cow<'_, str>> =
+        crate::pytext::splitlines_keepends(text).into_iter().map(Into::into).collect();
     if let Some(last) = lines.last_mut().filter(|l| !l.ends_with(['\n', '\r'])) {
         *last = format!("{last}\n\\ No newline at end of file\n").into();
     }
