@@ -469,9 +469,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
     let final_newlines: Vec<&Path> =
         rows.iter().flat_map(|r| r.result.iter().flatten()).filter(|f| f.final_newlines_only).map(|f| f.path.as_path()).collect();
     if let Some(note) = crate::check::final_newlines_note(&ctx.project, &final_newlines) {
-        eprintln!("{} {}
-  {} {}
-", style.dim("note:"), note.message, style.dim("help:"), note.help.unwrap_or_default());
+        eprintln!("{} {}\n  {} {}\n", style.dim("note:"), note.message, style.dim("help:"), note.help.unwrap_or_default());
     }
     if failed > 0 {
         println!("{} config(s) failed:", failed);
