@@ -199,6 +199,10 @@ fn diff_without_its_final_blank_line_is_not_drift() {
         for part in ["patched_modeling_edge.diff differs", "end-of-file-fixer", "trailing-whitespace", "exclude: '^pkg/(.*/)?generated/'"] {
             assert!(out.stderr.contains(part), "note names {part:?}:\n{}", out.stderr);
         }
+        let json = env.patchgen(&dir, &pythonpath, &["--check", "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(v["configs"][0]["status"], "ok");
+        assert_eq!(v["configs"][0]["files"][1]["final_newlines_only"], true, "{}", json.stdout);
         // --fix leaves the hook's version alone (writing `\n\n` again would fight it).
         let out = env.patchgen(&dir, &pythonpath, &["--check", "--fix"]);
         assert_eq!(out.code, 0);

@@ -496,6 +496,7 @@ fn print_check_json(rows: &[CheckRow]) {
                     .iter()
                     .map(|f| {
                         let (s, diff) = match &f.status {
+                            FileStatus::UpToDate if f.final_newlines_only => ("ok", ", \"final_newlines_only\": true".into()),
                             FileStatus::UpToDate => ("ok", String::new()),
                             FileStatus::Fixed => ("fixed", String::new()),
                             FileStatus::Drift(d) => {
