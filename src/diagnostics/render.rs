@@ -187,7 +187,7 @@ mod tests {
     fn offsets_count_characters() {
         let t = "ab\n  çd = 1\n";
         assert_eq!(offset(t, 2, 0), Some(5));
-        assert_eq!(offset(t, 2, 4), Some(8));
+        assert_eq!(offset(t, 2, 4), Some(7));
         let loc = Location::line("x", 2);
         assert_eq!(span(t, &loc), Some(5..12));
     }

@@ -28,15 +28,11 @@ pub struct Project {
     pub settings: Settings,
 }
 
-/// A usage or project-configuration problem (exit code 2).
-#[derive(Debug)]
+/// A usage or project-configuration problem (exit code 2): the message
+/// names the file (and line) and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct ProjectError(pub String);
-
-impl std::fmt::Display for ProjectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
 
