@@ -37,13 +37,13 @@ pub struct Fatal {
     /// The message, as printed after `patchgen: ` in text.
     error: String,
     #[serde(skip)]
-    diagnostic: Diagnostic,
+    diagnostic: Box<Diagnostic>,
 }
 
 impl Fatal {
     pub fn new(command: &'static str, error: impl Into<String>) -> Fatal {
         let error = error.into();
-        let diagnostic = codes::PROJECT_ERROR.diagnostic(error.trim_start_matches("error: ").to_string());
+        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(error.trim_start_matches("error: ").to_string()));
         Fatal { command, error, diagnostic }
     }
 }
