@@ -68,7 +68,7 @@ pub struct CheckReport {
 
 pub fn run(args: &CheckArgs) -> ExitStatus {
     let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx| check(ctx, args))
+    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, _| check(ctx, args))
 }
 
 /// A config's outcome before its files are compared.

@@ -81,7 +81,7 @@ pub struct GenerateReport {
 
 pub fn run(args: &GenerateArgs) -> ExitStatus {
     let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx| generate(ctx, args))
+    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, _| generate(ctx, args))
 }
 
 /// Generate what `args` asks for, writing files unless `--dry-run`.

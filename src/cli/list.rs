@@ -46,7 +46,7 @@ pub struct ListReport {
 
 pub fn run(args: &ListArgs) -> ExitStatus {
     let overrides = Overrides { ruff: None, jobs: args.jobs, format: args.format.format };
-    Session::run_pipeline("list", &overrides, None, |ctx| list(ctx, args))
+    Session::run_pipeline("list", &overrides, None, |ctx, _| list(ctx, args))
 }
 
 /// Discover and evaluate every config.

@@ -22,9 +22,9 @@
 //! 2. One variant in [`Command`]: `Foo(crate::foo::FooArgs)`, and one arm
 //!    in [`run`] calling your `fn run(args: &FooArgs) -> ExitStatus`. For a
 //!    command on the pipeline that is one line:
-//!    `Session::run_pipeline("foo", &overrides, None, |ctx| foo(ctx, args))`
+//!    `Session::run_pipeline("foo", &overrides, None, |ctx, settings| foo(ctx, settings, args))`
 //!    ([`run::Session`]: finds the project, resolves the settings — lint
-//!    selection, cache dir, … in `session.settings` — checks ruff, runs on
+//!    selection, cache dir, … in [`crate::settings::Resolved`] — checks ruff, runs on
 //!    the worker pool, prints the report or the [`run::Fatal`] error).
 //!    Without a `Context`: `Session::start`, then `session.finish(&report)`.
 //! 3. A report type (serde `Serialize` for its JSON fields) implementing

@@ -146,7 +146,7 @@ impl Session {
         command: &'static str,
         overrides: &Overrides,
         ruff: Option<bool>,
-        body: impl FnOnce(&Context) -> Result<R, Fatal> + Send,
+        body: impl FnOnce(&Context, &Resolved) -> Result<R, Fatal> + Send,
     ) -> ExitStatus {
         let mut session = match Session::start(command, overrides) {
             Ok(s) => s,
@@ -158,7 +158,8 @@ impl Session {
         {
             return status;
         }
-        let report = pool(session.settings.jobs).install(|| body(&ctx));
+        let settings = &session.settings;
+        let report = pool(settings.jobs).install(|| body(&ctx, settings));
         let status = match report {
             Ok(r) => session.finish(&r),
             Err(fatal) => session.finish(&fatal),
