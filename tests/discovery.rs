@@ -45,7 +45,8 @@ fn one_placeholder_config_is_skipped_by_check_as_by_all() {
 
 #[test]
 fn a_placeholder_next_to_a_config_is_skipped() {
-    let p = placeholder_project(&[("pkg/real/__init__.py", ""), ("pkg/real/real_patch_gen_config.py", &toy_config(""))]);
+    let p =
+        placeholder_project(&[("pkg/real/__init__.py", ""), ("pkg/real/real_patch_gen_config.py", &toy_config(""))]);
     assert_eq!(p.run(&["--all", "--diff"]).code, 0);
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -54,7 +55,8 @@ fn a_placeholder_next_to_a_config_is_skipped() {
 
 #[test]
 fn a_named_placeholder_module_keeps_its_located_error() {
-    let p = placeholder_project(&[("pkg/real/__init__.py", ""), ("pkg/real/real_patch_gen_config.py", &toy_config(""))]);
+    let p =
+        placeholder_project(&[("pkg/real/__init__.py", ""), ("pkg/real/real_patch_gen_config.py", &toy_config(""))]);
     let located = format!("{PLACEHOLDER_PATH}: `config` in `{MODULE}` is missing or not a PatchConfig");
     let out = p.run(&[MODULE]);
     assert_eq!(out.code, 1);

@@ -187,16 +187,25 @@ fn diff_without_its_final_blank_line_is_not_drift() {
     assert!(reference.ends_with("w = z - 1\n\n"), "the reference's .diff ends in a blank line");
     let out = env.patchgen(&dir, &pythonpath, &["--check"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(!out.stderr.contains("note:"), "no note for the reference's own bytes:\n{}", out.stderr);
+    assert!(!out.stderr.contains("PGI003"), "no note for the reference's own bytes:\n{}", out.stderr);
 
     for fixed in [end_of_file_fixer(&reference), format!("{reference}\n\n")] {
         std::fs::write(dir.join(&diff), &fixed).unwrap();
         let out = env.patchgen(&dir, &pythonpath, &["--check"]);
         assert_eq!(out.code, 0, "only final newlines differ:\n{}{}", out.stdout, out.stderr);
-        assert!(out.stdout.contains("  OK    ") && out.stdout.ends_with("All generated files are up to date.\n"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("  OK    ") && out.stdout.ends_with("All generated files are up to date.\n"),
+            "{}",
+            out.stdout
+        );
         assert!(!out.stdout.contains("DRIFT"), "{}", out.stdout);
-        assert_eq!(out.stderr.matches("note:").count(), 1, "one note per run:\n{}", out.stderr);
-        for part in ["patched_modeling_edge.diff differs", "end-of-file-fixer", "trailing-whitespace", "exclude: '^pkg/(.*/)?generated/'"] {
+        assert_eq!(out.stderr.matches("PGI003").count(), 1, "one note per run:\n{}", out.stderr);
+        for part in [
+            "patched_modeling_edge.diff: PGI003 differs from the generated `.diff` only in the newlines at its end",
+            "end-of-file-fixer",
+            "trailing-whitespace",
+            "exclude: '^pkg/(.*/)?generated/'",
+        ] {
             assert!(out.stderr.contains(part), "note names {part:?}:\n{}", out.stderr);
         }
         let json = env.patchgen(&dir, &pythonpath, &["--check", "--format", "json"]);
@@ -252,7 +261,11 @@ fn invisible_py_drift_is_explained() {
     let cases = [
         (text.trim_end_matches('\n').to_string(), "the checked-in file lacks the final newline", true),
         (format!("{text}\n"), "the checked-in file has 1 blank line more at the end", false),
-        (text.replace("return x * self.eps\n", "return x * self.eps  \n"), "only trailing whitespace differs: the checked-in file has extra on line", false),
+        (
+            text.replace("return x * self.eps\n", "return x * self.eps  \n"),
+            "only trailing whitespace differs: the checked-in file has extra on line",
+            false,
+        ),
     ];
     for (edited, why, marker) in cases {
         p.write(py, &edited);
@@ -262,5 +275,7 @@ fn invisible_py_drift_is_explained() {
         assert_eq!(out.stdout.contains("\\ No newline at end of file\n"), marker, "{}", out.stdout);
     }
     let v: serde_json::Value = serde_json::from_str(&p.run(&["--check", "--format", "json"]).stdout).unwrap();
-    assert!(v["configs"][0]["files"][0]["explanation"].as_str().unwrap().starts_with("only trailing whitespace differs"));
+    assert!(
+        v["configs"][0]["files"][0]["explanation"].as_str().unwrap().starts_with("only trailing whitespace differs")
+    );
 }

@@ -14,8 +14,8 @@ pub mod invisible;
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::{strip_trailing_ws, Generated};
-use crate::diagnostics::{Diagnostic, Location, Severity};
+use crate::diagnostics::{Diagnostic, Location, codes};
+use crate::pipeline::{Generated, strip_trailing_ws};
 use crate::pytext;
 
 #[derive(Debug)]
@@ -43,9 +43,8 @@ pub struct FileCheck {
 pub fn read_text(path: &Path) -> std::io::Result<String> {
     match std::fs::read(path) {
         Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| {
-                std::io::Error::other(format!("{} is not valid UTF-8", path.display()))
-            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| std::io::Error::other(format!("{} is not valid UTF-8", path.display())))?;
             Ok(pytext::universal_newlines(&text).into_owned())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
@@ -55,7 +54,8 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
 
 fn drift_diff(path: &Path, existing: &str, expected: &str) -> String {
     let shown = path.display().to_string();
-    let (a, b) = (invisible::lines_marking_missing_newline(existing), invisible::lines_marking_missing_newline(expected));
+    let (a, b) =
+        (invisible::lines_marking_missing_newline(existing), invisible::lines_marking_missing_newline(expected));
     crate::diff::unified_diff(
         &a.iter().map(|l| l.as_ref()).collect::<Vec<_>>(),
         &b.iter().map(|l| l.as_ref()).collect::<Vec<_>>(),
@@ -114,24 +114,22 @@ pub fn final_newlines_note(project: &crate::project::Project, files: &[&Path]) -
     let root = project.settings.search_root.strip_prefix(&project.root).unwrap_or(&project.settings.search_root);
     let root = root.to_string_lossy().replace('.', "\\.");
     let pattern = if root.is_empty() { "^(.*/)?generated/".to_string() } else { format!("^{root}/(.*/)?generated/") };
-    let mut note = Diagnostic::new(
-        "PGC001",
-        "diff-final-newlines",
-        Severity::Info,
-        format!(
-            "{} only in the newlines at the end, which is not drift: patchgen, like the reference, ends a `.diff` \
-             whose last line is blank with that blank line (`\\n\\n`), and pre-commit's `end-of-file-fixer` removes it",
-            match files {
-                [one] => format!("{} differs from the generated text", one.display()),
-                _ => format!("{} .diff files differ from the generated text", files.len()),
+    let mut note = codes::DIFF_FINAL_NEWLINES
+        .diagnostic(format!(
+            "differs from the generated `.diff` only in the newlines at its end{}; that is not drift: patchgen, like \
+             the reference, ends a `.diff` whose last line is blank with that blank line (`\\n\\n`), and \
+             pre-commit's `end-of-file-fixer` removes it",
+            match files.len() {
+                1 => String::new(),
+                2 => ", as 1 other `.diff` file does".to_string(),
+                n => format!(", as {} other `.diff` files do", n - 1),
             }
-        ),
-    )
-    .at(Location::file(*first))
-    .help(format!(
-        "exclude the generated files from the `end-of-file-fixer` and `trailing-whitespace` hooks in \
+        ))
+        .at(Location::file(*first))
+        .help(format!(
+            "exclude the generated files from the `end-of-file-fixer` and `trailing-whitespace` hooks in \
          .pre-commit-config.yaml: `exclude: '{pattern}'` under each of them"
-    ));
+        ));
     for f in &files[1..] {
         note = note.related(Location::file(*f), "also");
     }
