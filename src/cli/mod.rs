@@ -141,6 +141,7 @@ fn settings(args: Args) -> Result<Settings, String> {
 fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
     match args.get(1)?.to_str()? {
         "survey" => Some(crate::survey::run_cli(&args[2..])),
+        "moe" => Some(crate::moe::run_cli(&args[2..])),
         _ => None,
     }
 }
