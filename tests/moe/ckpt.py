@@ -5,7 +5,7 @@ patchgen. Dims are pairwise distinct by default (hidden=8, I=6, E=4), so a
 transposed or swapped matrix cannot pass for the right one.
 
 usage:
-  ckpt.py make FAMILY DIR [--hidden H] [--inter I] [--experts E] [--shards K]
+  ckpt.py make FAMILY DIR [--hidden H] [--inter I] [--experts E] [--shards K] [--drop S]... [--quant]
   ckpt.py check SRC DST FAMILY TO       compare every DST tensor with numpy's result
   ckpt.py same A B                      every tensor of A and B byte-identical
 FAMILY: qwen3_moe deepseek_v3 qwen3_vl_moe gpt_oss mixtral qwen3_omni_moe stacked fused
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import zlib
 
 import numpy as np
 from safetensors import safe_open
@@ -62,8 +63,8 @@ def dense_layers(family):
     return set()
 
 
-def make(family, out, h, i, e, shards):
-    rng = np.random.default_rng(abs(hash(family)) % 2**32)
+def make(family, out, h, i, e, shards, drop=(), quant=False):
+    rng = np.random.default_rng(zlib.crc32(family.encode()))
     stack, module, layout, names, _ = FAMILIES[family]
     f16, f32 = np.float16, np.float32
     t = {}
@@ -107,6 +108,12 @@ def make(family, out, h, i, e, shards):
             t[f"{x}.gate_up_proj_bias"] = rng_array(rng, (e, 2 * i), f16)
             t[f"{x}.down_proj"] = rng_array(rng, (e, i, h), f16)
             t[f"{x}.down_proj_bias"] = rng_array(rng, (e, h), f16)
+    for d in drop:
+        for k in [k for k in t if d in k]:
+            del t[k]
+    if quant:
+        for k in [k for k in t if ".experts." in k and k.endswith(".weight")]:
+            t[k[: -len("weight")] + "weight_scale_inv"] = rng_array(rng, (1, 1), f32)
     os.makedirs(out, exist_ok=True)
     names_sorted = sorted(t)
     if shards == 1:
@@ -209,6 +216,8 @@ def main():
     m.add_argument("--inter", type=int, default=6)
     m.add_argument("--experts", type=int, default=4)
     m.add_argument("--shards", type=int, default=1)
+    m.add_argument("--drop", action="append", default=[], help="leave out tensors whose name contains this")
+    m.add_argument("--quant", action="store_true", help="add weight_scale_inv siblings to per-expert weights")
     c = sub.add_parser("check")
     c.add_argument("src")
     c.add_argument("dst")
@@ -219,7 +228,7 @@ def main():
     s.add_argument("b")
     a = ap.parse_args()
     if a.cmd == "make":
-        make(a.family, a.dir, a.hidden, a.inter, a.experts, a.shards)
+        make(a.family, a.dir, a.hidden, a.inter, a.experts, a.shards, a.drop, a.quant)
     elif a.cmd == "check":
         compare(expected(load(a.src), a.family, a.to), load(a.dst))
     else:
