@@ -92,6 +92,8 @@ fn every_family_converts_to_fused_like_numpy() {
             let o = convert(d, &src, &dst, &["--shard-size", shard_size, "--jobs", "2"]);
             ok(&o, family);
             check(&python, &src, &dst, family, "fused");
+            let f = py(&python, &["hf-format", dst.to_str().unwrap()]);
+            assert_eq!(f.code, 0, "{family}: {}", f.stderr);
             assert!(dst.join("config.json").is_file() && dst.join("tokenizer.json").is_file());
             let sharded = dst.join("model.safetensors.index.json").is_file();
             assert_eq!(sharded, shards == "3", "{family}: {}", o.stdout);

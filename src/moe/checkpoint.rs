@@ -31,7 +31,7 @@ impl Checkpoint {
         if path.is_file() {
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let h = read_header(path).map_err(|e| e.to_string())?;
-            return Ok(Checkpoint::from_shards(dir, None, vec![h]));
+            return Checkpoint::from_shards(dir, None, vec![h]);
         }
         if !path.is_dir() {
             return Err(format!("{}: no such file or directory", path.display()));
@@ -59,7 +59,7 @@ impl Checkpoint {
             ));
         }
         let shards = read_all(&files)?;
-        Ok(Checkpoint::from_shards(path.to_path_buf(), None, shards))
+        Checkpoint::from_shards(path.to_path_buf(), None, shards)
     }
 
     fn from_index(dir: &Path, index: &Path) -> Result<Checkpoint, String> {
@@ -93,7 +93,7 @@ impl Checkpoint {
         }
         let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
         let shards = read_all(&paths)?;
-        let ck = Checkpoint::from_shards(dir.to_path_buf(), Some(index.to_path_buf()), shards);
+        let ck = Checkpoint::from_shards(dir.to_path_buf(), Some(index.to_path_buf()), shards)?;
         for (name, file) in wanted {
             let ok = ck.by_name.get(name).is_some_and(|&(s, _)| ck.shards[s].path.file_name() == Some(file.as_ref()));
             if !ok {
@@ -106,14 +106,22 @@ impl Checkpoint {
         Ok(ck)
     }
 
-    fn from_shards(dir: PathBuf, index: Option<PathBuf>, shards: Vec<Header>) -> Checkpoint {
-        let mut by_name = HashMap::with_capacity(shards.iter().map(|s| s.tensors.len()).sum());
+    fn from_shards(dir: PathBuf, index: Option<PathBuf>, shards: Vec<Header>) -> Result<Checkpoint, String> {
+        let mut by_name: HashMap<String, (usize, usize)> =
+            HashMap::with_capacity(shards.iter().map(|s| s.tensors.len()).sum());
         for (si, s) in shards.iter().enumerate() {
             for (ti, t) in s.tensors.iter().enumerate() {
-                by_name.insert(t.name.clone(), (si, ti));
+                if let Some((other, _)) = by_name.insert(t.name.clone(), (si, ti)) {
+                    return Err(format!(
+                        "{}: tensor \"{}\" is also in {}: a checkpoint holds each tensor once",
+                        s.path.display(),
+                        t.name,
+                        shards[other].path.display()
+                    ));
+                }
             }
         }
-        Checkpoint { dir, index, shards, by_name }
+        Ok(Checkpoint { dir, index, shards, by_name })
     }
 
     pub fn tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {

@@ -8,6 +8,7 @@ usage:
   ckpt.py make FAMILY DIR [--hidden H] [--inter I] [--experts E] [--shards K] [--drop S]... [--quant]
   ckpt.py check SRC DST FAMILY TO       compare every DST tensor with numpy's result
   ckpt.py same A B                      every tensor of A and B byte-identical
+  ckpt.py hf-format DIR                 shard names, headers and index as HF writes them
 FAMILY: qwen3_moe deepseek_v3 qwen3_vl_moe gpt_oss mixtral qwen3_omni_moe stacked fused
 """
 
@@ -206,6 +207,41 @@ def compare(want, got):
     print(f"ok: {len(want)} tensors byte-identical")
 
 
+def hf_format(d):
+    """The index and headers as HF writes them."""
+    import struct
+    files = sorted(f for f in os.listdir(d) if f.endswith(".safetensors"))
+    total = 0
+    for f in files:
+        with open(os.path.join(d, f), "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(n))
+        if n % 8:
+            sys.exit(f"{f}: header length {n} is not a multiple of 8")
+        if header.get("__metadata__") != {"format": "pt"}:
+            sys.exit(f"{f}: __metadata__ is {header.get('__metadata__')}")
+        total += sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items() if k != "__metadata__")
+    if len(files) > 1:
+        n = len(files)
+        if files != [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]:
+            sys.exit(f"shard names: {files}")
+        text = open(os.path.join(d, "model.safetensors.index.json")).read()
+        index = json.loads(text)
+        if text != json.dumps(index, indent=2, sort_keys=True) + "\n":
+            sys.exit("the index is not json.dumps(index, indent=2, sort_keys=True) + newline")
+        if index["metadata"]["total_size"] != total:
+            sys.exit(f"total_size {index['metadata']['total_size']} != {total}")
+        got = {}
+        for f in files:
+            with safe_open(os.path.join(d, f), framework="numpy") as s:
+                got.update({k: f for k in s.keys()})
+        if got != index["weight_map"]:
+            sys.exit("weight_map does not match the shards")
+    elif files != ["model.safetensors"] or os.path.exists(os.path.join(d, "model.safetensors.index.json")):
+        sys.exit(f"single shard: {files}")
+    print(f"ok: {len(files)} shard(s) as HF writes them")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -226,11 +262,15 @@ def main():
     s = sub.add_parser("same")
     s.add_argument("a")
     s.add_argument("b")
+    f = sub.add_parser("hf-format")
+    f.add_argument("dir")
     a = ap.parse_args()
     if a.cmd == "make":
         make(a.family, a.dir, a.hidden, a.inter, a.experts, a.shards, a.drop, a.quant)
     elif a.cmd == "check":
         compare(expected(load(a.src), a.family, a.to), load(a.dst))
+    elif a.cmd == "hf-format":
+        hf_format(a.dir)
     else:
         compare(load(a.a), load(a.b))
 
