@@ -203,7 +203,7 @@ fn inspect_names_families_recipes_and_gaps() {
         ok(&o, family);
         assert!(o.stdout.contains(line), "{family}: {}", o.stdout);
         if wheel.is_some() {
-            assert!(o.stdout.contains(&format!("recipe: transformers 5.9.0 for ")), "{}", o.stdout);
+            assert!(o.stdout.contains("recipe: transformers 5.9.0 for "), "{}", o.stdout);
             assert!(o.stdout.contains(recipe), "{family}: {}", o.stdout);
         }
         // Layers 1-3 hold experts; dense layer 0 is not a problem when config says so.

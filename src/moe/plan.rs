@@ -72,6 +72,10 @@ impl OutTensor {
     pub fn len(&self) -> u64 {
         self.pieces.iter().map(Piece::len).sum()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[derive(Debug)]
