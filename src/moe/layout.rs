@@ -326,7 +326,8 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
     let gp = g.fused.get("gate_proj").map(|n| shape(n));
     let dn = g.fused.get("down_proj").map(|n| shape(n));
     let has_bias = g.fused.contains_key("gate_up_proj_bias") || g.fused.contains_key("down_proj_bias");
-    let e = gu.as_ref().or(gp.as_ref()).or(dn.as_ref()).and_then(|s| s.first().copied()).unwrap_or(0);
+    let bias = g.fused.get("gate_up_proj_bias").map(|n| shape(n));
+    let e = gu.as_ref().or(gp.as_ref()).or(dn.as_ref()).or(bias.as_ref()).and_then(|s| s.first().copied()).unwrap_or(0);
     g.experts = e;
     if let Some(ec) = e_cfg
         && e != ec
@@ -360,6 +361,12 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
             }
             _ => g.problems.push("legacy stacked experts need gate_proj, up_proj and down_proj".into()),
         }
+        return g;
+    }
+    if gu.is_none() && g.quantised.iter().any(|q| q.starts_with("gate_up_proj_")) {
+        // MXFP4 and the like: the packed blocks stand for the weights.
+        g.family = if has_bias { Family::GptOss } else { Family::Unknown };
+        g.experts = e;
         return g;
     }
     let (Some(gu), Some(dn)) = (gu, dn) else {
@@ -450,5 +457,28 @@ mod tests {
         assert_eq!(split_experts("model.layers.3.mlp.shared_experts.gate_proj.weight"), None);
         assert_eq!(stack_of("thinker.model.layers.12.mlp"), ("thinker.model.layers".into(), Some(12), "mlp".into()));
         assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2, 5, 7-8");
+    }
+
+    fn info(name: &str, dtype: &str, shape: &[u64]) -> TensorInfo {
+        TensorInfo { name: name.into(), dtype: dtype.into(), shape: shape.to_vec(), begin: 0, end: 0 }
+    }
+
+    #[test]
+    fn mxfp4_gpt_oss_is_family_e_and_quantised() {
+        let p = "model.layers.0.mlp.experts.";
+        let ts = [
+            info(&format!("{p}gate_up_proj_blocks"), "U8", &[4, 12, 1, 16]),
+            info(&format!("{p}gate_up_proj_scales"), "U8", &[4, 12, 1]),
+            info(&format!("{p}gate_up_proj_bias"), "BF16", &[4, 12]),
+            info(&format!("{p}down_proj_blocks"), "U8", &[4, 8, 1, 16]),
+            info(&format!("{p}down_proj_scales"), "U8", &[4, 8, 1]),
+            info(&format!("{p}down_proj_bias"), "BF16", &[4, 8]),
+        ];
+        let refs: Vec<(&str, &TensorInfo)> = ts.iter().map(|t| (split_experts(&t.name).unwrap().1, t)).collect();
+        let g = build("model.layers.0.mlp", &refs, None);
+        assert_eq!(g.family, Family::GptOss);
+        assert_eq!(g.experts, 4);
+        assert!(g.problems.is_empty(), "{:?}", g.problems);
+        assert_eq!(g.quantised, ["gate_up_proj_blocks", "gate_up_proj_scales", "down_proj_blocks", "down_proj_scales"]);
     }
 }
