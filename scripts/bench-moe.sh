@@ -6,7 +6,7 @@
 #             (cp, convert, cp, convert, ...); convert fsyncs every shard it
 #             writes, so cp is also timed with a final `sync`;
 #   RSS       peak resident set of convert (GNU time %M);
-#   inspect   an index of 1,000 shards and ~100,000 tensors (headers only).
+#   inspect   an index of 1,003 shards and 100,224 tensors (headers only).
 #
 # usage: scripts/bench-moe.sh [--runs N] [--size-gb G] [--work DIR] [--no-build] [--jobs J]
 #   --runs N     alternating pairs (default 3)
@@ -104,7 +104,7 @@ for r in $(seq 1 "$runs"); do
   /usr/bin/time -f '%M %U %S' -o "$work/rss" "$bin" moe convert "$work/src" "$work/out" >/dev/null
   b=$(now)
   t_cv+=("$(echo "$b - $a" | bc)")
-  read -r m u s < "$work/rss"; [ "$m" -gt "$rss" ] && rss=$m
+  read -r m u s < <(tail -n 1 "$work/rss"); [ "$m" -gt "$rss" ] && rss=$m
   c_cv+=("$(echo "$u + $s" | bc)")
   rm -rf "$work/out"; sync
   a=$(now); "$bin" moe convert "$work/src" "$work/outj" --jobs "$jobs" >/dev/null; b=$(now)
@@ -115,7 +115,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1
 mcp=$(median "${t_cp[@]}"); mcps=$(median "${t_cps[@]}"); mcv=$(median "${t_cv[@]}"); mcvj=$(median "${t_cvj[@]}")
 rate() { echo "scale=1; $bytes / $1 / 1000000" | bc; }
 
-echo "building an index of 1000 shards, ~100,000 tensors (headers only) ..." >&2
+echo "building an index of 1,003 shards, 100,224 tensors (headers only) ..." >&2
 "$PYTHON" - "$work/many" <<'PY'
 import json, os, sys
 import numpy as np
@@ -123,7 +123,7 @@ from safetensors.numpy import save_file
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 names = [f"model.layers.{L}.mlp.experts.{j}.{p}.weight" for L in range(261) for j in range(128)
-         for p in ("gate_proj", "up_proj", "down_proj")][:100_000]
+         for p in ("gate_proj", "up_proj", "down_proj")]
 g = np.zeros((3, 2), dtype=np.float16)
 d = np.zeros((2, 3), dtype=np.float16)
 weight_map = {}
@@ -135,17 +135,18 @@ for k in range(n):
     save_file(part, os.path.join(out, fname), metadata={"format": "pt"})
     weight_map.update({x: fname for x in part})
 with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
-    json.dump({"metadata": {"total_size": 12 * len(names)}, "weight_map": weight_map}, f)
+    json.dump({"metadata": {"total_size": 12 * len(names)}, "weight_map": weight_map}, f, indent=1)
 PY
 sync
 declare -a t_in c_in
 for r in $(seq 1 "$runs"); do
   /usr/bin/time -f '%e %U %S' -o "$work/t" "$bin" moe inspect "$work/many" >/dev/null || true
-  read -r e u s < "$work/t"
+  read -r e u s < <(tail -n 1 "$work/t")
   t_in+=("$e"); c_in+=("$(echo "$u + $s" | bc)")
 done
 min=$(median "${t_in[@]}"); cin=$(median "${c_in[@]}")
 shards=$(ls "$work/many" | grep -c safetensors$)
+tensors=$(grep -c '"model\.' "$work/many/model.safetensors.index.json" || true)
 
 cat <<MD
 | measurement (median of $runs, load avg $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores) | time | throughput |
@@ -156,5 +157,5 @@ cat <<MD
 | \`moe convert\` (fsyncs each shard; CPU $(median "${c_cv[@]}") s) | ${mcv} s | $(rate "$mcv") MB/s ($(echo "scale=0; 100 * $mcps / $mcv" | bc) % of cp+sync, $(echo "scale=0; 100 * $mcp / $mcv" | bc) % of cp) |
 | \`moe convert --jobs $jobs\` | ${mcvj} s | $(rate "$mcvj") MB/s |
 | peak RSS of \`moe convert\` | $((rss / 1024)) MB | |
-| \`moe inspect\`, $shards shards, 100,000 tensors | ${min} s wall, ${cin} s CPU (user+sys) | |
+| \`moe inspect\`, $shards shards, $tensors tensors | ${min} s wall, ${cin} s CPU (user+sys) | |
 MD

@@ -78,6 +78,9 @@ pub struct InspectReport {
     pub project: Option<ProjectFacts>,
     /// What loads this checkpoint, in sentences.
     pub verdict: Vec<String>,
+    /// The findings as diagnostics (printed by the printer's JSON/github forms).
+    #[serde(skip)]
+    pub diagnostics: Vec<crate::diagnostics::Diagnostic>,
 }
 
 impl InspectReport {
@@ -153,7 +156,8 @@ pub fn inspect(
 
     let project = model_type.as_deref().and_then(|mt| project_facts(cwd, mt, dims.as_ref()));
     let verdict = verdict(&groups, recipe.as_ref(), project.as_ref());
-    Ok(InspectReport {
+    let at = ck.index.clone().unwrap_or_else(|| ck.shards[0].path.clone());
+    let mut report = InspectReport {
         checkpoint: checkpoint.to_path_buf(),
         shards: ck.shards.len(),
         tensors: ck.tensor_count(),
@@ -166,7 +170,10 @@ pub fn inspect(
         recipe_note,
         project,
         verdict,
-    })
+        diagnostics: Vec::new(),
+    };
+    report.diagnostics = super::diagnostics_of(&report, &at);
+    Ok(report)
 }
 
 fn fact(r: &Recipes, model_type: &str, version: &str) -> RecipeFact {

@@ -23,17 +23,10 @@ pub mod plan;
 pub mod recipes;
 pub mod report;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+use crate::cli::{ExitStatus, Format, Printer};
+use crate::diagnostics::{Diagnostic, Location, Severity};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -44,14 +37,15 @@ Examples:
 
 Exit codes: 0 ok, 1 a problem found (incomplete or malformed checkpoint, refused conversion), 2 usage error.";
 
-#[derive(Parser, Debug)]
-#[command(name = "patchgen moe", about = "MoE checkpoints: inspect the expert layout from headers, convert it offline", after_help = EXAMPLES)]
-struct Cli {
+/// MoE checkpoints: inspect the expert layout from safetensors headers, convert it offline
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct MoeArgs {
     #[command(subcommand)]
-    command: MoeCommand,
+    pub command: MoeCommand,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(clap::Subcommand, Debug)]
 pub enum MoeCommand {
     /// Expert layout family, completeness and the upstream recipe, from safetensors headers only
     Inspect(InspectArgs),
@@ -69,8 +63,9 @@ pub struct InspectArgs {
     /// The transformers whose recipes apply: a directory, a .whl or a version (default: the one on PYTHONPATH / in the virtualenv)
     #[arg(long)]
     pub upstream: Option<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -94,29 +89,17 @@ pub struct ConvertArgs {
     /// Re-read the output and compare every tensor with its sources
     #[arg(long)]
     pub verify: bool,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
 }
 
-/// `patchgen moe ...`; returns the exit code.
-pub fn run_cli(args: &[OsString]) -> i32 {
-    let argv = std::iter::once(OsString::from("patchgen moe")).chain(args.iter().cloned());
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    run(cli.command)
-}
-
-/// Run one `moe` subcommand and print its report; returns the exit code.
-pub fn run(command: MoeCommand) -> i32 {
+/// Run one `moe` subcommand and print its report.
+pub fn run(args: MoeArgs) -> ExitStatus {
     let cwd = std::env::current_dir().unwrap_or_default();
-    match command {
+    match args.command {
         MoeCommand::Inspect(a) => {
+            let mut printer = Printer::new(a.format.unwrap_or_default());
             let upstream = match &a.upstream {
                 None => inspect::UpstreamArg::FromEnv,
                 Some(u) => {
@@ -129,32 +112,27 @@ pub fn run(command: MoeCommand) -> i32 {
                     match crate::survey::source::resolve(u, &cwd, &cache) {
                         Ok(up) => inspect::UpstreamArg::Given(up),
                         Err(e) => {
-                            eprintln!("patchgen moe inspect: error: --upstream {e}");
-                            return 2;
+                            let w = printer.err(&format!("patchgen moe inspect: error: --upstream {e}\n"));
+                            return printer.finish(w, ExitStatus::Error);
                         }
                     }
                 }
             };
             match inspect::inspect(&a.checkpoint, a.config.as_deref(), upstream, &cwd) {
-                Ok(r) => {
-                    match a.format {
-                        Format::Text => print!("{}", report::inspect_text(&r)),
-                        Format::Json => println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
-                    }
-                    i32::from(r.has_problems())
-                }
+                Ok(r) => printer.print(&r),
                 Err(e) => {
-                    eprintln!("patchgen moe inspect: error: {e}");
-                    1
+                    let w = printer.err(&format!("patchgen moe inspect: error: {e}\n"));
+                    printer.finish(w, ExitStatus::Failure)
                 }
             }
         }
         MoeCommand::Convert(a) => {
+            let mut printer = Printer::new(a.format.unwrap_or_default());
             let shard_size = match convert::parse_size(&a.shard_size) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("patchgen moe convert: error: --shard-size {e}");
-                    return 2;
+                    let w = printer.err(&format!("patchgen moe convert: error: --shard-size {e}\n"));
+                    return printer.finish(w, ExitStatus::Error);
                 }
             };
             let opts = convert::ConvertOptions {
@@ -166,18 +144,111 @@ pub fn run(command: MoeCommand) -> i32 {
                 progress: convert::stderr_is_terminal(),
             };
             match convert::convert(&a.src, &a.dst, &opts) {
-                Ok(r) => {
-                    match a.format {
-                        Format::Text => print!("{}", report::convert_text(&r)),
-                        Format::Json => println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
-                    }
-                    0
-                }
+                Ok(r) => printer.print(&r),
                 Err(e) => {
-                    eprintln!("patchgen moe convert: error: {e}");
-                    1
+                    let w = printer.err(&format!("patchgen moe convert: error: {e}\n"));
+                    printer.finish(w, ExitStatus::Failure)
                 }
             }
         }
     }
+}
+
+impl crate::cli::Report for inspect::InspectReport {
+    fn command(&self) -> &'static str {
+        "moe inspect"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.diagnostics.iter().collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::cli::printer::fields(self)
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&report::inspect_text(self))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::failure_if(self.has_problems())
+    }
+}
+
+impl crate::cli::Report for convert::ConvertReport {
+    fn command(&self) -> &'static str {
+        "moe convert"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::cli::printer::fields(self)
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&report::convert_text(self))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Success
+    }
+}
+
+/// The findings of an inspect report as diagnostics (`PGM…`,
+/// docs/diagnostics.md), located at the checkpoint.
+pub fn diagnostics_of(r: &inspect::InspectReport, at: &std::path::Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mk = |code: &str, name: &str, sev: Severity, msg: String, help: &str| {
+        let mut d = Diagnostic::new(code, name, sev, msg);
+        d.location = Some(Location::file(at));
+        d.help = Some(help.to_string());
+        d
+    };
+    for g in &r.groups {
+        for p in &g.problems {
+            out.push(mk(
+                "PGM001",
+                "moe-incomplete",
+                Severity::Error,
+                format!("{}.experts: {p}", g.prefix),
+                "a converter cannot fix missing or mismatched experts: fetch the complete checkpoint",
+            ));
+        }
+    }
+    for p in &r.layer_problems {
+        out.push(mk(
+            "PGM001",
+            "moe-incomplete",
+            Severity::Error,
+            p.clone(),
+            "check config.json's dense-layer fields against the checkpoint",
+        ));
+    }
+    for g in &r.groups {
+        for a in &g.ambiguous {
+            out.push(mk(
+                "PGM002",
+                "moe-ambiguous-layout",
+                Severity::Warning,
+                format!("{}.experts: {a}", g.prefix),
+                "converters must be told the layout (`moe convert --source-layout`), never guess",
+            ));
+        }
+    }
+    for v in &r.verdict {
+        if v.contains("would not load") || v.contains("will not load") || v.contains("random experts") {
+            out.push(mk(
+                "PGM003",
+                "moe-not-loaded",
+                Severity::Warning,
+                v.clone(),
+                "convert the checkpoint (`patchgen moe convert`) or register a checkpoint converter",
+            ));
+        }
+    }
+    out
 }
