@@ -232,6 +232,12 @@ fn inspect_names_families_recipes_and_gaps() {
     let o = patchgen(d, &["moe", "inspect", gap.to_str().unwrap(), "--format", "json"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["command"], "moe inspect");
+    let codes: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["PGM001"; 5]);
+    let gh = patchgen(d, &["moe", "inspect", gap.to_str().unwrap(), "--format", "github"]);
+    assert!(gh.stdout.starts_with("::error file="), "{}", gh.stdout);
+    assert!(gh.stdout.contains("PGM001"), "{}", gh.stdout);
     let problems: Vec<String> = v["groups"]
         .as_array()
         .unwrap()

@@ -26,7 +26,30 @@ pub mod report;
 use std::path::PathBuf;
 
 use crate::cli::{ExitStatus, Format, Printer};
+use crate::diagnostics::codes::Code;
 use crate::diagnostics::{Diagnostic, Location, Severity};
+
+/// The codes of `moe inspect`'s findings (`PGM…`; listed in
+/// docs/diagnostics.md, a test keeps the two equal).
+pub const INCOMPLETE: Code = Code {
+    code: "PGM001",
+    name: "moe-incomplete",
+    severity: Severity::Error,
+    summary: "an expert module lacks experts or a projection, or its shapes, dtypes or layers disagree with config.json",
+};
+pub const AMBIGUOUS_LAYOUT: Code = Code {
+    code: "PGM002",
+    name: "moe-ambiguous-layout",
+    severity: Severity::Warning,
+    summary: "a fused expert tensor is square per expert: its layout cannot be told by shape",
+};
+pub const NOT_LOADED: Code = Code {
+    code: "PGM003",
+    name: "moe-not-loaded",
+    severity: Severity::Warning,
+    summary: "the upstream recipe (or a missing converter) would leave these expert keys unloaded: random experts",
+};
+pub const ALL_CODES: [Code; 3] = [INCOMPLETE, AMBIGUOUS_LAYOUT, NOT_LOADED];
 
 const EXAMPLES: &str = "\
 Examples:
@@ -53,7 +76,26 @@ pub enum MoeCommand {
     Convert(ConvertArgs),
 }
 
+const INSPECT_EXAMPLES: &str = "\
+Examples:
+  patchgen moe inspect ./Qwen3-30B-A3B                    a checkpoint directory (index or model.safetensors)
+  patchgen moe inspect ckpt --upstream 5.16.1             the recipe of that transformers version (wheel cache, pip)
+  patchgen moe inspect model-00001-of-00016.safetensors --config config.json
+  patchgen moe inspect ckpt --format json
+
+Exit codes: 0 ok, 1 an incomplete or mismatched module (PGM001) or a malformed checkpoint, 2 usage error.";
+
+const CONVERT_EXAMPLES: &str = "\
+Examples:
+  patchgen moe convert ./ckpt ./ckpt-fused --verify           per-expert, mixtral, stacked, transposed -> v5 fused
+  patchgen moe convert ./fused ./split --to per-expert        the reverse (what HF exports)
+  patchgen moe convert ./vl ./vl-fused --source-layout transposed   square experts: say what they are
+  patchgen moe convert ./ckpt ./out --shard-size 2GB -j 2
+
+Exit codes: 0 written, 1 refused or failed (nothing is left at DST), 2 usage error.";
+
 #[derive(clap::Args, Debug)]
+#[command(after_help = INSPECT_EXAMPLES)]
 pub struct InspectArgs {
     /// A checkpoint directory (with model.safetensors.index.json or model.safetensors) or one .safetensors file
     pub checkpoint: PathBuf,
@@ -69,6 +111,7 @@ pub struct InspectArgs {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = CONVERT_EXAMPLES)]
 pub struct ConvertArgs {
     /// The source checkpoint (directory or .safetensors file)
     pub src: PathBuf,
@@ -202,8 +245,8 @@ impl crate::cli::Report for convert::ConvertReport {
 /// docs/diagnostics.md), located at the checkpoint.
 pub fn diagnostics_of(r: &inspect::InspectReport, at: &std::path::Path) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mk = |code: &str, name: &str, sev: Severity, msg: String, help: &str| {
-        let mut d = Diagnostic::new(code, name, sev, msg);
+    let mk = |code: Code, msg: String, help: &str| {
+        let mut d = code.diagnostic(msg);
         d.location = Some(Location::file(at));
         d.help = Some(help.to_string());
         d
@@ -211,29 +254,19 @@ pub fn diagnostics_of(r: &inspect::InspectReport, at: &std::path::Path) -> Vec<D
     for g in &r.groups {
         for p in &g.problems {
             out.push(mk(
-                "PGM001",
-                "moe-incomplete",
-                Severity::Error,
+                INCOMPLETE,
                 format!("{}.experts: {p}", g.prefix),
                 "a converter cannot fix missing or mismatched experts: fetch the complete checkpoint",
             ));
         }
     }
     for p in &r.layer_problems {
-        out.push(mk(
-            "PGM001",
-            "moe-incomplete",
-            Severity::Error,
-            p.clone(),
-            "check config.json's dense-layer fields against the checkpoint",
-        ));
+        out.push(mk(INCOMPLETE, p.clone(), "check config.json's dense-layer fields against the checkpoint"));
     }
     for g in &r.groups {
         for a in &g.ambiguous {
             out.push(mk(
-                "PGM002",
-                "moe-ambiguous-layout",
-                Severity::Warning,
+                AMBIGUOUS_LAYOUT,
                 format!("{}.experts: {a}", g.prefix),
                 "converters must be told the layout (`moe convert --source-layout`), never guess",
             ));
@@ -242,13 +275,27 @@ pub fn diagnostics_of(r: &inspect::InspectReport, at: &std::path::Path) -> Vec<D
     for v in &r.verdict {
         if v.contains("would not load") || v.contains("will not load") || v.contains("random experts") {
             out.push(mk(
-                "PGM003",
-                "moe-not-loaded",
-                Severity::Warning,
+                NOT_LOADED,
                 v.clone(),
                 "convert the checkpoint (`patchgen moe convert`) or register a checkpoint converter",
             ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_code_is_documented() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/diagnostics.md")).unwrap();
+        for c in super::ALL_CODES {
+            let sev = c.severity.as_str();
+            assert!(
+                doc.contains(&format!("| `{}` | `{}` | {sev} |", c.code, c.name)),
+                "{} is not in docs/diagnostics.md",
+                c.code
+            );
+        }
+    }
 }
