@@ -19,6 +19,8 @@ pub mod normalize;
 pub mod pipeline;
 pub mod project;
 pub mod pytext;
+pub mod reference;
+pub mod suggest;
 pub mod survey;
 pub mod timings;
 pub mod upstream;

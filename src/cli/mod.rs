@@ -112,7 +112,10 @@ fn settings(args: Args) -> Result<Settings, String> {
         return Err("--fix only works with --check".into());
     }
     let command = if args.check {
-        Command::Check { modules: args.patch_module.clone().into_iter().collect(), fix: args.fix }
+        Command::Check {
+            modules: args.patch_module.clone().into_iter().collect(),
+            fix: args.fix,
+        }
     } else if args.list {
         Command::List
     } else if args.all {
@@ -120,7 +123,9 @@ fn settings(args: Args) -> Result<Settings, String> {
     } else {
         match &args.patch_module {
             Some(m) => Command::One(m.clone()),
-            None => return Err("patch_module is required unless using --list, --all or --check".into()),
+            None => {
+                return Err("patch_module is required unless using --list, --all or --check".into());
+            }
         }
     };
     Ok(Settings {
@@ -141,6 +146,7 @@ fn settings(args: Args) -> Result<Settings, String> {
 fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
     match args.get(1)?.to_str()? {
         "survey" => Some(crate::survey::run_cli(&args[2..])),
+        "reference" => Some(crate::reference::run_cli(&args[2..])),
         _ => None,
     }
 }
