@@ -20,6 +20,7 @@ pub mod pipeline;
 pub mod project;
 pub mod pytext;
 pub mod reference;
+pub mod scaffold;
 pub mod suggest;
 pub mod survey;
 pub mod timings;

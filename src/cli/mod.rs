@@ -124,7 +124,9 @@ fn settings(args: Args) -> Result<Settings, String> {
         match &args.patch_module {
             Some(m) => Command::One(m.clone()),
             None => {
-                return Err("patch_module is required unless using --list, --all or --check".into());
+                return Err(
+                    "patch_module is required unless using --list, --all or --check".into(),
+                );
             }
         }
     };
@@ -147,6 +149,7 @@ fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
     match args.get(1)?.to_str()? {
         "survey" => Some(crate::survey::run_cli(&args[2..])),
         "reference" => Some(crate::reference::run_cli(&args[2..])),
+        "new" => Some(crate::scaffold::run_cli(&args[2..])),
         _ => None,
     }
 }
