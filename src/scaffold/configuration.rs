@@ -234,7 +234,9 @@ impl ConfigurationModule {
     }
 
     /// Partial rotary: a `partial_rotary_factor`/`rotary_pct` default
-    /// below 1, or `mrope_interleaved` anywhere in the module; the evidence.
+    /// below 1, or a `mrope_interleaved` default of True; the evidence. (A
+    /// configuration that merely accepts `mrope_interleaved` from checkpoints,
+    /// as Qwen3-VL's does, rotates the full head: VeOmni keeps the kernel.)
     pub fn partial_rotary(&self) -> Option<String> {
         for c in &self.classes {
             for name in ["partial_rotary_factor", "rotary_pct"] {
@@ -262,12 +264,7 @@ impl ConfigurationModule {
                 ));
             }
         }
-        let at = self.file.text.find("mrope_interleaved")?;
-        let line = self.file.text[..at].matches('\n').count() + 1;
-        Some(format!(
-            "the configuration handles mrope_interleaved ({}:{line})",
-            self.file.path.display()
-        ))
+        None
     }
 }
 

@@ -50,13 +50,15 @@ impl Category {
     /// The protocol's reference models, in order of preference (the first
     /// the project has is the template).
     pub fn templates(self) -> &'static [&'static str] {
+        // The protocol's choice first; then the closest the project may
+        // have instead (a dense sibling of a MoE category).
         match self {
             Category::Text => &["qwen3", "llama", "qwen2"],
-            Category::Moe => &["qwen3_moe"],
+            Category::Moe => &["qwen3_moe", "qwen3", "llama", "qwen2"],
             Category::Vlm => &["qwen3_vl", "qwen2_5_vl", "qwen2_vl"],
-            Category::VlmMoe => &["qwen3_vl_moe", "qwen3_5_moe"],
-            Category::Omni => &["qwen2_5_omni"],
-            Category::OmniMoe => &["qwen3_omni_moe"],
+            Category::VlmMoe => &["qwen3_vl_moe", "qwen3_vl", "qwen2_5_vl", "qwen2_vl"],
+            Category::Omni => &["qwen2_5_omni", "qwen3_omni_moe"],
+            Category::OmniMoe => &["qwen3_omni_moe", "qwen2_5_omni"],
         }
     }
 }
@@ -126,10 +128,12 @@ impl ModelFacts {
             }
         }
         let all = dunder_all(&file);
+        // The shortest: towers have their own (`<P>VisionPreTrainedModel`).
         let prefix = classes
             .iter()
             .chain(all.iter())
-            .find_map(|c| c.strip_suffix("PreTrainedModel").filter(|p| !p.is_empty()))
+            .filter_map(|c| c.strip_suffix("PreTrainedModel").filter(|p| !p.is_empty()))
+            .min_by_key(|p| p.len())
             .map(str::to_string)
             .ok_or_else(|| {
                 format!(
@@ -174,7 +178,12 @@ impl ModelFacts {
                 .map(|(c, _)| c.to_string())
                 .collect()
         };
-        let vision = pick(&|s| s.contains("Vision") || s.contains("Visual") || s.contains("Image"));
+        let vision = pick(&|s| {
+            s.contains("Vision")
+                || s.contains("Visual")
+                || s.contains("Image")
+                || s.contains("MultiModal")
+        });
         let audio = pick(&|s| s.contains("Audio"));
         let experts = pick(&|s| {
             s.ends_with("Experts")

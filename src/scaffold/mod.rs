@@ -98,6 +98,10 @@ pub struct BackendPlan {
     pub template_config: Option<String>,
     #[serde(flatten)]
     pub retargeted: Retargeted,
+    #[serde(skip)]
+    head: render::ConfigHead,
+    #[serde(skip)]
+    path: PathBuf,
 }
 
 /// Generation of one written config.
@@ -230,6 +234,28 @@ fn patch_config_import(text: &str) -> Option<String> {
     })
 }
 
+/// The top-level `import`/`from … import` statements of a config (the
+/// `PatchConfig` import aside), as written.
+fn top_level_imports(text: &str) -> Vec<String> {
+    use ruff_text_size::Ranged;
+    let Ok(parsed) = ruff_python_parser::parse_module(text) else {
+        return Vec::new();
+    };
+    parsed
+        .syntax()
+        .body
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                ruff_python_ast::Stmt::Import(_) | ruff_python_ast::Stmt::ImportFrom(_)
+            )
+        })
+        .map(|s| text[s.range()].to_string())
+        .filter(|s| !s.contains("PatchConfig"))
+        .collect()
+}
+
 /// The line importing `name` in a model package `__init__.py` of the project.
 fn init_import_line(dirs: &[PathBuf], name: &str) -> Option<String> {
     dirs.iter().find_map(|d| {
@@ -238,6 +264,20 @@ fn init_import_line(dirs: &[PathBuf], name: &str) -> Option<String> {
             .find(|l| l.starts_with("from ") && l.ends_with(&format!("import {name}")))
             .map(str::to_string)
     })
+}
+
+/// The line importing `OpSlot` and the line declaring the `rms_norm` slot
+/// in a plan's post-import blocks, stripped.
+fn opslot_lines(blocks: &[String]) -> Option<(String, String)> {
+    let line = |pat: &str| {
+        blocks
+            .iter()
+            .flat_map(|b| b.lines())
+            .map(str::trim)
+            .find(|l| l.contains(pat))
+            .map(str::to_string)
+    };
+    Some((line("import OpSlot")?, line("OpSlot(\"rms_norm\"")?))
 }
 
 /// The `OpSlot("rms_norm", "<variant>")` a plan's post-import blocks declare.
@@ -418,6 +458,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                     prefix: f.prefix.clone(),
                     patch: p.clone(),
                     opslot_variant: rms_norm_variant(&plan.post_import_blocks),
+                    opslot_lines: opslot_lines(&plan.post_import_blocks),
                 });
             }
         }
@@ -489,14 +530,20 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         let target_file = format!("patched_modeling_{m}_{backend}.py");
         let import = patch_config_import(&template_text)
             .unwrap_or_else(|| "from patchgen import PatchConfig".into());
+        let template_imports = if template_config.is_some() {
+            top_level_imports(&template_text)
+        } else {
+            Vec::new()
+        };
         let head = render::ConfigHead {
-            licence: &licence(&template_text),
-            title: &title,
-            regen: &regen,
-            patch_config_import: &import,
-            source_module: &source_module,
-            target_file: &target_file,
-            description: &description,
+            template_imports,
+            licence: licence(&template_text),
+            title,
+            regen,
+            patch_config_import: import,
+            source_module,
+            target_file,
+            description,
         };
         let text = render::config(&head, &retargeted);
         files.push(PlannedFile {
@@ -510,6 +557,8 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             module,
             template_config: from,
             retargeted,
+            head,
+            path,
         });
     }
     if plans.is_empty() {
@@ -689,12 +738,18 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             }
         }
     }
-    if let Some(f) = files.iter().find(|f| f.path.exists()) {
-        return Err(NewError::usage(format!(
-            "{}: already exists; `patchgen new` never overwrites a file",
-            f.path.display()
-        )));
-    }
+    // The toy config lives outside the model directory: an existing one is
+    // kept (and said), the model's own files still written.
+    files.retain(|f| {
+        let keep = !f.path.exists();
+        if !keep {
+            warnings.push(format!(
+                "{}: already exists, not overwritten",
+                f.path.display()
+            ));
+        }
+        keep
+    });
     for p in &plans {
         let gen_dir = model_dir.join("generated");
         for ext in ["py", "diff"] {
@@ -757,35 +812,107 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         crate::atomic::write(&f.path, &f.text)
             .map_err(|e| NewError::failed(format!("{}: cannot write: {e}", f.path.display())))?;
     }
-    for p in &report.backends {
-        let ctx = Context::new(project.clone(), &opts.cwd, None);
-        let result = match ctx.generate(&p.module, "config", None) {
-            Ok(g) => {
-                let written = crate::atomic::write(&g.py_path, &g.py)
-                    .and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
-                match written {
-                    Ok(()) => GenerationResult {
-                        module: p.module.clone(),
-                        ok: true,
-                        message: format!("generated {}", rel(&g.py_path)),
-                    },
-                    Err(e) => GenerationResult {
-                        module: p.module.clone(),
-                        ok: false,
-                        message: format!("{}: cannot write: {e}", g.py_path.display()),
-                    },
-                }
-            }
-            Err(e) => GenerationResult {
-                module: p.module.clone(),
-                ok: false,
-                message: e.to_string(),
-            },
-        };
+    for i in 0..report.backends.len() {
+        let result = generate_pruning(
+            &project,
+            &opts.cwd,
+            &mut report.backends[i],
+            template_facts.as_ref(),
+            &facts.module,
+        );
         report.generation.push(result);
     }
     report.lint = "not run: the lint engine is not part of this build".into();
     Ok(report)
+}
+
+/// How many times a config is pruned and regenerated at most.
+const MAX_ROUNDS: usize = 8;
+
+/// The names ruff reports as undefined (F821) in its diagnostics.
+fn undefined_names(diagnostics: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in diagnostics.lines() {
+        let Some(rest) = line.split("Undefined name `").nth(1) else {
+            continue;
+        };
+        let Some(name) = rest.split('`').next() else {
+            continue;
+        };
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Write the config and generate from it; when the generated file uses
+/// names nothing defines, import them or drop the patches that use them
+/// and try again. The generated `.py` and `.diff` are written on success.
+fn generate_pruning(
+    project: &Project,
+    cwd: &Path,
+    plan: &mut BackendPlan,
+    template: Option<&ModelFacts>,
+    new_module: &str,
+) -> GenerationResult {
+    let fail = |module: &str, message: String| GenerationResult {
+        module: module.to_string(),
+        ok: false,
+        message,
+    };
+    for _ in 0..MAX_ROUNDS {
+        let ctx = Context::new(project.clone(), cwd, None);
+        let raw = render::config(&plan.head, &plan.retargeted);
+        let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
+        if let Err(e) = crate::atomic::write(&plan.path, &text) {
+            return fail(
+                &plan.module,
+                format!("{}: cannot write: {e}", plan.path.display()),
+            );
+        }
+        match ctx.generate(&plan.module, "config", None) {
+            Ok(g) => {
+                let written = crate::atomic::write(&g.py_path, &g.py)
+                    .and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
+                return match written {
+                    Ok(()) => GenerationResult {
+                        module: plan.module.clone(),
+                        ok: true,
+                        message: format!("generated {}", g.py_path.display()),
+                    },
+                    Err(e) => fail(
+                        &plan.module,
+                        format!("{}: cannot write: {e}", g.py_path.display()),
+                    ),
+                };
+            }
+            Err(crate::pipeline::Failure::Ruff {
+                error: crate::normalize::RuffError::Rejected { diagnostics, .. },
+                py_path,
+            }) if template.is_some() => {
+                let names = undefined_names(&diagnostics);
+                if names.is_empty()
+                    || !plan
+                        .retargeted
+                        .resolve_missing(&names, template.unwrap(), new_module)
+                {
+                    return fail(
+                        &plan.module,
+                        format!(
+                            "{}: ruff rejected the generated file:\n{diagnostics}",
+                            py_path.display()
+                        ),
+                    );
+                }
+            }
+            Err(e) => return fail(&plan.module, e.to_string()),
+        }
+    }
+    fail(
+        &plan.module,
+        format!("still failing after {MAX_ROUNDS} rounds of pruning"),
+    )
 }
 
 /// The report as text.

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::retarget::{Carried, Retargeted};
+use super::retarget::{Carried, Helper, Retargeted};
 
 /// A Python string literal (JSON's escapes are Python's).
 pub fn py_str(s: &str) -> String {
@@ -16,16 +16,20 @@ pub fn py_str(s: &str) -> String {
 }
 
 /// What the config's head says.
-pub struct ConfigHead<'a> {
+#[derive(Clone, Debug, Default)]
+pub struct ConfigHead {
     /// The template file's leading comment block (licence), verbatim.
-    pub licence: &'a str,
-    pub title: &'a str,
-    pub regen: &'a str,
+    pub licence: String,
+    pub title: String,
+    pub regen: String,
     /// `from X import PatchConfig`.
-    pub patch_config_import: &'a str,
-    pub source_module: &'a str,
-    pub target_file: &'a str,
-    pub description: &'a str,
+    pub patch_config_import: String,
+    /// The template config's own top-level imports (what copied helpers
+    /// may need; ruff's fix drops the unused ones).
+    pub template_imports: Vec<String>,
+    pub source_module: String,
+    pub target_file: String,
+    pub description: String,
 }
 
 fn render_call(
@@ -85,7 +89,7 @@ fn block_literal(text: &str) -> String {
 }
 
 /// The patch-gen config.
-pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
+pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
     let mut out = String::new();
     if !head.licence.is_empty() {
         out.push_str(head.licence.trim_end());
@@ -120,7 +124,14 @@ pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
     for c in &r.carried {
         aliases.push(import(&c.import_module, &c.import_name));
     }
-    let helper_aliases: Vec<String> = r.helpers.iter().map(|(m, n)| import(m, n)).collect();
+    let helper_aliases: Vec<Option<String>> = r
+        .helpers
+        .iter()
+        .map(|h| match h {
+            Helper::Import { module, name } => Some(import(module, name)),
+            Helper::Copy { .. } => None,
+        })
+        .collect();
     for (module, names) in &by_module {
         let _ = writeln!(out, "from {module} import (");
         for (n, a) in names {
@@ -132,13 +143,16 @@ pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
         }
         let _ = writeln!(out, ")");
     }
+    for stmt in &head.template_imports {
+        let _ = writeln!(out, "{stmt}");
+    }
     let _ = writeln!(out, "{}\n\n", head.patch_config_import);
     let _ = writeln!(
         out,
         "config = PatchConfig(\n    source_module={},\n    target_file={},\n    description={},\n)\n",
-        py_str(head.source_module),
-        py_str(head.target_file),
-        py_str(head.description)
+        py_str(&head.source_module),
+        py_str(&head.target_file),
+        py_str(&head.description)
     );
     if !r.exception_comments.is_empty() {
         let _ = writeln!(out, "# Protocol exceptions applied by patchgen new:");
@@ -147,9 +161,9 @@ pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
         }
         out.push('\n');
     }
-    for (module, names, alias) in &r.imports {
-        let mut args = vec![py_str(module)];
-        if let Some(names) = names {
+    for spec in &r.imports {
+        let mut args = vec![py_str(&spec.module)];
+        if let Some(names) = &spec.names {
             args.push(format!(
                 "names=[{}]",
                 names
@@ -159,8 +173,11 @@ pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
                     .join(", ")
             ));
         }
-        if let Some(a) = alias {
+        if let Some(a) = &spec.alias {
             args.push(format!("alias={}", py_str(a)));
+        }
+        if !spec.is_from_import {
+            args.push("is_from_import=False".into());
         }
         let _ = writeln!(out, "config.add_import({})", args.join(", "));
     }
@@ -175,8 +192,16 @@ pub fn config(head: &ConfigHead<'_>, r: &Retargeted) -> String {
         let names: Vec<String> = r.drop_import_names.iter().map(|n| py_str(n)).collect();
         let _ = writeln!(out, "config.drop_import_names({})", names.join(", "));
     }
-    for a in &helper_aliases {
-        let _ = writeln!(out, "config.add_helper({a})");
+    for (h, alias) in r.helpers.iter().zip(&helper_aliases) {
+        match (h, alias) {
+            (_, Some(a)) => {
+                let _ = writeln!(out, "config.add_helper({a})");
+            }
+            (Helper::Copy { source, .. }, None) => {
+                let _ = writeln!(out, "\n\n@config.add_helper\n{}\n\n", source.trim_end());
+            }
+            (Helper::Import { .. }, None) => {}
+        }
     }
     if !r.exclude.is_empty() {
         let names: Vec<String> = r.exclude.iter().map(|n| py_str(n)).collect();

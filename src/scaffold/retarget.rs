@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::facts::ModelFacts;
-use crate::codegen::text::{apply_name_map, split_leading_comments};
+use crate::codegen::text::{apply_name_map, split_leading_comments, strip_patch_decorators};
 use crate::config::plan::{Patch, PatchPlan, PatchType};
 use crate::survey::compare;
 use crate::survey::modules::Version;
@@ -34,6 +34,9 @@ pub struct Carried {
     pub todos: Vec<String>,
     /// Why this patch differs from the template's (an exception applied).
     pub notes: Vec<String>,
+    /// The replacement's source under the new names (to find what it uses).
+    #[serde(skip)]
+    pub source: String,
 }
 
 /// A template patch left out, and why.
@@ -66,6 +69,15 @@ pub struct NormDonor {
     pub patch: Patch,
     /// The OpSlot variant its post-import block declares for `rms_norm`.
     pub opslot_variant: Option<String>,
+    /// That declaration's line and the line importing `OpSlot`, as written.
+    pub opslot_lines: Option<(String, String)>,
+}
+
+/// A template helper: reused by import, or copied under the new names.
+#[derive(Clone, Debug, Serialize)]
+pub enum Helper {
+    Import { module: String, name: String },
+    Copy { name: String, source: String },
 }
 
 /// Everything carried from the template.
@@ -75,10 +87,11 @@ pub struct Retargeted {
     pub dropped: Vec<Dropped>,
     pub decisions: Decisions,
     pub post_import_blocks: Vec<String>,
-    /// `(module, names, alias)` of `add_import` calls.
-    pub imports: Vec<(String, Option<Vec<String>>, Option<String>)>,
-    /// (module, name) of helpers to `add_helper`.
-    pub helpers: Vec<(String, String)>,
+    /// `add_import` calls.
+    #[serde(skip)]
+    pub imports: Vec<crate::config::plan::ImportSpec>,
+    /// Helpers, in the template's order.
+    pub helpers: Vec<Helper>,
     pub drop_import_names: Vec<String>,
     pub exclude: Vec<String>,
     pub warnings: Vec<String>,
@@ -279,7 +292,10 @@ impl Retarget<'_> {
             }
             // MLP.
             if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
-                if let Some(line) = self.new.init_takes_intermediate_size(self.version, c) {
+                // Only a class swap constructs the replacement with the
+                // upstream's arguments; a `forward` override keeps `__init__`.
+                let swap = p.patch_type == PatchType::ClassReplacement;
+                if swap && let Some(line) = self.new.init_takes_intermediate_size(self.version, c) {
                     mlp = "not patched (intermediate_size)".into();
                     let reason = format!(
                         "not swapped: `{c}.__init__` takes `intermediate_size` ({}:{line}), which LigerSwiGLUMLP rejects (shared experts reuse the MLP with another size)",
@@ -361,7 +377,9 @@ impl Retarget<'_> {
                 .description
                 .as_ref()
                 .map(|d| apply_name_map(d, Some(&name_map)));
+            let source = apply_name_map(&replacement.source, Some(&name_map));
             out.carried.push(Carried {
+                source,
                 patch_type: type_name(p.patch_type),
                 target,
                 template_target: p.target.clone(),
@@ -373,6 +391,21 @@ impl Retarget<'_> {
                 todos,
                 notes,
             });
+        }
+        let mut extra_block = None;
+        if norm == "none"
+            && let Some((block, variant)) = self.add_one_plus_norm(&mut out, &mut norm)
+        {
+            // The template declares a standard slot nothing uses now: re-aim it.
+            match self
+                .template
+                .post_import_blocks
+                .iter()
+                .any(|b| b.contains("OpSlot(\"rms_norm\","))
+            {
+                true => opslot_variant = Some(("standard".into(), variant)),
+                false => extra_block = Some(block),
+            }
         }
         let map = vec![(from.to_string(), to.to_string())];
         out.post_import_blocks = self
@@ -390,23 +423,43 @@ impl Retarget<'_> {
                 b
             })
             .collect();
-        out.imports = self
-            .template
-            .additional_imports
+        out.post_import_blocks.extend(extra_block);
+        out.imports = self.template.additional_imports.clone();
+        // Imported names spelled with the template's prefix: reused bodies
+        // refer to them under the new prefix, so bind that name too.
+        let aliases: Vec<String> = out
+            .imports
             .iter()
-            .map(|i| (i.module.clone(), i.names.clone(), i.alias.clone()))
+            .flat_map(|i| i.names.iter().flatten())
+            .filter(|n| from != to && n.contains(from))
+            .map(|n| format!("{} = {n}", apply_name_map(n, Some(&map))))
             .collect();
+        if !aliases.is_empty() {
+            out.warnings.push(format!(
+                "the template imports model-specific names ({}); the scaffold binds them under the new names: give the model its own",
+                aliases.join("; ")
+            ));
+            out.post_import_blocks.push(format!(
+                "# patchgen new: the template's imported classes, under this model's names.\n{}",
+                aliases.join("\n")
+            ));
+        }
         for h in &self.template.helpers {
             match &h.object {
-                Some(o) => {
-                    if o.source.contains(from) && from != to {
-                        out.warnings.push(format!(
-                            "helper `{}` (from {}) mentions `{from}`; add_helper has no name_map: check it",
-                            o.name, o.module
-                        ));
-                    }
-                    out.helpers.push((o.module.clone(), o.name.clone()));
+                // add_helper has no name_map: a helper written for the
+                // template's names is copied, renamed (a helper is small; a
+                // reused one would define the template's names).
+                Some(o) if from != to && o.source.contains(from) => {
+                    let source = crate::pytext::dedent(&strip_patch_decorators(&o.source));
+                    out.helpers.push(Helper::Copy {
+                        name: o.name.clone(),
+                        source: apply_name_map(&source, Some(&map)),
+                    });
                 }
+                Some(o) => out.helpers.push(Helper::Import {
+                    module: o.module.clone(),
+                    name: o.name.clone(),
+                }),
                 None => out
                     .warnings
                     .push("a template helper has no source; not carried".into()),
@@ -428,6 +481,153 @@ impl Retarget<'_> {
             .collect();
         out.decisions = Decisions { rotary, mlp, norm };
         out
+    }
+}
+
+impl Retarget<'_> {
+    /// The template leaves the norm alone but the new one computes
+    /// `1 + weight`: reuse a project config's `1 + weight` norm patch, with
+    /// the OpSlot declaration it relies on. Returns that declaration block.
+    fn add_one_plus_norm(
+        &self,
+        out: &mut Retargeted,
+        norm: &mut String,
+    ) -> Option<(String, String)> {
+        let to = self.new.prefix.as_str();
+        let class = [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")]
+            .into_iter()
+            .find(|c| {
+                self.new.has_class(c) && self.new.norm_is_one_plus_weight(self.version, c).is_some()
+            })?;
+        let donor = (self.norm_donor)()?;
+        let replacement = donor.patch.replacement.clone()?;
+        let variant = donor.opslot_variant.clone()?;
+        let (import_line, decl_line) = donor.opslot_lines.clone()?;
+        let name_map = compose_name_map(&donor.patch, &donor.prefix, to);
+        let target = format!("{class}.forward");
+        *norm = "1+weight".into();
+        let source = apply_name_map(&replacement.source, Some(&name_map));
+        let (comments, _) = split_leading_comments(&replacement.source);
+        out.carried.push(Carried {
+            source,
+            patch_type: "override_method",
+            target: target.clone(),
+            template_target: donor.patch.target.clone(),
+            import_module: replacement.module.clone(),
+            import_name: replacement.name.clone(),
+            name_map,
+            description: Some(format!("OpSlot guard for the fused `1 + weight` RMSNorm ({variant})")),
+            header: comments.iter().map(|l| l.trim_end().to_string()).collect(),
+            todos: Vec::new(),
+            notes: vec![format!(
+                "`{class}` computes `1 + weight`: the `1 + weight` norm of {} is reused (the template {} leaves its norm alone)",
+                donor.config_module, self.template.config_module
+            )],
+        });
+        let has_opslot = self
+            .template
+            .post_import_blocks
+            .iter()
+            .any(|b| b.contains("import OpSlot"));
+        let mut block = String::from(
+            "# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n",
+        );
+        if !has_opslot {
+            block.push_str(&import_line);
+            block.push('\n');
+        }
+        block.push_str(&decl_line);
+        Some((block, variant))
+    }
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn uses_name(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(is_ident)
+            && !text[i + word.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// Where the template's upstream module gets `name` from: the absolute
+/// module of an import binding it, or the module itself when it defines it.
+fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
+    use ruff_python_ast::Stmt;
+    for stmt in template.file.body() {
+        if let Stmt::ImportFrom(i) = stmt
+            && i.names.iter().any(|a| {
+                a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name
+                    && a.name.id.as_str() == name
+            })
+        {
+            let from = i.module.as_ref().map(|m| m.id.to_string());
+            return if i.level > 0 {
+                crate::codegen::imports::absolute_module(&template.module, from.as_deref(), i.level)
+            } else {
+                from
+            };
+        }
+    }
+    (template.has_class(name) || template.has_function(name)).then(|| template.module.clone())
+}
+
+impl Retargeted {
+    /// Names the generated file uses but nothing defines (ruff F821): import
+    /// each from where the template's upstream gets it, else drop the
+    /// carried patches that use it. `true` when something changed.
+    pub fn resolve_missing(
+        &mut self,
+        names: &[String],
+        template: &ModelFacts,
+        new_module: &str,
+    ) -> bool {
+        let mut changed = false;
+        for name in names {
+            if let Some(i) = self.exclude.iter().position(|e| e == name) {
+                self.exclude.remove(i);
+                self.warnings.push(format!("`{name}` kept in the output (the template excludes its counterpart, this model uses it)"));
+                changed = true;
+                continue;
+            }
+            let already = self
+                .imports
+                .iter()
+                .any(|i| i.names.iter().flatten().any(|n| n == name));
+            if !already
+                && !name.contains(&template.prefix)
+                && let Some(module) = template_binding(template, name)
+            {
+                self.warnings.push(format!(
+                    "`{name}` is imported from {module}, where the template's upstream gets it"
+                ));
+                self.imports.push(crate::config::plan::ImportSpec {
+                    module,
+                    names: Some(vec![name.clone()]),
+                    alias: None,
+                    is_from_import: true,
+                });
+                changed = true;
+                continue;
+            }
+            let (users, kept): (Vec<Carried>, Vec<Carried>) = std::mem::take(&mut self.carried)
+                .into_iter()
+                .partition(|c| uses_name(&c.source, name));
+            self.carried = kept;
+            for c in users {
+                self.dropped.push(Dropped {
+                    template_target: c.template_target.clone(),
+                    target: c.target.clone(),
+                    reason: format!(
+                        "the reused `{}` uses `{name}`, which {new_module} does not define",
+                        c.import_name
+                    ),
+                    exception: false,
+                });
+                changed = true;
+            }
+        }
+        changed
     }
 }
 
