@@ -119,11 +119,7 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
         }
     }
     // (Counting lines costs a few ms: not in `--once` mode, which is timed from outside.)
-    let lines = if args.once {
-        0
-    } else {
-        ok.iter().map(|r| r.text.lines().count()).sum()
-    };
+    let lines = if args.once { 0 } else { ok.iter().map(|r| r.text.lines().count()).sum() };
     if let Some(dir) = &args.dump {
         for r in &ok {
             let rel = r.abs_target.strip_prefix(cwd).unwrap_or(&r.abs_target);

@@ -15,18 +15,10 @@ pub fn write_bytes(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     };
     std::fs::create_dir_all(dir)?;
     if path.is_dir() {
-        return Err(std::io::Error::other(format!(
-            "{} is a directory",
-            path.display()
-        )));
+        return Err(std::io::Error::other(format!("{} is a directory", path.display())));
     }
     let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(
-            ".{}.",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ))
+        .prefix(&format!(".{}.", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()))
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(contents)?;

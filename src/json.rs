@@ -28,9 +28,6 @@ pub fn string(s: &str) -> String {
 mod tests {
     #[test]
     fn escapes_like_json() {
-        assert_eq!(
-            super::string("a\"b\\c\nd\u{1}"),
-            "\"a\\\"b\\\\c\\nd\\u0001\""
-        );
+        assert_eq!(super::string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
     }
 }

@@ -26,16 +26,8 @@ pub fn nearest<'k>(word: &str, known: impl IntoIterator<Item = &'k str>, n: usiz
         .enumerate()
         .map(|(i, k)| {
             let d = distance(word, k);
-            let d = if k.contains(word) || word.contains(k) {
-                d.min(1)
-            } else {
-                d
-            };
-            let prefix = word
-                .chars()
-                .zip(k.chars())
-                .take_while(|(a, b)| a == b)
-                .count();
+            let d = if k.contains(word) || word.contains(k) { d.min(1) } else { d };
+            let prefix = word.chars().zip(k.chars()).take_while(|(a, b)| a == b).count();
             (d.saturating_sub(prefix / 2), i, k)
         })
         .collect();
@@ -50,13 +42,7 @@ mod tests {
     #[test]
     fn distances_and_ranking() {
         assert_eq!(distance("kitten", "sitting"), 3);
-        assert_eq!(
-            nearest("qwen4", ["llama", "qwen3", "qwen2", "qwen3_moe"], 2),
-            ["qwen3", "qwen2"]
-        );
-        assert_eq!(
-            nearest("qwen3_m", ["llama", "qwen3_moe", "qwen3"], 1),
-            ["qwen3_moe"]
-        );
+        assert_eq!(nearest("qwen4", ["llama", "qwen3", "qwen2", "qwen3_moe"], 2), ["qwen3", "qwen2"]);
+        assert_eq!(nearest("qwen3_m", ["llama", "qwen3_moe", "qwen3"], 1), ["qwen3_moe"]);
     }
 }

@@ -23,9 +23,6 @@ pub fn begin() {
 /// Print how long after [`begin`] `phase` ended, if timings are on.
 pub fn mark(phase: &str) {
     if let Some(t0) = start() {
-        eprintln!(
-            "patchgen: timing: {:8.1} {phase}",
-            t0.elapsed().as_secs_f64() * 1000.0
-        );
+        eprintln!("patchgen: timing: {:8.1} {phase}", t0.elapsed().as_secs_f64() * 1000.0);
     }
 }

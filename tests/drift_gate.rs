@@ -10,27 +10,18 @@ use common::*;
 const BODY: &str = "\n@config.override_method(\"Norm.forward\", description=\"scaled\")\ndef norm_forward(self, x):\n    # keep it simple\n    return x * self.eps\n";
 
 fn generated_project() -> (MiniProject, Vec<(String, Vec<u8>)>) {
-    let p = MiniProject::new(&[
-        ("pkg/toy/__init__.py", ""),
-        ("pkg/toy/toy_patch_gen_config.py", &toy_config(BODY)),
-    ]);
+    let p = MiniProject::new(&[("pkg/toy/__init__.py", ""), ("pkg/toy/toy_patch_gen_config.py", &toy_config(BODY))]);
     let out = p.run(&["--all", "--diff"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let files = [
-        "pkg/toy/generated/patched_toy.py",
-        "pkg/toy/generated/patched_toy.diff",
-    ]
-    .iter()
-    .map(|f| (f.to_string(), std::fs::read(p.path().join(f)).unwrap()))
-    .collect();
+    let files = ["pkg/toy/generated/patched_toy.py", "pkg/toy/generated/patched_toy.diff"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(p.path().join(f)).unwrap()))
+        .collect();
     (p, files)
 }
 
 fn snapshot(p: &MiniProject, files: &[(String, Vec<u8>)]) -> Vec<Vec<u8>> {
-    files
-        .iter()
-        .map(|(f, _)| std::fs::read(p.path().join(f)).unwrap_or_default())
-        .collect()
+    files.iter().map(|(f, _)| std::fs::read(p.path().join(f)).unwrap_or_default()).collect()
 }
 
 #[test]
@@ -39,12 +30,7 @@ fn clean_tree_checks_ok() {
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(out.stdout.contains("  OK    "), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .ends_with("All generated files are up to date.\n"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.ends_with("All generated files are up to date.\n"), "{}", out.stdout);
 }
 
 #[test]
@@ -57,36 +43,16 @@ fn edited_py_is_drift_and_fix_restores_it() {
     let before = snapshot(&p, &files);
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout
-            .contains(&format!("  DRIFT {}", p.path().join(py).display())),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("-        return x * self.eps * 2\n+        return x * self.eps\n"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("Generated files are out of date. Re-run with --fix.")
-    );
+    assert!(out.stdout.contains(&format!("  DRIFT {}", p.path().join(py).display())), "{}", out.stdout);
+    assert!(out.stdout.contains("-        return x * self.eps * 2\n+        return x * self.eps\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("Generated files are out of date. Re-run with --fix."));
     assert_eq!(snapshot(&p, &files), before, "--check must not write");
 
     let out = p.run(&["--check", "--fix"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(out.stdout.contains("  FIXED "), "{}", out.stdout);
-    assert!(
-        !out.stdout.contains(".diff\n"),
-        "only the drifted .py is rewritten:\n{}",
-        out.stdout
-    );
-    assert_eq!(
-        snapshot(&p, &files),
-        files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>()
-    );
+    assert!(!out.stdout.contains(".diff\n"), "only the drifted .py is rewritten:\n{}", out.stdout);
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
     assert_eq!(p.run(&["--check"]).code, 0);
 }
 
@@ -97,37 +63,18 @@ fn edited_py_is_drift_and_fix_restores_it() {
 fn edited_py_with_its_own_diff_is_drift_in_both() {
     let (p, files) = generated_project();
     let (py, diff) = (&files[0].0, &files[1].0);
-    let edited = p
-        .read(py)
-        .replace("return x * self.eps", "return x * self.eps * 2");
-    let edited_diff = patchgen::pipeline::build_diff(
-        MINI_UPSTREAM,
-        &edited,
-        "toylib.modeling_toy",
-        "patched_toy.py",
-    );
-    assert_eq!(
-        apply_unified_diff(MINI_UPSTREAM, &edited_diff),
-        edited,
-        "the .diff matches the edited .py"
-    );
+    let edited = p.read(py).replace("return x * self.eps", "return x * self.eps * 2");
+    let edited_diff = patchgen::pipeline::build_diff(MINI_UPSTREAM, &edited, "toylib.modeling_toy", "patched_toy.py");
+    assert_eq!(apply_unified_diff(MINI_UPSTREAM, &edited_diff), edited, "the .diff matches the edited .py");
     p.write(py, &edited);
     p.write(diff, &edited_diff);
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 1);
     for f in [py, diff] {
-        assert!(
-            out.stdout
-                .contains(&format!("  DRIFT {}", p.path().join(f).display())),
-            "{}",
-            out.stdout
-        );
+        assert!(out.stdout.contains(&format!("  DRIFT {}", p.path().join(f).display())), "{}", out.stdout);
     }
     assert_eq!(p.run(&["--check", "--fix"]).code, 0);
-    assert_eq!(
-        snapshot(&p, &files),
-        files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>()
-    );
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -136,33 +83,22 @@ fn deleted_diff_is_drift() {
     std::fs::remove_file(p.path().join(&files[1].0)).unwrap();
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("  DRIFT ") && out.stdout.contains(".diff"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("  DRIFT ") && out.stdout.contains(".diff"), "{}", out.stdout);
     assert_eq!(p.run(&["--check", "--fix"]).code, 0);
-    assert_eq!(
-        std::fs::read(p.path().join(&files[1].0)).unwrap(),
-        files[1].1
-    );
+    assert_eq!(std::fs::read(p.path().join(&files[1].0)).unwrap(), files[1].1);
 }
 
 #[test]
 fn crlf_and_trailing_whitespace_in_diff_are_not_drift() {
     let (p, files) = generated_project();
     for (f, bytes) in &files {
-        let text = String::from_utf8(bytes.clone())
-            .unwrap()
-            .replace('\n', "\r\n");
+        let text = String::from_utf8(bytes.clone()).unwrap().replace('\n', "\r\n");
         p.write(f, &text);
     }
     let out = p.run(&["--check"]);
     assert_eq!(out.code, 0, "CRLF is not drift:\n{}", out.stdout);
     // Trailing spaces in the .diff (an editor's doing) are not drift either.
-    let diff = String::from_utf8(files[1].1.clone())
-        .unwrap()
-        .replace("\n", "  \n");
+    let diff = String::from_utf8(files[1].1.clone()).unwrap().replace("\n", "  \n");
     p.write(&files[1].0, &diff);
     assert_eq!(p.run(&["--check"]).code, 0);
 }
@@ -172,10 +108,7 @@ fn all_diff_on_a_clean_tree_changes_nothing() {
     let (p, files) = generated_project();
     let out = p.run(&["--all", "--diff"]);
     assert_eq!(out.code, 0);
-    assert_eq!(
-        snapshot(&p, &files),
-        files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>()
-    );
+    assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -186,11 +119,7 @@ fn results_do_not_depend_on_thread_count() {
             std::fs::remove_file(p.path().join(f)).unwrap();
         }
         assert_eq!(p.run(&["--all", "--diff", "--jobs", jobs]).code, 0);
-        assert_eq!(
-            snapshot(&p, &files),
-            files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(),
-            "jobs={jobs}"
-        );
+        assert_eq!(snapshot(&p, &files), files.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(), "jobs={jobs}");
     }
 }
 
@@ -198,17 +127,8 @@ fn results_do_not_depend_on_thread_count() {
 fn ruff_config_in_tmpdir_changes_nothing() {
     let (p, files) = generated_project();
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("ruff.toml"),
-        "line-length = 20\n[format]\nquote-style = \"single\"\n",
-    )
-    .unwrap();
-    let out = TestEnv::get().patchgen_env(
-        p.path(),
-        &p.pythonpath(),
-        &["--check"],
-        &[("TMPDIR", tmp.path().to_str().unwrap())],
-    );
+    std::fs::write(tmp.path().join("ruff.toml"), "line-length = 20\n[format]\nquote-style = \"single\"\n").unwrap();
+    let out = TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("TMPDIR", tmp.path().to_str().unwrap())]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let _ = files;
 }
@@ -240,8 +160,5 @@ fn source_module_inside_the_project_is_found_from_a_subdirectory() {
     let out = TestEnv::get().patchgen(&p.path().join("pkg/toy"), "", &["--all", "--diff"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let diff = p.read("pkg/toy/generated/patched_toy.diff");
-    assert!(
-        diff.starts_with("--- a/pkg/vendored/modeling_toy.py\n"),
-        "{diff}"
-    );
+    assert!(diff.starts_with("--- a/pkg/vendored/modeling_toy.py\n"), "{diff}");
 }

@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 
 fn case_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// Files under `generated/` directories of a tree, relative to it.
@@ -79,27 +77,15 @@ fn run_case(name: &str) {
 
     // 1. The drift gate accepts the reference's files.
     let out = env.patchgen(&dir, &pythonpath, &["--check"]);
-    assert_eq!(
-        out.code, 0,
-        "{name}: --check failed:\n{}{}",
-        out.stdout, out.stderr
-    );
-    assert!(
-        out.stdout.contains("All generated files are up to date."),
-        "{}",
-        out.stdout
-    );
+    assert_eq!(out.code, 0, "{name}: --check failed:\n{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("All generated files are up to date."), "{}", out.stdout);
 
     // 2. Regenerating from nothing reproduces them byte for byte.
     for (rel, _) in &expected {
         std::fs::remove_file(dir.join(rel)).unwrap();
     }
     let out = env.patchgen(&dir, &pythonpath, &["--all", "--diff"]);
-    assert_eq!(
-        out.code, 0,
-        "{name}: --all --diff failed:\n{}{}",
-        out.stdout, out.stderr
-    );
+    assert_eq!(out.code, 0, "{name}: --all --diff failed:\n{}{}", out.stdout, out.stderr);
     for (rel, bytes) in &expected {
         let got = std::fs::read(dir.join(rel)).unwrap_or_default();
         if &got != bytes {
@@ -118,25 +104,13 @@ fn run_case(name: &str) {
         .lines()
         .filter_map(|l| l.trim().strip_prefix("• ").map(str::to_string))
         .collect();
-    assert!(
-        !modules.is_empty(),
-        "{name}: --list found nothing:\n{}",
-        list.stdout
-    );
+    assert!(!modules.is_empty(), "{name}: --list found nothing:\n{}", list.stdout);
     for module in &modules {
         // Inside the project, so ruff applies the same settings.
         let out_dir = dir.join("single_out");
         let _ = std::fs::remove_dir_all(&out_dir);
-        let out = env.patchgen(
-            &dir,
-            &pythonpath,
-            &[module, "-o", out_dir.to_str().unwrap(), "--diff"],
-        );
-        assert_eq!(
-            out.code, 0,
-            "{name}: {module} alone failed:\n{}{}",
-            out.stdout, out.stderr
-        );
+        let out = env.patchgen(&dir, &pythonpath, &[module, "-o", out_dir.to_str().unwrap(), "--diff"]);
+        assert_eq!(out.code, 0, "{name}: {module} alone failed:\n{}{}", out.stdout, out.stderr);
         for entry in std::fs::read_dir(&out_dir).unwrap() {
             let path = entry.unwrap().path();
             let fname = path.file_name().unwrap().to_owned();
@@ -144,11 +118,7 @@ fn run_case(name: &str) {
                 .iter()
                 .find(|(rel, _)| rel.file_name() == Some(&fname))
                 .unwrap_or_else(|| panic!("{name}: unexpected output {}", path.display()));
-            assert!(
-                std::fs::read(&path).unwrap() == *bytes,
-                "{name}: {module} alone differs for {}",
-                fname.to_string_lossy()
-            );
+            assert!(std::fs::read(&path).unwrap() == *bytes, "{name}: {module} alone differs for {}", fname.to_string_lossy());
         }
     }
 }
@@ -193,16 +163,11 @@ fn every_fixture_directory_has_a_test() {
         "real_qwen3_moe",
         "real_qwen2_vl",
     ];
-    for entry in
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")).unwrap()
-    {
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")).unwrap() {
         let entry = entry.unwrap();
         if entry.path().is_dir() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            assert!(
-                listed.contains(&name.as_str()),
-                "fixture {name} has no test case"
-            );
+            assert!(listed.contains(&name.as_str()), "fixture {name} has no test case");
         }
     }
 }

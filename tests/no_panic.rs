@@ -14,7 +14,7 @@ use std::time::Duration;
 use patchgen::codegen;
 use patchgen::config::loader::{MemoryLoader, ProjectLoader};
 use patchgen::config::source::ParsedFile;
-use patchgen::config::{PatchPlan, evaluate};
+use patchgen::config::{evaluate, PatchPlan};
 use proptest::prelude::*;
 
 const STACK_SIZE: usize = 256 << 20;
@@ -24,10 +24,7 @@ const MOD_B: &str = "pkg.b_patch_gen_config";
 /// Run `f` on a fresh 256 MiB-stack thread; a panic there is re-raised here.
 /// (A stack overflow aborts the whole test binary, which fails the run too.)
 fn on_big_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let handle = std::thread::Builder::new()
-        .stack_size(STACK_SIZE)
-        .spawn(f)
-        .expect("spawn a big-stack thread");
+    let handle = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(f).expect("spawn a big-stack thread");
     match handle.join() {
         Ok(r) => r,
         Err(payload) => std::panic::resume_unwind(payload),
@@ -38,10 +35,7 @@ fn on_big_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R 
 /// (`Ok(plan)`, `Ok(None)` or `Err(message)`).
 fn outcome(loader: &MemoryLoader, module: &str) -> (String, Option<PatchPlan>) {
     match evaluate(loader, module, "config") {
-        Ok(Some(e)) => (
-            format!("Ok(plan with {} patches)", e.plan.patches.len()),
-            Some(e.plan),
-        ),
+        Ok(Some(e)) => (format!("Ok(plan with {} patches)", e.plan.patches.len()), Some(e.plan)),
         Ok(None) => ("Ok(None)".into(), None),
         Err(e) => (format!("Err({})", e.message), None),
     }
@@ -68,12 +62,7 @@ fn eval_modules(a: &str, b: Option<&str>) -> (Vec<String>, Vec<PatchPlan>) {
 /// Generate `plan` over `upstream` and diff the result as the pipeline does.
 fn generate_and_diff(plan: &PatchPlan, upstream: &ParsedFile) -> Result<(), String> {
     let raw = codegen::generate(plan, upstream, "5.9.0").map_err(|e| e.message)?;
-    let _ = patchgen::pipeline::build_diff(
-        &upstream.text,
-        &raw,
-        &plan.source_module,
-        &plan.target_file,
-    );
+    let _ = patchgen::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
     Ok(())
 }
 
@@ -281,22 +270,17 @@ fn module_strategy(fragments: &'static [&'static str]) -> impl Strategy<Value = 
         1 => prop::collection::vec(any::<u8>(), 0..24).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         1 => "[ \t]{0,8}[()\\[\\]{}:@#\"'\\\\\n]{1,4}",
     ];
-    (
-        prop::collection::vec(piece, 0..16),
-        any::<prop::sample::Index>(),
-        any::<bool>(),
-    )
-        .prop_map(|(pieces, cut, do_cut)| {
-            let mut text = pieces.concat();
-            if do_cut && !text.is_empty() {
-                let mut at = cut.index(text.len() + 1);
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                text.truncate(at);
+    (prop::collection::vec(piece, 0..16), any::<prop::sample::Index>(), any::<bool>()).prop_map(|(pieces, cut, do_cut)| {
+        let mut text = pieces.concat();
+        if do_cut && !text.is_empty() {
+            let mut at = cut.index(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
             }
-            text
-        })
+            text.truncate(at);
+        }
+        text
+    })
 }
 
 proptest! {
@@ -333,8 +317,7 @@ proptest! {
 // ---------------------------------------------------------------------------
 // Regressions.
 
-const HEADER: &str =
-    "from patchgen import PatchConfig\nconfig = PatchConfig(source_module=\"m\")\n";
+const HEADER: &str = "from patchgen import PatchConfig\nconfig = PatchConfig(source_module=\"m\")\n";
 
 fn nested(open: &str, inner: &str, close: &str, depth: usize) -> String {
     let mut s = String::with_capacity(depth * (open.len() + close.len()) + inner.len());
@@ -365,10 +348,7 @@ fn deep_expressions() -> Vec<(&'static str, String)> {
         ("subscript chain", format!("x{}", "[0]".repeat(DEPTH))),
         ("power chain", format!("2{}", "**2".repeat(DEPTH))),
         ("lambdas", format!("{}0", "lambda: ".repeat(DEPTH))),
-        (
-            "conditional chain",
-            format!("1{}", " if x else 1".repeat(DEPTH)),
-        ),
+        ("conditional chain", format!("1{}", " if x else 1".repeat(DEPTH))),
     ]
 }
 
@@ -409,9 +389,7 @@ fn deep_nesting_in_upstream() {
         for (what, expr) in deep_expressions() {
             let modules = [
                 format!("{TOY_UPSTREAM}\nx = {expr}\n"),
-                format!(
-                    "{TOY_UPSTREAM}\nclass A:\n    def forward(self):\n        return {expr}\n"
-                ),
+                format!("{TOY_UPSTREAM}\nclass A:\n    def forward(self):\n        return {expr}\n"),
                 format!("{TOY_UPSTREAM}\ndef f(a={expr}):\n    pass\n"),
                 format!("{TOY_UPSTREAM}\n__all__ = [{expr}]\n"),
             ];
@@ -429,8 +407,7 @@ fn deep_nesting_in_upstream() {
 #[test]
 fn deep_nesting_in_replacement_source() {
     on_big_stack(|| {
-        let upstream =
-            ParsedFile::parse(PathBuf::new(), TOY_UPSTREAM).expect("toy upstream parses");
+        let upstream = ParsedFile::parse(PathBuf::new(), TOY_UPSTREAM).expect("toy upstream parses");
         let expr = nested("(", "1", ")", 100_000);
         let text = format!(
             "{HEADER}\n@config.override_method(\"A.forward\")\ndef fwd(self):\n    return {expr}\n\n\n\
@@ -469,16 +446,11 @@ fn configs_importing_each_other() {
     let (outcomes, _) = on_big_stack(move || eval_modules(&a, Some(&b)));
     assert_eq!(outcomes.len(), 2);
     for o in &outcomes {
-        assert!(
-            o.starts_with("Err("),
-            "a circular import fails as in Python: {o}"
-        );
+        assert!(o.starts_with("Err("), "a circular import fails as in Python: {o}");
     }
 
     // A cycle through star imports and through the config objects.
-    let a = format!(
-        "{HEADER}from pkg.b_patch_gen_config import *\nconfig.helpers.extend(other.helpers)\n"
-    );
+    let a = format!("{HEADER}from pkg.b_patch_gen_config import *\nconfig.helpers.extend(other.helpers)\n");
     let b = format!("from pkg.a_patch_gen_config import *\nother = config\n{HEADER}");
     let (outcomes, _) = on_big_stack(move || eval_modules(&a, Some(&b)));
     assert_eq!(outcomes.len(), 2);
@@ -500,10 +472,7 @@ fn binary_garbage() {
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let text2 = text.clone();
     let (outcomes, _) = on_big_stack(move || eval_modules(&text, Some(&text2)));
-    assert!(
-        outcomes.iter().all(|o| o.starts_with("Err(")),
-        "{outcomes:?}"
-    );
+    assert!(outcomes.iter().all(|o| o.starts_with("Err(")), "{outcomes:?}");
 
     let text = String::from_utf8_lossy(&bytes).into_owned();
     on_big_stack(move || {
@@ -518,9 +487,7 @@ fn binary_garbage() {
     let root = dir.path().to_path_buf();
     let result = on_big_stack(move || {
         let loader = ProjectLoader::new(vec![root]);
-        evaluate(&loader, MOD_A, "config")
-            .map(|e| e.is_some())
-            .map_err(|e| e.message)
+        evaluate(&loader, MOD_A, "config").map(|e| e.is_some()).map_err(|e| e.message)
     });
     assert!(result.is_err(), "invalid UTF-8 is an error: {result:?}");
 }
@@ -546,20 +513,13 @@ fn small_inputs_stay_fast() {
     let cases = [
         format!("{HEADER}s = 'x' * 99999\nt = s + s\n"),
         format!("{HEADER}x = [{}]\n", "1, ".repeat(50_000)),
-        format!(
-            "{HEADER}{}",
-            "config.exclude_from_output('A')\n".repeat(5_000)
-        ),
+        format!("{HEADER}{}", "config.exclude_from_output('A')\n".repeat(5_000)),
     ];
     for text in cases {
         let start = std::time::Instant::now();
         let (outcomes, _) = on_big_stack(move || eval_modules(&text, None));
         assert_eq!(outcomes.len(), 1);
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "took {:?}",
-            start.elapsed()
-        );
+        assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
     }
 }
 
@@ -631,10 +591,6 @@ fn runaway_growth_is_an_error() {
         let text = format!("{HEADER}{case}");
         let start = std::time::Instant::now();
         let (outcomes, _) = on_big_stack(move || eval_modules(&text, None));
-        assert!(
-            outcomes[0].starts_with("Err("),
-            "{outcomes:?} after {:?}",
-            start.elapsed()
-        );
+        assert!(outcomes[0].starts_with("Err("), "{outcomes:?} after {:?}", start.elapsed());
     }
 }

@@ -28,12 +28,7 @@ fn python(program: &str, input: &serde_json::Value) -> Vec<serde_json::Value> {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("python3 is needed for the differential tests");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "python3 failed");
     serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).expect("json from python3")
@@ -42,14 +37,9 @@ fn python(program: &str, input: &serde_json::Value) -> Vec<serde_json::Value> {
 fn sample<T: std::fmt::Debug>(strategy: impl Strategy<Value = T>, n: usize, seed: u8) -> Vec<T> {
     let mut runner = TestRunner::new_with_rng(
         Config::default(),
-        proptest::test_runner::TestRng::from_seed(
-            proptest::test_runner::RngAlgorithm::ChaCha,
-            &[seed; 32],
-        ),
+        proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &[seed; 32]),
     );
-    (0..n)
-        .map(|_| strategy.new_tree(&mut runner).unwrap().current())
-        .collect()
+    (0..n).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect()
 }
 
 fn text_strategy() -> impl Strategy<Value = String> {
@@ -111,15 +101,9 @@ print(json.dumps(out))
             pytext::rstrip(s),
             pytext::dedent(s),
             pytext::only_newline_breaks(s),
-            std::iter::once(s.as_str())
-                .chain(pytext::lines(s, false))
-                .map(pytext::is_blank)
-                .collect::<Vec<_>>(),
+            std::iter::once(s.as_str()).chain(pytext::lines(s, false)).map(pytext::is_blank).collect::<Vec<_>>(),
         ]);
-        let stripped: Vec<&str> = pytext::splitlines_keepends(s)
-            .into_iter()
-            .map(pytext::without_line_break)
-            .collect();
+        let stripped: Vec<&str> = pytext::splitlines_keepends(s).into_iter().map(pytext::without_line_break).collect();
         assert_eq!(stripped, pytext::splitlines(s), "input {s:?}");
         assert_eq!(got, exp, "input {s:?}");
     }
@@ -132,36 +116,16 @@ print(json.dumps(out))
 #[test]
 fn collapse_blank_lines_matches_python() {
     let lines = prop::collection::vec(
-        prop_oneof![
-            Just(""),
-            Just("  "),
-            Just("\t"),
-            Just("\u{a0}"),
-            Just("x = 1"),
-            Just("    return x"),
-            Just("# c")
-        ],
+        prop_oneof![Just(""), Just("  "), Just("\t"), Just("\u{a0}"), Just("x = 1"), Just("    return x"), Just("# c")],
         0..12,
     );
-    let breaks = prop::collection::vec(
-        prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\u{2028}"), 1 => Just("")],
-        12,
-    );
+    let breaks = prop::collection::vec(prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\u{2028}"), 1 => Just("")], 12);
     // Half of them with "\n" as the only break (a path of its own).
     let newlines = prop::collection::vec(prop_oneof![6 => Just("\n"), 1 => Just("")], 12);
     let inputs: Vec<(String, usize)> = sample((lines.clone(), breaks, 0..4usize), 300, 11)
         .into_iter()
         .chain(sample((lines, newlines, 0..4usize), 300, 12))
-        .map(|(lines, breaks, max)| {
-            (
-                lines
-                    .iter()
-                    .zip(&breaks)
-                    .map(|(l, b)| format!("{l}{b}"))
-                    .collect(),
-                max,
-            )
-        })
+        .map(|(lines, breaks, max)| (lines.iter().zip(&breaks).map(|(l, b)| format!("{l}{b}")).collect(), max))
         .collect();
     let expected = python(
         r#"
@@ -179,11 +143,7 @@ print(json.dumps(out))
         &serde_json::json!(inputs),
     );
     for ((s, max), exp) in inputs.iter().zip(expected) {
-        assert_eq!(
-            serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)),
-            exp,
-            "input {s:?}, max {max}"
-        );
+        assert_eq!(serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)), exp, "input {s:?}, max {max}");
     }
 }
 
@@ -194,26 +154,11 @@ print(json.dumps(out))
 #[test]
 fn indent_preserved_source_matches_python() {
     let lines = prop::collection::vec(
-        prop_oneof![
-            Just(""),
-            Just("  "),
-            Just("    x = 1"),
-            Just("  y"),
-            Just("\u{a0}\u{a0}z"),
-            Just("\té"),
-            Just("        deep"),
-            Just("ab")
-        ],
+        prop_oneof![Just(""), Just("  "), Just("    x = 1"), Just("  y"), Just("\u{a0}\u{a0}z"), Just("\té"), Just("        deep"), Just("ab")],
         0..8,
     );
-    let inputs: Vec<(String, usize)> = sample(
-        (lines, prop_oneof![Just("\n"), Just("\r\n")], 0..9usize),
-        600,
-        13,
-    )
-    .into_iter()
-    .map(|(l, br, t)| (l.join(br), t))
-    .collect();
+    let inputs: Vec<(String, usize)> =
+        sample((lines, prop_oneof![Just("\n"), Just("\r\n")], 0..9usize), 600, 13).into_iter().map(|(l, br, t)| (l.join(br), t)).collect();
     let expected = python(
         r#"
 import json, sys
@@ -228,26 +173,12 @@ print(json.dumps(out))
         &serde_json::json!(inputs),
     );
     for ((text, target), exp) in inputs.iter().zip(expected) {
-        assert_eq!(
-            serde_json::json!(patchgen::codegen::text::indent_preserved_source(
-                text, *target
-            )),
-            exp,
-            "input {text:?}, target {target}"
-        );
+        assert_eq!(serde_json::json!(patchgen::codegen::text::indent_preserved_source(text, *target)), exp, "input {text:?}, target {target}");
     }
 }
 
 fn module_strategy() -> impl Strategy<Value = String> {
-    let name = prop_oneof![
-        Just("a"),
-        Just("b"),
-        Just("torch"),
-        Just("nn"),
-        Just("x_y"),
-        Just("F"),
-        Just("utils")
-    ];
+    let name = prop_oneof![Just("a"), Just("b"), Just("torch"), Just("nn"), Just("x_y"), Just("F"), Just("utils")];
     let dotted = prop::collection::vec(name.clone(), 1..4).prop_map(|v| v.join("."));
     let alias = (dotted.clone(), prop::option::of(name.clone())).prop_map(|(n, a)| match a {
         Some(a) => format!("{n} as {a}"),
@@ -259,60 +190,25 @@ fn module_strategy() -> impl Strategy<Value = String> {
     });
     let import = prop_oneof![
         prop::collection::vec(alias, 1..3).prop_map(|v| format!("import {}", v.join(", "))),
-        (
-            0u32..4,
-            prop::option::of(dotted),
-            prop::collection::vec(from_alias, 1..4),
-            any::<bool>()
-        )
-            .prop_map(|(level, module, names, paren)| {
-                let level = if module.is_none() && level == 0 {
-                    1
-                } else {
-                    level
-                };
-                let names = if paren {
-                    format!("(\n    {},\n)", names.join(",\n    "))
-                } else {
-                    names.join(", ")
-                };
-                format!(
-                    "from {}{} import {}",
-                    ".".repeat(level as usize),
-                    module.unwrap_or_default(),
-                    names
-                )
-            }),
+        (0u32..4, prop::option::of(dotted), prop::collection::vec(from_alias, 1..4), any::<bool>()).prop_map(
+            |(level, module, names, paren)| {
+                let level = if module.is_none() && level == 0 { 1 } else { level };
+                let names = if paren { format!("(\n    {},\n)", names.join(",\n    ")) } else { names.join(", ") };
+                format!("from {}{} import {}", ".".repeat(level as usize), module.unwrap_or_default(), names)
+            }
+        ),
         Just("from m import *".to_string()),
     ];
-    let leaf = prop_oneof![
-        import.clone(),
-        Just("x = 1".to_string()),
-        Just("pass".to_string())
-    ];
+    let leaf = prop_oneof![import.clone(), Just("x = 1".to_string()), Just("pass".to_string())];
     let block = leaf.prop_recursive(3, 24, 4, move |inner| {
         let body = prop::collection::vec(inner, 1..4).prop_map(|v| v.join("\n"));
         prop_oneof![
             body.clone().prop_map(|b| format!("if c:\n{}", indent(&b))),
-            (body.clone(), body.clone()).prop_map(|(a, b)| format!(
-                "try:\n{}\nexcept E:\n{}",
-                indent(&a),
-                indent(&b)
-            )),
-            body.clone()
-                .prop_map(|b| format!("def f():\n{}", indent(&b))),
-            body.clone()
-                .prop_map(|b| format!("class C:\n{}", indent(&b))),
-            (body.clone(), body.clone()).prop_map(|(a, b)| format!(
-                "for i in x:\n{}\nelse:\n{}",
-                indent(&a),
-                indent(&b)
-            )),
-            (body.clone(), body.clone()).prop_map(|(a, b)| format!(
-                "if c:\n{}\nelif d:\n{}",
-                indent(&a),
-                indent(&b)
-            )),
+            (body.clone(), body.clone()).prop_map(|(a, b)| format!("try:\n{}\nexcept E:\n{}", indent(&a), indent(&b))),
+            body.clone().prop_map(|b| format!("def f():\n{}", indent(&b))),
+            body.clone().prop_map(|b| format!("class C:\n{}", indent(&b))),
+            (body.clone(), body.clone()).prop_map(|(a, b)| format!("for i in x:\n{}\nelse:\n{}", indent(&a), indent(&b))),
+            (body.clone(), body.clone()).prop_map(|(a, b)| format!("if c:\n{}\nelif d:\n{}", indent(&a), indent(&b))),
             body.prop_map(|b| format!("with w:\n{}", indent(&b))),
         ]
     });
@@ -320,10 +216,7 @@ fn module_strategy() -> impl Strategy<Value = String> {
 }
 
 fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
 fn plan(source_module: &str, drop: &[&str]) -> PatchPlan {
@@ -393,23 +286,9 @@ print(json.dumps(out))
     );
     for (case, exp) in cases.iter().zip(expected) {
         let src = case["src"].as_str().unwrap();
-        let file =
-            ParsedFile::parse(Default::default(), src).unwrap_or_else(|e| panic!("{src}\n{e:?}"));
-        let drop: Vec<&str> = case["drop"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        let got = transform_imports(
-            &plan(case["module"].as_str().unwrap(), &drop),
-            &collect_imports(file.body()),
-        );
-        assert_eq!(
-            got,
-            exp.as_str().unwrap(),
-            "source:\n{src}\nmodule: {}",
-            case["module"]
-        );
+        let file = ParsedFile::parse(Default::default(), src).unwrap_or_else(|e| panic!("{src}\n{e:?}"));
+        let drop: Vec<&str> = case["drop"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let got = transform_imports(&plan(case["module"].as_str().unwrap(), &drop), &collect_imports(file.body()));
+        assert_eq!(got, exp.as_str().unwrap(), "source:\n{src}\nmodule: {}", case["module"]);
     }
 }

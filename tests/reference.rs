@@ -15,12 +15,7 @@ const MODELING_V2: &str = "\"\"\"Toy.\"\"\"\nimport torch\n\n\nclass ToyMLP:\n  
 /// Build `transformers-<version>-py3-none-any.whl` in `dir` with python3:
 /// `files` as (member, text); `tamper` rewrites one member after RECORD
 /// was computed.
-fn build_wheel(
-    dir: &Path,
-    version: &str,
-    files: &[(&str, &str)],
-    tamper: Option<(&str, &str)>,
-) -> PathBuf {
+fn build_wheel(dir: &Path, version: &str, files: &[(&str, &str)], tamper: Option<(&str, &str)>) -> PathBuf {
     let wheel = dir.join(format!("transformers-{version}-py3-none-any.whl"));
     let spec = serde_json::json!({
         "wheel": wheel,
@@ -51,10 +46,7 @@ with zipfile.ZipFile(spec["wheel"], "w", zipfile.ZIP_DEFLATED) as z:
         .spawn()
         .expect("python3 is needed to build the test wheel");
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), spec.to_string().as_bytes()).unwrap();
-    assert!(
-        child.wait().unwrap().success(),
-        "python3 could not build the wheel"
-    );
+    assert!(child.wait().unwrap().success(), "python3 could not build the wheel");
     wheel
 }
 
@@ -62,31 +54,13 @@ fn toy_files(modeling: &'static str) -> Vec<(&'static str, &'static str)> {
     vec![
         ("transformers/models/toy/__init__.py", ""),
         ("transformers/models/toy/modeling_toy.py", modeling),
-        (
-            "transformers/models/toy/configuration_toy.py",
-            "class ToyConfig:\n    model_type = \"toy\"\n",
-        ),
-        (
-            "transformers/models/toy_vl/modeling_toy_vl.py",
-            "class ToyVLModel:\n    pass\n",
-        ),
-        (
-            "transformers/models/toy_vl/configuration_toy_vl.py",
-            "class ToyVLConfig:\n    pass\n",
-        ),
-        (
-            "transformers/models/toy_vl/processing_toy_vl.py",
-            "class ToyVLProcessor:\n    pass\n",
-        ),
-        (
-            "transformers/models/toy_vl/video_processing_toy_vl.py",
-            "class ToyVLVideoProcessor:\n    pass\n",
-        ),
+        ("transformers/models/toy/configuration_toy.py", "class ToyConfig:\n    model_type = \"toy\"\n"),
+        ("transformers/models/toy_vl/modeling_toy_vl.py", "class ToyVLModel:\n    pass\n"),
+        ("transformers/models/toy_vl/configuration_toy_vl.py", "class ToyVLConfig:\n    pass\n"),
+        ("transformers/models/toy_vl/processing_toy_vl.py", "class ToyVLProcessor:\n    pass\n"),
+        ("transformers/models/toy_vl/video_processing_toy_vl.py", "class ToyVLVideoProcessor:\n    pass\n"),
         ("transformers/models/toy_vl/modular_toy_vl.py", "x = 1\n"),
-        (
-            "transformers/models/llama/modeling_llama.py",
-            "class LlamaModel:\n    pass\n",
-        ),
+        ("transformers/models/llama/modeling_llama.py", "class LlamaModel:\n    pass\n"),
     ]
 }
 
@@ -110,11 +84,7 @@ fn setup() -> Setup {
     .unwrap();
     build_wheel(&cache, "1.0", &toy_files(MODELING_V1), None);
     build_wheel(&cache, "2.0", &toy_files(MODELING_V2), None);
-    Setup {
-        _dir: dir,
-        project,
-        cache,
-    }
+    Setup { _dir: dir, project, cache }
 }
 
 fn args(model: &str) -> ReferenceArgs {
@@ -130,11 +100,7 @@ fn args(model: &str) -> ReferenceArgs {
 }
 
 fn run(s: &Setup, args: ReferenceArgs) -> Result<reference::Report, reference::ReferenceError> {
-    reference::run(&Options {
-        args,
-        cwd: s.project.clone(),
-        cache_dir: Some(s.cache.clone()),
-    })
+    reference::run(&Options { args, cwd: s.project.clone(), cache_dir: Some(s.cache.clone()) })
 }
 
 #[test]
@@ -143,16 +109,9 @@ fn files_are_the_wheels_bytes_at_the_pinned_version() {
     let report = run(&s, args("toy")).unwrap();
     let pin = report.pin.as_ref().unwrap();
     assert_eq!(pin.version, "1.0");
-    assert!(
-        pin.source.contains("[dependency-groups] stable"),
-        "{}",
-        pin.source
-    );
+    assert!(pin.source.contains("[dependency-groups] stable"), "{}", pin.source);
     let dir = s.project.join(".agents_workspace/hf_reference/toy/v1.0");
-    assert_eq!(
-        std::fs::read(dir.join("modeling_toy.py")).unwrap(),
-        MODELING_V1.as_bytes()
-    );
+    assert_eq!(std::fs::read(dir.join("modeling_toy.py")).unwrap(), MODELING_V1.as_bytes());
     // Not multimodal: the modeling file only.
     assert_eq!(report.versions[0].files.len(), 1);
     assert!(reference::render_text(&report).contains("pin 1.0 (from "));
@@ -163,10 +122,7 @@ fn files_are_the_wheels_bytes_at_the_pinned_version() {
     a.also = vec!["configuration".into()];
     run(&s, a).unwrap();
     let dir = s.project.join(".agents_workspace/hf_reference/toy/v2.0");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("modeling_toy.py")).unwrap(),
-        MODELING_V2
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("modeling_toy.py")).unwrap(), MODELING_V2);
     assert!(dir.join("configuration_toy.py").is_file());
 }
 
@@ -174,20 +130,12 @@ fn files_are_the_wheels_bytes_at_the_pinned_version() {
 fn multimodal_models_bring_their_processors_and_configuration() {
     let s = setup();
     let report = run(&s, args("toy_vl")).unwrap();
-    let mut names: Vec<String> = report.versions[0]
-        .files
-        .iter()
-        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
+    let mut names: Vec<String> =
+        report.versions[0].files.iter().map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(
         names,
-        [
-            "configuration_toy_vl.py",
-            "modeling_toy_vl.py",
-            "processing_toy_vl.py",
-            "video_processing_toy_vl.py"
-        ]
+        ["configuration_toy_vl.py", "modeling_toy_vl.py", "processing_toy_vl.py", "video_processing_toy_vl.py"]
     );
 }
 
@@ -201,11 +149,7 @@ fn the_pin_falls_back_to_the_generated_header_then_the_package() {
     .unwrap();
     let generated = s.project.join("pkg/models/toy/generated");
     std::fs::create_dir_all(&generated).unwrap();
-    std::fs::write(
-        generated.join("patched_modeling_toy.py"),
-        "# x\n#  Based on: transformers==2.0\n",
-    )
-    .unwrap();
+    std::fs::write(generated.join("patched_modeling_toy.py"), "# x\n#  Based on: transformers==2.0\n").unwrap();
     let report = run(&s, args("toy")).unwrap();
     assert_eq!(report.pin.as_ref().unwrap().version, "2.0");
     assert!(report.pin.as_ref().unwrap().source.contains("Based on"));
@@ -224,23 +168,13 @@ fn a_record_mismatch_is_an_error_and_nothing_is_written() {
         &s.cache,
         "1.0",
         &toy_files(MODELING_V1),
-        Some((
-            "transformers/models/toy/modeling_toy.py",
-            "<html>404</html>\n",
-        )),
+        Some(("transformers/models/toy/modeling_toy.py", "<html>404</html>\n")),
     );
     let err = run(&s, args("toy")).unwrap_err();
     assert_eq!(err.exit_code(), 1);
     let msg = err.to_string();
-    assert!(
-        msg.contains("modeling_toy.py") && msg.contains("RECORD"),
-        "{msg}"
-    );
-    assert!(
-        !s.project
-            .join(".agents_workspace/hf_reference/toy")
-            .exists()
-    );
+    assert!(msg.contains("modeling_toy.py") && msg.contains("RECORD"), "{msg}");
+    assert!(!s.project.join(".agents_workspace/hf_reference/toy").exists());
 }
 
 #[test]
@@ -250,10 +184,7 @@ fn a_missing_model_is_named_with_the_nearest_names() {
     let msg = err.to_string();
     assert_eq!(err.exit_code(), 1);
     assert!(msg.contains("no model `toi`"), "{msg}");
-    let help = msg
-        .lines()
-        .find(|l| l.contains("nearest model names"))
-        .unwrap();
+    let help = msg.lines().find(|l| l.contains("nearest model names")).unwrap();
     assert!(help.contains("toy") && help.contains("toy_vl"), "{help}");
 }
 
@@ -268,11 +199,7 @@ fn old_new_diff_equals_python_difflib() {
     let diff = report.diff.as_ref().unwrap();
     assert_eq!(diff.path, base.join("v1.0_to_v2.0.diff"));
     let script = "import difflib, sys\nd = sys.argv[1]\na = open(d + '/v1.0/modeling_toy.py').readlines()\nb = open(d + '/v2.0/modeling_toy.py').readlines()\nsys.stdout.write(''.join(difflib.unified_diff(a, b, 'v1.0/modeling_toy.py', 'v2.0/modeling_toy.py')))\n";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(&base)
-        .output()
-        .expect("python3");
+    let out = Command::new("python3").args(["-c", script]).arg(&base).output().expect("python3");
     assert!(out.status.success());
     let expected = String::from_utf8(out.stdout).unwrap();
     assert!(!expected.is_empty());
@@ -315,14 +242,7 @@ fn warns_when_git_does_not_ignore_the_reference_dir() {
     let s = setup();
     // No repository: no warning.
     assert!(run(&s, args("toy")).unwrap().warnings.is_empty());
-    assert!(
-        Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&s.project)
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&s.project).status().unwrap().success());
     let w = run(&s, args("toy")).unwrap().warnings;
     assert!(w.iter().any(|w| w.contains("not ignored by git")), "{w:?}");
     std::fs::write(s.project.join(".gitignore"), ".agents_workspace/\n").unwrap();
@@ -337,31 +257,13 @@ fn cli_exit_codes() {
     std::fs::create_dir_all(&cache_root).unwrap();
     std::os::unix::fs::symlink(&s.cache, cache_root.join("wheels")).unwrap();
     let cache = cache_root.to_string_lossy().into_owned();
-    let ok = env.patchgen_env(
-        &s.project,
-        "",
-        &["reference", "toy", "--no-download"],
-        &[("PATCHGEN_CACHE", &cache)],
-    );
+    let ok = env.patchgen_env(&s.project, "", &["reference", "toy", "--no-download"], &[("PATCHGEN_CACHE", &cache)]);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
     assert!(ok.stdout.contains("pin 1.0"), "{}", ok.stdout);
-    let missing = env.patchgen_env(
-        &s.project,
-        "",
-        &["reference", "toi", "--no-download"],
-        &[("PATCHGEN_CACHE", &cache)],
-    );
+    let missing =
+        env.patchgen_env(&s.project, "", &["reference", "toi", "--no-download"], &[("PATCHGEN_CACHE", &cache)]);
     assert_eq!(missing.code, 1);
-    assert!(
-        missing.stderr.contains("nearest model names"),
-        "{}",
-        missing.stderr
-    );
-    let usage = env.patchgen_env(
-        &s.project,
-        "",
-        &["reference", "toy", "--old", "1.0"],
-        &[("PATCHGEN_CACHE", &cache)],
-    );
+    assert!(missing.stderr.contains("nearest model names"), "{}", missing.stderr);
+    let usage = env.patchgen_env(&s.project, "", &["reference", "toy", "--old", "1.0"], &[("PATCHGEN_CACHE", &cache)]);
     assert_eq!(usage.code, 2);
 }

@@ -15,21 +15,14 @@ fn fixtures() -> PathBuf {
 }
 
 fn options(from: &Path, to: &Path) -> Options {
-    let mut o = Options::new(
-        &from.to_string_lossy(),
-        &to.to_string_lossy(),
-        fixtures().join("project"),
-    );
+    let mut o = Options::new(&from.to_string_lossy(), &to.to_string_lossy(), fixtures().join("project"));
     o.package = "toylib".into();
     o.download = false;
     o
 }
 
 fn dirs() -> Options {
-    options(
-        &fixtures().join("upstream/old"),
-        &fixtures().join("upstream/new"),
-    )
+    options(&fixtures().join("upstream/old"), &fixtures().join("upstream/new"))
 }
 
 fn json(opts: &Options) -> Value {
@@ -51,17 +44,11 @@ fn finding<'a>(doc: &'a Value, config: &str, target: &str) -> &'a Value {
 }
 
 fn strs(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
 }
 
 fn names(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .map(|a| a.iter().map(|x| x["name"].as_str().unwrap()).collect())
-        .unwrap_or_default()
+    v.as_array().map(|a| a.iter().map(|x| x["name"].as_str().unwrap()).collect()).unwrap_or_default()
 }
 
 #[test]
@@ -72,24 +59,9 @@ fn report_header_and_schema() {
     assert_eq!(doc["to"], "2.0.0");
     assert_eq!(strs(&doc["configs"]), [CLEAN, GPU, NPU]);
     assert_eq!(doc["errors"], serde_json::json!([]));
-    let kinds = [
-        "unchanged",
-        "signature_changed",
-        "decorators_changed",
-        "removed",
-        "new_upstream",
-        "added_by_config",
-    ];
+    let kinds = ["unchanged", "signature_changed", "decorators_changed", "removed", "new_upstream", "added_by_config"];
     for f in doc["findings"].as_array().unwrap() {
-        for key in [
-            "config",
-            "target",
-            "patch",
-            "kind",
-            "drifted",
-            "registered_at",
-            "details",
-        ] {
+        for key in ["config", "target", "patch", "kind", "drifted", "registered_at", "details"] {
             assert!(f.get(key).is_some(), "{key} missing in {f}");
         }
         assert!(kinds.contains(&f["kind"].as_str().unwrap()), "{f}");
@@ -100,12 +72,7 @@ fn report_header_and_schema() {
 #[test]
 fn every_kind() {
     let doc = json(&dirs());
-    let kind = |target: &str| {
-        finding(&doc, GPU, target)["kind"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let kind = |target: &str| finding(&doc, GPU, target)["kind"].as_str().unwrap().to_string();
     assert_eq!(kind("ToyMLP.forward"), "unchanged");
     assert_eq!(kind("ToyAttention.forward"), "signature_changed");
     assert_eq!(kind("ToyModel.forward"), "decorators_changed");
@@ -114,18 +81,9 @@ fn every_kind() {
     assert_eq!(kind("ToyModel.get_parallel_plan"), "new_upstream");
     assert_eq!(kind("ToyModel.dummy_forward"), "added_by_config");
     assert_eq!(kind("ToyAttention._injected_helper"), "added_by_config");
-    assert_eq!(
-        finding(&doc, GPU, "ToyModel.dummy_forward")["drifted"],
-        false
-    );
-    assert_eq!(
-        finding(&doc, GPU, "ToyModel.get_parallel_plan")["details"]["from"],
-        Value::Null
-    );
-    assert_eq!(
-        finding(&doc, GPU, "ToyModel.get_parallel_plan")["details"]["to"]["line"],
-        102
-    );
+    assert_eq!(finding(&doc, GPU, "ToyModel.dummy_forward")["drifted"], false);
+    assert_eq!(finding(&doc, GPU, "ToyModel.get_parallel_plan")["details"]["from"], Value::Null);
+    assert_eq!(finding(&doc, GPU, "ToyModel.get_parallel_plan")["details"]["to"]["line"], 102);
 }
 
 #[test]
@@ -138,18 +96,9 @@ fn signature_details() {
     );
     assert_eq!(strs(&sig["removed"]), ["use_cache"]);
     assert_eq!(strs(&sig["added"]), ["args", "cache_position"]);
-    assert_eq!(
-        sig["renamed"],
-        serde_json::json!([{"from": "past_key_value", "to": "past_key_values"}])
-    );
-    assert_eq!(
-        strs(&sig["reordered"]["from"]),
-        ["self", "hidden_states", "attention_mask", "position_ids"]
-    );
-    assert_eq!(
-        strs(&sig["reordered"]["to"]),
-        ["self", "hidden_states", "position_ids", "attention_mask"]
-    );
+    assert_eq!(sig["renamed"], serde_json::json!([{"from": "past_key_value", "to": "past_key_values"}]));
+    assert_eq!(strs(&sig["reordered"]["from"]), ["self", "hidden_states", "attention_mask", "position_ids"]);
+    assert_eq!(strs(&sig["reordered"]["to"]), ["self", "hidden_states", "position_ids", "attention_mask"]);
     assert_eq!(
         sig["kind_changed"],
         serde_json::json!([{"name": "output_attentions", "from": "keyword_only", "to": "positional_or_keyword"}])
@@ -161,10 +110,7 @@ fn signature_details() {
             {"name": "position_ids", "from": "None", "to": null}
         ])
     );
-    assert_eq!(
-        strs(&sig["replacement_stale"]),
-        ["past_key_value", "use_cache"]
-    );
+    assert_eq!(strs(&sig["replacement_stale"]), ["past_key_value", "use_cache"]);
 
     // *args / **kwargs gone, a parameter became positional-only.
     let sig = &finding(&doc, GPU, "toy_rotate")["details"]["signature"];
@@ -179,23 +125,11 @@ fn decorator_details() {
     let doc = json(&dirs());
     let d = &finding(&doc, GPU, "ToyModel.forward")["details"]["decorators"];
     assert_eq!(strs(&d["removed"]), ["@can_return_tuple"]);
-    assert_eq!(
-        strs(&d["added"]),
-        ["@capture_outputs", "@merge_with_config_defaults"]
-    );
-    assert_eq!(
-        d["changed"][0]["to"],
-        "@auto_docstring(custom_intro=\"The toy model.\")"
-    );
+    assert_eq!(strs(&d["added"]), ["@capture_outputs", "@merge_with_config_defaults"]);
+    assert_eq!(d["changed"][0]["to"], "@auto_docstring(custom_intro=\"The toy model.\")");
     let d = &finding(&doc, GPU, "apply_rotary_pos_emb")["details"]["decorators"];
-    assert_eq!(
-        strs(&d["removed"]),
-        ["@use_kernel_func_from_hub(\"rotary_pos_emb\")"]
-    );
-    assert_eq!(
-        strs(&d["added"]),
-        ["@use_kernel_forward_from_hub(\"rotary_pos_emb\")"]
-    );
+    assert_eq!(strs(&d["removed"]), ["@use_kernel_func_from_hub(\"rotary_pos_emb\")"]);
+    assert_eq!(strs(&d["added"]), ["@use_kernel_forward_from_hub(\"rotary_pos_emb\")"]);
 }
 
 #[test]
@@ -204,25 +138,13 @@ fn replace_class_bases_and_init() {
     let f = finding(&doc, GPU, "ToyRMSNorm");
     assert_eq!(f["patch"], "replace_class");
     assert_eq!(f["kind"], "signature_changed");
-    assert_eq!(
-        f["details"]["bases"],
-        serde_json::json!({"from": ["nn.Module"], "to": ["ToyNormBase"]})
-    );
+    assert_eq!(f["details"]["bases"], serde_json::json!({"from": ["nn.Module"], "to": ["ToyNormBase"]}));
     let sig = &f["details"]["signature"];
-    assert_eq!(
-        sig["to"],
-        "(self, hidden_size, eps=1e-5, *, elementwise_affine=True)"
-    );
+    assert_eq!(sig["to"], "(self, hidden_size, eps=1e-5, *, elementwise_affine=True)");
     assert_eq!(strs(&sig["added"]), ["elementwise_affine"]);
-    assert_eq!(
-        sig["default_changed"][0],
-        serde_json::json!({"name": "eps", "from": "1e-6", "to": "1e-5"})
-    );
+    assert_eq!(sig["default_changed"][0], serde_json::json!({"name": "eps", "from": "1e-6", "to": "1e-5"}));
     assert_eq!(strs(&sig["replacement_stale"]), Vec::<&str>::new());
-    assert!(
-        f["details"].get("decorators").is_none(),
-        "the class decorator is unchanged"
-    );
+    assert!(f["details"].get("decorators").is_none(), "the class decorator is unchanged");
 }
 
 #[test]
@@ -240,10 +162,7 @@ fn names_the_new_module_no_longer_provides() {
     assert_eq!(names(&f["details"]["missing_names"]), ["Optional"]);
     // Helpers and post-import blocks.
     let f = finding(&doc, GPU, "toy_scale_helper");
-    assert_eq!(
-        (f["patch"].as_str(), f["kind"].as_str()),
-        (Some("add_helper"), Some("added_by_config"))
-    );
+    assert_eq!((f["patch"].as_str(), f["kind"].as_str()), (Some("add_helper"), Some("added_by_config")));
     assert_eq!(names(&f["details"]["missing_names"]), ["GLOBAL_SCALE"]);
     let f = finding(&doc, GPU, "post-import block 1");
     assert_eq!(f["patch"], "add_post_import_block");
@@ -275,17 +194,9 @@ fn attributes_the_new_class_no_longer_provides() {
     );
     // `act_fn` became a class attribute, `up_proj` moved to a base class in
     // the same module: still provided.
-    assert!(
-        finding(&doc, GPU, "ToyMLP.forward")["details"]
-            .get("missing_attributes")
-            .is_none()
-    );
+    assert!(finding(&doc, GPU, "ToyMLP.forward")["details"].get("missing_attributes").is_none());
     // `self._injected_helper()` is a method the config itself adds.
-    assert!(
-        finding(&doc, GPU, "ToyAttention.reset")["details"]
-            .get("missing_attributes")
-            .is_none()
-    );
+    assert!(finding(&doc, GPU, "ToyAttention.reset")["details"].get("missing_attributes").is_none());
 }
 
 #[test]
@@ -294,12 +205,7 @@ fn inherited_methods_are_found_along_the_bases() {
     let f = finding(&doc, GPU, "ToyAttention.reset");
     assert_eq!(f["kind"], "unchanged");
     assert_eq!(f["details"]["from"]["defined_in"], "ToyBaseLayer");
-    assert!(
-        f["details"]["from"]["file"]
-            .as_str()
-            .unwrap()
-            .ends_with("modeling_base.py")
-    );
+    assert!(f["details"]["from"]["file"].as_str().unwrap().ends_with("modeling_base.py"));
     assert!(f["details"]["to"].get("defined_in").is_none());
 }
 
@@ -312,12 +218,7 @@ fn a_config_that_only_extends_another_is_surveyed() {
             .unwrap()
             .iter()
             .filter(|f| f["config"] == config)
-            .map(|f| {
-                (
-                    f["target"].as_str().unwrap().to_string(),
-                    f["kind"].as_str().unwrap().to_string(),
-                )
-            })
+            .map(|f| (f["target"].as_str().unwrap().to_string(), f["kind"].as_str().unwrap().to_string()))
             .collect()
     };
     assert_eq!(targets(NPU), targets(GPU));
@@ -333,22 +234,14 @@ fn only_selected_configs() {
     assert_eq!(report.exit_code(), 0);
     opts.configs = vec!["pkg.patches.no_such_patch_gen_config".into()];
     let err = survey::survey(&opts).expect_err("unknown module is a usage error");
-    assert!(
-        err.to_string().contains("no_such_patch_gen_config"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("no_such_patch_gen_config"), "{err}");
 }
 
 fn zip_dir(dir: &Path, wheel: &Path) {
     let mut zip = zip::ZipWriter::new(std::fs::File::create(wheel).unwrap());
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated);
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
     for path in common::walk(dir) {
-        let name = path
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let name = path.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
         zip.start_file(name, opts).unwrap();
         std::io::Write::write_all(&mut zip, &std::fs::read(&path).unwrap()).unwrap();
     }
@@ -373,10 +266,7 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
     let cache = tempfile::tempdir().unwrap();
     let old = cache.path().join("toylib-1.0.0-py3-none-any.whl");
     zip_dir(&fixtures().join("upstream/old"), &old);
-    zip_dir(
-        &fixtures().join("upstream/new"),
-        &cache.path().join("toylib-2.0.0-py3-none-any.whl"),
-    );
+    zip_dir(&fixtures().join("upstream/new"), &cache.path().join("toylib-2.0.0-py3-none-any.whl"));
     let reference = json(&dirs());
 
     let mut opts = Options::new("1.0.0", "2.0.0", fixtures().join("project"));
@@ -385,19 +275,9 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
     opts.cache_dir = Some(cache.path().to_path_buf());
     let doc = json(&opts);
     assert_eq!(doc["from"], "1.0.0");
-    assert!(
-        doc["from_location"]
-            .as_str()
-            .unwrap()
-            .ends_with("toylib-1.0.0-py3-none-any.whl")
-    );
+    assert!(doc["from_location"].as_str().unwrap().ends_with("toylib-1.0.0-py3-none-any.whl"));
     assert_eq!(located_free(&doc), located_free(&reference));
-    assert!(
-        doc["findings"][0]["details"]["from"]["file"]
-            .as_str()
-            .unwrap()
-            .contains(".whl!toylib/")
-    );
+    assert!(doc["findings"][0]["details"]["from"]["file"].as_str().unwrap().contains(".whl!toylib/"));
 
     // A wheel file as the argument.
     let mut opts = options(&old, &fixtures().join("upstream/new"));
@@ -410,20 +290,12 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
     opts.download = false;
     opts.cache_dir = Some(cache.path().to_path_buf());
     let err = survey::survey(&opts).expect_err("usage error");
-    assert!(
-        err.to_string().contains("--to no wheel of toylib==3.0.0"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("--to no wheel of toylib==3.0.0"), "{err}");
 }
 
 fn cli(args: &[&str]) -> i32 {
     let project = fixtures().join("project");
-    let mut argv: Vec<OsString> = vec![
-        "--project".into(),
-        project.into(),
-        "--package".into(),
-        "toylib".into(),
-    ];
+    let mut argv: Vec<OsString> = vec!["--project".into(), project.into(), "--package".into(), "toylib".into()];
     argv.extend(args.iter().map(OsString::from));
     survey::run_cli(&argv)
 }
@@ -435,19 +307,12 @@ fn exit_codes() {
     let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
     assert_eq!(cli(&["--from", old, "--to", new]), 1, "drift");
     assert_eq!(cli(&["--from", old, "--to", new, "--format", "json"]), 1);
-    assert_eq!(
-        cli(&["--from", old, "--to", new, "--config", CLEAN]),
-        0,
-        "nothing drifted"
-    );
+    assert_eq!(cli(&["--from", old, "--to", new, "--config", CLEAN]), 0, "nothing drifted");
     assert_eq!(cli(&["--from", old, "--to", old]), 0, "same version");
     assert_eq!(cli(&["--from", old, "--to", "/no/such/dir"]), 2);
     assert_eq!(cli(&["--from", old, "--to", new, "--format", "yaml"]), 2);
     assert_eq!(cli(&["--from", old]), 2, "--to is required");
-    assert_eq!(
-        cli(&["--from", old, "--to", new, "--config", "pkg.nope"]),
-        2
-    );
+    assert_eq!(cli(&["--from", old, "--to", new, "--config", "pkg.nope"]), 2);
     assert_eq!(cli(&["--from", old, "--to", "9.9.9", "--no-download"]), 2);
     assert_eq!(cli(&["--help"]), 0);
 }
@@ -477,15 +342,7 @@ fn a_config_whose_module_is_nowhere_is_an_error() {
     assert_eq!(report.exit_code(), 1);
     let doc: Value = serde_json::from_str(&report::json(&report)).unwrap();
     assert_eq!(doc["findings"], serde_json::json!([]));
-    assert_eq!(
-        doc["errors"][0]["config"],
-        "pkg.patches.gone_patch_gen_config"
-    );
-    assert!(
-        doc["errors"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("`toylib.modeling_gone` is in neither version")
-    );
+    assert_eq!(doc["errors"][0]["config"], "pkg.patches.gone_patch_gen_config");
+    assert!(doc["errors"][0]["message"].as_str().unwrap().contains("`toylib.modeling_gone` is in neither version"));
     assert!(report::text(&report, false).contains("error: upstream module `toylib.modeling_gone`"));
 }

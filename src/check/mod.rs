@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::{Generated, strip_trailing_ws};
+use crate::pipeline::{strip_trailing_ws, Generated};
 use crate::pytext;
 
 #[derive(Debug)]
@@ -54,26 +54,13 @@ pub fn check_generated(generated: &Generated, fix: bool) -> std::io::Result<Vec<
     let mut out = Vec::new();
     if generated.py_is_expected {
         // Read and found equal while ruff ran (`generate_many_expecting`).
-        out.push(FileCheck {
-            path: generated.py_path.clone(),
-            status: FileStatus::UpToDate,
-        });
+        out.push(FileCheck { path: generated.py_path.clone(), status: FileStatus::UpToDate });
     } else {
         let existing_py = read_text(&generated.py_path)?;
-        out.push(compare(
-            &generated.py_path,
-            &existing_py,
-            &generated.py,
-            fix,
-        )?);
+        out.push(compare(&generated.py_path, &existing_py, &generated.py, fix)?);
     }
     let existing_diff = strip_trailing_ws(&read_text(&generated.diff_path)?);
-    out.push(compare(
-        &generated.diff_path,
-        &existing_diff,
-        &generated.diff,
-        fix,
-    )?);
+    out.push(compare(&generated.diff_path, &existing_diff, &generated.diff, fix)?);
     Ok(out)
 }
 
@@ -86,8 +73,5 @@ fn compare(path: &Path, existing: &str, expected: &str, fix: bool) -> std::io::R
     } else {
         FileStatus::Drift(drift_diff(path, existing, expected))
     };
-    Ok(FileCheck {
-        path: path.to_path_buf(),
-        status,
-    })
+    Ok(FileCheck { path: path.to_path_buf(), status })
 }

@@ -112,10 +112,7 @@ fn settings(args: Args) -> Result<Settings, String> {
         return Err("--fix only works with --check".into());
     }
     let command = if args.check {
-        Command::Check {
-            modules: args.patch_module.clone().into_iter().collect(),
-            fix: args.fix,
-        }
+        Command::Check { modules: args.patch_module.clone().into_iter().collect(), fix: args.fix }
     } else if args.list {
         Command::List
     } else if args.all {
@@ -123,11 +120,7 @@ fn settings(args: Args) -> Result<Settings, String> {
     } else {
         match &args.patch_module {
             Some(m) => Command::One(m.clone()),
-            None => {
-                return Err(
-                    "patch_module is required unless using --list, --all or --check".into(),
-                );
-            }
+            None => return Err("patch_module is required unless using --list, --all or --check".into()),
         }
     };
     Ok(Settings {

@@ -10,17 +10,11 @@ pub struct Style {
 impl Style {
     pub fn detect() -> Style {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style {
-            color: !no_color && std::io::stdout().is_terminal(),
-        }
+        Style { color: !no_color && std::io::stdout().is_terminal() }
     }
 
     fn paint(&self, code: &str, s: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
+        if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_string() }
     }
 
     pub fn ok(&self, s: &str) -> String {

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::output::{Style, json_str};
+use super::output::{json_str, Style};
 use super::{Command, Format, Settings};
-use crate::check::{FileStatus, check_generated};
+use crate::check::{check_generated, FileStatus};
 use crate::normalize::RuffError;
 use crate::pipeline::{Context, Failure, Generated};
 use crate::project::{ConfigFile, Project};
@@ -65,22 +65,14 @@ pub fn run(settings: &Settings) -> i32 {
 
 fn preflight_ruff(ctx: &Context, settings: &Settings) -> Result<(), i32> {
     let found = if settings.verbose {
-        ctx.ruff
-            .version()
-            .inspect(|v| eprintln!("using {v} ({})", ctx.ruff.program.display()))
-            .is_some()
+        ctx.ruff.version().inspect(|v| eprintln!("using {v} ({})", ctx.ruff.program.display())).is_some()
     } else {
         ctx.ruff.is_available()
     };
     if found {
         Ok(())
     } else {
-        eprintln!(
-            "patchgen: error: {}",
-            RuffError::NotFound {
-                program: ctx.ruff.program.clone()
-            }
-        );
+        eprintln!("patchgen: error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
         Err(2)
     }
 }
@@ -105,9 +97,7 @@ enum Outcome {
 fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
     // A drift check expects the checked-in `.py`: its `.diff` is taken while ruff runs.
     let checked_in = |job: &crate::pipeline::Job| match settings.command {
-        Command::Check { .. } => crate::check::read_text(&job.py_path)
-            .ok()
-            .filter(|t| !t.is_empty()),
+        Command::Check { .. } => crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty()),
         _ => None,
     };
     ctx.generate_many_expecting(modules, &settings.config_name, &checked_in)
@@ -115,14 +105,10 @@ fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outc
         .map(|(result, secs)| {
             let outcome = match result {
                 Ok(g) => Outcome::Done(Box::new(g)),
-                Err(Failure::NotAConfig { .. })
-                    if modules.len() > 1 || settings.command == Command::All =>
-                {
+                Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
                     Outcome::NotAConfig
                 }
-                Err(Failure::OptionalSkipped { source_module })
-                    if matches!(settings.command, Command::Check { .. }) =>
-                {
+                Err(Failure::OptionalSkipped { source_module }) if matches!(settings.command, Command::Check { .. }) => {
                     Outcome::Skipped(source_module)
                 }
                 Err(f) => Outcome::Failed(f),
@@ -203,20 +189,12 @@ fn list(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
             }
             Err(Failure::NotAConfig { .. }) => {
                 if settings.verbose {
-                    eprintln!(
-                        "  (skipped {}: no `{}` PatchConfig)",
-                        c.module, settings.config_name
-                    );
+                    eprintln!("  (skipped {}: no `{}` PatchConfig)", c.module, settings.config_name);
                 }
             }
             Err(f) => {
                 failed += 1;
-                eprintln!(
-                    "  {} {}\n{}",
-                    style.bad("FAIL"),
-                    c.module,
-                    indent(&f.to_string(), 4)
-                );
+                eprintln!("  {} {}\n{}", style.bad("FAIL"), c.module, indent(&f.to_string(), 4));
             }
         }
     }
@@ -228,10 +206,7 @@ fn list(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
 
 fn indent(s: &str, n: usize) -> String {
     let pad = " ".repeat(n);
-    s.lines()
-        .map(|l| format!("{pad}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    s.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
 }
 
 fn print_summary(plan: &crate::config::PatchPlan) {
@@ -276,18 +251,13 @@ fn emit(g: &Generated, settings: &Settings, style: &Style) -> Result<(), String>
         return Ok(());
     }
     if g.output_dir.is_file() {
-        return Err(format!(
-            "{}: output directory is a file\n  help: point -o at a directory",
-            g.output_dir.display()
-        ));
+        return Err(format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display()));
     }
-    crate::atomic::write(&g.py_path, &g.py)
-        .map_err(|e| format!("{}: cannot write: {e}", g.py_path.display()))?;
+    crate::atomic::write(&g.py_path, &g.py).map_err(|e| format!("{}: cannot write: {e}", g.py_path.display()))?;
     println!("{} Generated: {}", style.ok("✓"), g.py_path.display());
     println!("  Lines: {}", crate::pytext::splitlines(&g.py).len());
     if settings.diff {
-        crate::atomic::write(&g.diff_path, &g.diff)
-            .map_err(|e| format!("{}: cannot write: {e}", g.diff_path.display()))?;
+        crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| format!("{}: cannot write: {e}", g.diff_path.display()))?;
         println!("{} Diff: {}", style.ok("✓"), g.diff_path.display());
         println!("  Lines: {}", crate::pytext::splitlines(&g.diff).len());
     }
@@ -310,10 +280,7 @@ fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str) -> i32 {
     let output_dir = settings.output_dir.as_deref();
     if let Some(dir) = output_dir {
         if dir.is_file() {
-            eprintln!(
-                "patchgen: error: -o {}: is a file, not a directory",
-                dir.display()
-            );
+            eprintln!("patchgen: error: -o {}: is a file, not a directory", dir.display());
             return 2;
         }
     }
@@ -353,12 +320,7 @@ fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
             Outcome::NotAConfig => continue,
             Outcome::Skipped(_) => unreachable!("only --check skips"),
             Outcome::Done(g) => {
-                println!(
-                    "\n{}\nGenerating: {module} {}\n{}",
-                    "=".repeat(70),
-                    style.dim(&format!("({:.0} ms)", secs * 1000.0)),
-                    "=".repeat(70)
-                );
+                println!("\n{}\nGenerating: {module} {}\n{}", "=".repeat(70), style.dim(&format!("({:.0} ms)", secs * 1000.0)), "=".repeat(70));
                 print_warnings(style, &g);
                 if let Some(msg) = strict_failure(settings, &g) {
                     eprintln!("{} {module}: {msg}", style.bad("FAIL"));
@@ -374,11 +336,7 @@ fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
                 }
             }
             Outcome::Failed(f) => {
-                println!(
-                    "\n{}\nGenerating: {module}\n{}",
-                    "=".repeat(70),
-                    "=".repeat(70)
-                );
+                println!("\n{}\nGenerating: {module}\n{}", "=".repeat(70), "=".repeat(70));
                 eprintln!("{} {f}", style.bad("FAIL"));
                 failed.push(module.clone());
             }
@@ -416,9 +374,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
             Err(code) => return code,
         }
     } else {
-        only.iter()
-            .map(|m| ctx.project.normalize_module(m))
-            .collect()
+        only.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };
     let results = run_many(ctx, settings, &modules);
     if settings.verbose && settings.format == Format::Text {
@@ -444,33 +400,16 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                     skipped: Some(source_module),
                 },
                 Outcome::Done(g) => {
-                    let warnings: Vec<String> = g
-                        .warnings
-                        .iter()
-                        .map(|w| format!("{}: {}", w.loc, w.message))
-                        .collect();
+                    let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
                     let result = match strict_failure(settings, &g) {
                         Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
-                        None => check_generated(&g, fix)
-                            .map_err(|e| format!("cannot compare or write: {e}")),
+                        None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
                     };
-                    CheckRow {
-                        module: module.clone(),
-                        secs,
-                        result,
-                        py_path: Some(g.py_path.clone()),
-                        warnings,
-                        skipped: None,
-                    }
+                    CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
                 }
-                Outcome::Failed(f) => CheckRow {
-                    module: module.clone(),
-                    secs,
-                    result: Err(f.to_string()),
-                    py_path: None,
-                    warnings: vec![],
-                    skipped: None,
-                },
+                Outcome::Failed(f) => {
+                    CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
+                }
             };
             Some(row)
         })
@@ -497,10 +436,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
             eprintln!("  {} {w}", style.warn("warning:"));
         }
         if let Some(source_module) = &row.skipped {
-            println!(
-                "  {}  {source_module} (optional source not importable)",
-                style.warn("SKIP")
-            );
+            println!("  {}  {source_module} (optional source not importable)", style.warn("SKIP"));
             continue;
         }
         match &row.result {
@@ -510,9 +446,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                 for f in files {
                     match &f.status {
                         FileStatus::UpToDate => {}
-                        FileStatus::Fixed => {
-                            println!("  {} {}", style.ok("FIXED"), f.path.display())
-                        }
+                        FileStatus::Fixed => println!("  {} {}", style.ok("FIXED"), f.path.display()),
                         FileStatus::Drift(d) => {
                             ok = false;
                             println!("  {} {}", style.bad("DRIFT"), f.path.display());
@@ -522,12 +456,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                 }
                 if ok && !fix {
                     let path = row.py_path.as_deref().unwrap_or(Path::new(""));
-                    println!(
-                        "  {}    {} {}",
-                        style.ok("OK"),
-                        path.display(),
-                        style.dim(&format!("({:.0} ms)", row.secs * 1000.0))
-                    );
+                    println!("  {}    {} {}", style.ok("OK"), path.display(), style.dim(&format!("({:.0} ms)", row.secs * 1000.0)));
                 }
             }
         }
@@ -560,23 +489,13 @@ fn print_check_json(rows: &[CheckRow]) {
                         let (s, diff) = match &f.status {
                             FileStatus::UpToDate => ("ok", String::new()),
                             FileStatus::Fixed => ("fixed", String::new()),
-                            FileStatus::Drift(d) => {
-                                ("drift", format!(", \"diff\": {}", json_str(d)))
-                            }
+                            FileStatus::Drift(d) => ("drift", format!(", \"diff\": {}", json_str(d))),
                         };
-                        format!(
-                            "{{\"path\": {}, \"status\": \"{s}\"{diff}}}",
-                            json_str(&f.path.to_string_lossy())
-                        )
+                        format!("{{\"path\": {}, \"status\": \"{s}\"{diff}}}", json_str(&f.path.to_string_lossy()))
                     })
                     .collect();
-                let any_drift = files
-                    .iter()
-                    .any(|f| matches!(f.status, FileStatus::Drift(_)));
-                (
-                    if any_drift { "drift" } else { "ok" },
-                    format!(", \"files\": [{}]", items.join(", ")),
-                )
+                let any_drift = files.iter().any(|f| matches!(f.status, FileStatus::Drift(_)));
+                (if any_drift { "drift" } else { "ok" }, format!(", \"files\": [{}]", items.join(", ")))
             }
         };
         let warnings: Vec<String> = r.warnings.iter().map(|w| json_str(w)).collect();

@@ -29,11 +29,7 @@ pub struct Cache {
 }
 
 /// `map[key]`, computing it with `compute` (outside the lock) the first time.
-pub(super) fn memo<K: Hash + Eq, V: Clone>(
-    map: &Mutex<HashMap<K, V>>,
-    key: K,
-    compute: impl FnOnce() -> V,
-) -> V {
+pub(super) fn memo<K: Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: K, compute: impl FnOnce() -> V) -> V {
     if let Some(v) = map.lock().expect("codegen cache").get(&key) {
         return v.clone();
     }

@@ -14,43 +14,26 @@ use crate::pytext;
 /// One upstream import statement, reduced to what rendering needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImportStmt {
-    Import {
-        names: Vec<(String, Option<String>)>,
-    },
-    From {
-        module: Option<String>,
-        level: u32,
-        names: Vec<(String, Option<String>)>,
-    },
+    Import { names: Vec<(String, Option<String>)> },
+    From { module: Option<String>, level: u32, names: Vec<(String, Option<String>)> },
 }
 
 fn aliases(names: &[ruff_python_ast::Alias]) -> Vec<(String, Option<String>)> {
     names
         .iter()
-        .map(|a| {
-            (
-                dotted(&a.name.id),
-                a.asname.as_ref().map(|n| n.id.to_string()),
-            )
-        })
+        .map(|a| (dotted(&a.name.id), a.asname.as_ref().map(|n| n.id.to_string())))
         .collect()
 }
 
 impl From<&StmtImport> for ImportStmt {
     fn from(i: &StmtImport) -> Self {
-        ImportStmt::Import {
-            names: aliases(&i.names),
-        }
+        ImportStmt::Import { names: aliases(&i.names) }
     }
 }
 
 impl From<&StmtImportFrom> for ImportStmt {
     fn from(i: &StmtImportFrom) -> Self {
-        ImportStmt::From {
-            module: i.module.as_ref().map(|m| dotted(&m.id)),
-            level: i.level,
-            names: aliases(&i.names),
-        }
+        ImportStmt::From { module: i.module.as_ref().map(|m| dotted(&m.id)), level: i.level, names: aliases(&i.names) }
     }
 }
 
@@ -115,11 +98,7 @@ fn render_aliases(names: &[&(String, Option<String>)]) -> String {
 }
 
 /// `ast.unparse(ImportFrom(module, names, level))`.
-pub fn unparse_from(
-    module: Option<&str>,
-    level: u32,
-    names: &[&(String, Option<String>)],
-) -> String {
+pub fn unparse_from(module: Option<&str>, level: u32, names: &[&(String, Option<String>)]) -> String {
     format!(
         "from {}{} import {}",
         ".".repeat(level as usize),
@@ -148,9 +127,7 @@ fn keep_alias(drop: &BTreeSet<String>, (name, asname): &(String, Option<String>)
         return true;
     }
     let last = name.rsplit('.').next().unwrap_or(name);
-    !(drop.contains(name)
-        || drop.contains(last)
-        || asname.as_ref().is_some_and(|a| drop.contains(a)))
+    !(drop.contains(name) || drop.contains(last) || asname.as_ref().is_some_and(|a| drop.contains(a)))
 }
 
 /// `_transform_imports`.
@@ -159,13 +136,8 @@ pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
     let mut out: Vec<String> = Vec::new();
     for imp in imports {
         match imp {
-            ImportStmt::From {
-                module,
-                level,
-                names,
-            } => {
-                let kept: Vec<&(String, Option<String>)> =
-                    names.iter().filter(|a| keep_alias(drop, a)).collect();
+            ImportStmt::From { module, level, names } => {
+                let kept: Vec<&(String, Option<String>)> = names.iter().filter(|a| keep_alias(drop, a)).collect();
                 if kept.is_empty() {
                     continue;
                 }
@@ -180,8 +152,7 @@ pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
                 }
             }
             ImportStmt::Import { names } => {
-                let kept: Vec<&(String, Option<String>)> =
-                    names.iter().filter(|a| keep_alias(drop, a)).collect();
+                let kept: Vec<&(String, Option<String>)> = names.iter().filter(|a| keep_alias(drop, a)).collect();
                 if kept.is_empty() {
                     continue;
                 }

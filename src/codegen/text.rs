@@ -21,11 +21,7 @@ pub fn extract_source_segment(source_lines: &[&str], start_line: usize, end_line
 }
 
 /// The 0-based range of lines `extract_source_segment` joins.
-pub fn segment_range(
-    source_lines: &[&str],
-    start_line: usize,
-    end_line: usize,
-) -> std::ops::Range<usize> {
+pub fn segment_range(source_lines: &[&str], start_line: usize, end_line: usize) -> std::ops::Range<usize> {
     let mut actual_start = start_line.saturating_sub(1);
     while actual_start > 0 {
         let prev = pytext::strip(source_lines.get(actual_start - 1).copied().unwrap_or(""));
@@ -57,9 +53,7 @@ fn is_word_char(c: char) -> bool {
 
 /// `re.match(r"@(?:config\.)?(?:replace_class|…|add_helper_after)\b", stripped)`.
 fn is_patch_decorator(stripped: &str) -> bool {
-    let Some(rest) = stripped.strip_prefix('@') else {
-        return false;
-    };
+    let Some(rest) = stripped.strip_prefix('@') else { return false };
     let candidates: [&str; 2] = [rest.strip_prefix("config.").unwrap_or("\u{0}"), rest];
     candidates.iter().any(|rest| {
         PATCH_DECORATOR_NAMES.iter().any(|name| {
@@ -101,9 +95,7 @@ pub fn strip_patch_decorators(source: &str) -> String {
 /// `_apply_name_map`: plain replacement, longest key first (stable for
 /// equal lengths, in the dict's order).
 pub fn apply_name_map(source: &str, name_map: Option<&[(String, String)]>) -> String {
-    let Some(map) = name_map else {
-        return source.to_string();
-    };
+    let Some(map) = name_map else { return source.to_string() };
     let mut entries: Vec<&(String, String)> = map.iter().collect();
     entries.sort_by(|a, b| char_len(&b.0).cmp(&char_len(&a.0)));
     let mut s = source.to_string();
@@ -145,10 +137,7 @@ pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
     let mut i = 0;
     while i < lines.len() {
         let stripped = pytext::lstrip(lines[i]);
-        if ["def ", "async def ", "@", "class "]
-            .iter()
-            .any(|p| stripped.starts_with(p))
-        {
+        if ["def ", "async def ", "@", "class "].iter().any(|p| stripped.starts_with(p)) {
             break;
         }
         i += 1;
@@ -164,11 +153,7 @@ pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
 /// at `target_indent` spaces.
 pub fn indent_preserved_source(preserved: &str, target_indent: usize) -> Vec<String> {
     let lines = pytext::splitlines(preserved);
-    let first = lines
-        .iter()
-        .find(|l| !pytext::is_blank(l))
-        .copied()
-        .unwrap_or("");
+    let first = lines.iter().find(|l| !pytext::is_blank(l)).copied().unwrap_or("");
     let preserved_indent = indent_width(first);
     let pad = " ".repeat(target_indent);
     lines
@@ -252,12 +237,7 @@ fn collapse_blank_newline_lines(source: &str, max: usize) -> String {
         // Most lines are code: their first non-space byte is ASCII.
         let blank = match line.bytes().position(|b| b != b' ') {
             None => true,
-            Some(i)
-                if line.as_bytes()[i] < 0x80
-                    && !matches!(line.as_bytes()[i], b'\t' | 0x0b | 0x0c | 0x1c..=0x1f) =>
-            {
-                false
-            }
+            Some(i) if line.as_bytes()[i] < 0x80 && !matches!(line.as_bytes()[i], b'\t' | 0x0b | 0x0c | 0x1c..=0x1f) => false,
             Some(_) => pytext::is_blank(line),
         };
         run = if blank { run + 1 } else { 0 };
@@ -288,57 +268,28 @@ mod tests {
 
     #[test]
     fn segment_takes_comments_decorators_and_blanks_above() {
-        let lines = [
-            "x = 1",
-            "",
-            "# c",
-            "@d",
-            "class A:",
-            "    pass",
-            "# trailing",
-        ];
-        assert_eq!(
-            extract_source_segment(&lines, 4, 6),
-            "\n# c\n@d\nclass A:\n    pass"
-        );
+        let lines = ["x = 1", "", "# c", "@d", "class A:", "    pass", "# trailing"];
+        assert_eq!(extract_source_segment(&lines, 4, 6), "\n# c\n@d\nclass A:\n    pass");
     }
 
     #[test]
     fn strips_only_patch_decorators() {
         let src = "@config.replace_class(\n    \"X\",\n    description=\"d\",\n)\n@torch.no_grad()\nclass Y:\n    pass";
-        assert_eq!(
-            strip_patch_decorators(src),
-            "@torch.no_grad()\nclass Y:\n    pass"
-        );
-        assert_eq!(
-            strip_patch_decorators("@cfg.replace_class(\"X\")\nclass Y: ..."),
-            "@cfg.replace_class(\"X\")\nclass Y: ..."
-        );
-        assert_eq!(
-            strip_patch_decorators("@config.add_helper_after(\"X\")\n@dataclass\nclass Y: ..."),
-            "@dataclass\nclass Y: ..."
-        );
-        assert_eq!(
-            strip_patch_decorators("@add_helpers\ndef f(): ..."),
-            "@add_helpers\ndef f(): ..."
-        );
+        assert_eq!(strip_patch_decorators(src), "@torch.no_grad()\nclass Y:\n    pass");
+        assert_eq!(strip_patch_decorators("@cfg.replace_class(\"X\")\nclass Y: ..."), "@cfg.replace_class(\"X\")\nclass Y: ...");
+        assert_eq!(strip_patch_decorators("@config.add_helper_after(\"X\")\n@dataclass\nclass Y: ..."), "@dataclass\nclass Y: ...");
+        assert_eq!(strip_patch_decorators("@add_helpers\ndef f(): ..."), "@add_helpers\ndef f(): ...");
     }
 
     #[test]
     fn name_map_longest_first() {
-        let map = vec![
-            ("Qwen3_5".to_string(), "A".to_string()),
-            ("Qwen3_5Moe".to_string(), "B".to_string()),
-        ];
+        let map = vec![("Qwen3_5".to_string(), "A".to_string()), ("Qwen3_5Moe".to_string(), "B".to_string())];
         assert_eq!(apply_name_map("Qwen3_5Moe Qwen3_5", Some(&map)), "B A");
     }
 
     #[test]
     fn reindent_like_reference() {
-        assert_eq!(
-            indent_preserved_source("def f():\n    x\n\n  \n", 4),
-            vec!["    def f():", "        x", "", ""]
-        );
+        assert_eq!(indent_preserved_source("def f():\n    x\n\n  \n", 4), vec!["    def f():", "        x", "", ""]);
         // Lines shorter than the first line's indent are lstripped.
         assert_eq!(indent_preserved_source("    a\n  b\n", 0), vec!["a", "b"]);
         // Longer ones lose that many characters, whatever they are.

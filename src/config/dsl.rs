@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
+use super::eval::{describe_origin, opaque, EResult, EvalError, Evaluator, Frame};
 use super::objects::{closest, set_add};
 use super::plan::{Loc, PatchType};
 use super::value::*;
@@ -23,11 +23,7 @@ fn bind(
     if args.len() > params.len() {
         return Err(EvalError::new(
             loc.clone(),
-            format!(
-                "`{func}()` takes at most {} positional arguments ({} given)",
-                params.len(),
-                args.len()
-            ),
+            format!("`{func}()` takes at most {} positional arguments ({} given)", params.len(), args.len()),
         ));
     }
     for (i, a) in args.into_iter().enumerate() {
@@ -37,19 +33,13 @@ fn bind(
         match params.iter().position(|(p, _)| *p == name) {
             Some(i) => {
                 if slots[i].is_some() {
-                    return Err(EvalError::new(
-                        loc.clone(),
-                        format!("`{func}()` got multiple values for `{name}`"),
-                    ));
+                    return Err(EvalError::new(loc.clone(), format!("`{func}()` got multiple values for `{name}`")));
                 }
                 slots[i] = Some(v);
             }
             None => {
                 let names: Vec<&str> = params.iter().map(|(p, _)| *p).collect();
-                let err = EvalError::new(
-                    loc.clone(),
-                    format!("`{func}()` got an unexpected keyword argument `{name}`"),
-                );
+                let err = EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"));
                 return Err(match closest(&name, &names) {
                     Some(s) => err.with_help(format!("did you mean `{s}=`?")),
                     None => err.with_help(format!("`{func}` takes: {}", names.join(", "))),
@@ -59,10 +49,7 @@ fn bind(
     }
     for (i, (p, has_default)) in params.iter().enumerate() {
         if slots[i].is_none() && !has_default {
-            return Err(EvalError::new(
-                loc.clone(),
-                format!("`{func}()` is missing the required argument `{p}`"),
-            ));
+            return Err(EvalError::new(loc.clone(), format!("`{func}()` is missing the required argument `{p}`")));
         }
     }
     Ok(slots)
@@ -78,10 +65,7 @@ pub(super) fn need_str(ev: &mut Evaluator, v: Value, what: &str, loc: &Loc) -> E
         Value::Str(s) => Ok(s),
         other => Err(EvalError::new(
             loc.clone(),
-            format!(
-                "{what} must be a string known statically, but it is {}",
-                other.type_name()
-            ),
+            format!("{what} must be a string known statically, but it is {}", other.type_name()),
         )
         .with_help(describe_origin(&other))),
     }
@@ -117,15 +101,7 @@ fn def_module(v: &Value) -> Value {
     }
 }
 
-fn new_patch(
-    patch_type: PatchType,
-    target: Value,
-    replacement: Value,
-    source_module: Value,
-    description: Value,
-    name_map: Value,
-    loc: &Loc,
-) -> Value {
+fn new_patch(patch_type: PatchType, target: Value, replacement: Value, source_module: Value, description: Value, name_map: Value, loc: &Loc) -> Value {
     Value::Patch(shared(PatchObj {
         patch_type: Value::PatchType(patch_type),
         target,
@@ -152,20 +128,12 @@ fn push(list: &Value, item: Value, field: &str, loc: &Loc) -> EResult<()> {
 }
 
 /// `description or f"..."`: the user's description when truthy, else the default.
-fn description_or(
-    ev: &mut Evaluator,
-    description: Option<Value>,
-    default: String,
-    loc: &Loc,
-) -> EResult<Value> {
+fn description_or(ev: &mut Evaluator, description: Option<Value>, default: String, loc: &Loc) -> EResult<Value> {
     let d = ev.force(or_none(description))?;
     match d.truthy() {
         Some(true) => Ok(d),
         Some(false) => Ok(Value::str(&default)),
-        None => Err(
-            EvalError::new(loc.clone(), "description must be known statically")
-                .with_help(describe_origin(&d)),
-        ),
+        None => Err(EvalError::new(loc.clone(), "description must be known statically").with_help(describe_origin(&d))),
     }
 }
 
@@ -173,19 +141,14 @@ fn kind_of(name: &str) -> Option<(DecoratorKind, PatchType)> {
     Some(match name {
         "replace_class" => (DecoratorKind::ReplaceClass, PatchType::ClassReplacement),
         "override_method" => (DecoratorKind::OverrideMethod, PatchType::MethodOverride),
-        "replace_function" => (
-            DecoratorKind::ReplaceFunction,
-            PatchType::FunctionReplacement,
-        ),
+        "replace_function" => (DecoratorKind::ReplaceFunction, PatchType::FunctionReplacement),
         _ => return None,
     })
 }
 
 fn default_description(kind: DecoratorKind, target: &str, name: &str) -> String {
     match kind {
-        DecoratorKind::ReplaceClass | DecoratorKind::ReplaceFunction => {
-            format!("Replace {target} with {name}")
-        }
+        DecoratorKind::ReplaceClass | DecoratorKind::ReplaceFunction => format!("Replace {target} with {name}"),
         DecoratorKind::OverrideMethod => format!("Override {target}"),
         DecoratorKind::ModifyInit => format!("Modify {target}.__init__"),
         DecoratorKind::AddHelperAfter => String::new(),
@@ -205,12 +168,7 @@ pub(super) fn call_config_method(
     if let Some((kind, patch_type)) = kind_of(name) {
         let slots = bind(
             name,
-            &[
-                (first_param(name), false),
-                ("replacement", true),
-                ("name_map", true),
-                ("description", true),
-            ],
+            &[(first_param(name), false), ("replacement", true), ("name_map", true), ("description", true)],
             args,
             kwargs,
             loc,
@@ -225,31 +183,14 @@ pub(super) fn call_config_method(
         if !matches!(replacement, Value::None) {
             // Direct form: registers now and returns None.
             let replacement = need_def(ev, replacement, "`replacement=`", loc)?;
-            let Value::Str(t) = &target else {
-                unreachable!()
-            };
-            let description = description_or(
-                ev,
-                description,
-                default_description(kind, t, &def_name(&replacement)),
-                loc,
-            )?;
+            let Value::Str(t) = &target else { unreachable!() };
+            let description = description_or(ev, description, default_description(kind, t, &def_name(&replacement)), loc)?;
             let module = def_module(&replacement);
-            let patch = new_patch(
-                patch_type,
-                target,
-                replacement,
-                module,
-                description,
-                name_map,
-                loc,
-            );
+            let patch = new_patch(patch_type, target, replacement, module, description, name_map, loc);
             push(&config.borrow().patches, patch, "patches", loc)?;
             return Ok(Value::None);
         }
-        let Value::Str(t) = &target else {
-            unreachable!()
-        };
+        let Value::Str(t) = &target else { unreachable!() };
         return Ok(Value::Decorator(Rc::new(PendingDecorator {
             config: config.clone(),
             kind,
@@ -261,20 +202,8 @@ pub(super) fn call_config_method(
     }
     match name {
         "modify_init" => {
-            let mut slots = bind(
-                name,
-                &[("target_class", false), ("description", true)],
-                args,
-                kwargs,
-                loc,
-            )?
-            .into_iter();
-            let target = need_str(
-                ev,
-                slots.next().flatten().expect("required"),
-                "the patch target",
-                loc,
-            )?;
+            let mut slots = bind(name, &[("target_class", false), ("description", true)], args, kwargs, loc)?.into_iter();
+            let target = need_str(ev, slots.next().flatten().expect("required"), "the patch target", loc)?;
             Ok(Value::Decorator(Rc::new(PendingDecorator {
                 config: config.clone(),
                 kind: DecoratorKind::ModifyInit,
@@ -285,20 +214,8 @@ pub(super) fn call_config_method(
             })))
         }
         "add_helper_after" => {
-            let mut slots = bind(
-                name,
-                &[("target", false), ("helper", true)],
-                args,
-                kwargs,
-                loc,
-            )?
-            .into_iter();
-            let target = need_str(
-                ev,
-                slots.next().flatten().expect("required"),
-                "the helper's target",
-                loc,
-            )?;
+            let mut slots = bind(name, &[("target", false), ("helper", true)], args, kwargs, loc)?.into_iter();
+            let target = need_str(ev, slots.next().flatten().expect("required"), "the helper's target", loc)?;
             let pending = Rc::new(PendingDecorator {
                 config: config.clone(),
                 kind: DecoratorKind::AddHelperAfter,
@@ -318,10 +235,7 @@ pub(super) fn call_config_method(
         "add_helper" => {
             let mut slots = bind(name, &[("func", true)], args, kwargs, loc)?.into_iter();
             match slots.next().flatten() {
-                None | Some(Value::None) => Ok(Value::Method(
-                    Box::new(Value::Config(config.clone())),
-                    Rc::from("add_helper"),
-                )),
+                None | Some(Value::None) => Ok(Value::Method(Box::new(Value::Config(config.clone())), Rc::from("add_helper"))),
                 Some(func) => {
                     let func = ev.force(func)?;
                     check_helper(&func, loc)?;
@@ -333,87 +247,43 @@ pub(super) fn call_config_method(
         "add_import" => {
             let slots = bind(
                 name,
-                &[
-                    ("module", false),
-                    ("names", true),
-                    ("alias", true),
-                    ("is_from_import", true),
-                ],
+                &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)],
                 args,
                 kwargs,
                 loc,
             )?;
             let mut slots = slots.into_iter();
-            let module = Value::Str(need_str(
-                ev,
-                slots.next().flatten().expect("required"),
-                "the import's module",
-                loc,
-            )?);
+            let module = Value::Str(need_str(ev, slots.next().flatten().expect("required"), "the import's module", loc)?);
             let names = ev.force(or_none(slots.next().flatten()))?;
             let alias = ev.force(or_none(slots.next().flatten()))?;
             let is_from_import = ev.force(slots.next().flatten().unwrap_or(Value::Bool(true)))?;
-            let spec = Value::ImportSpec(shared(ImportSpecObj {
-                module,
-                names,
-                alias,
-                is_from_import,
-            }));
-            push(
-                &config.borrow().additional_imports,
-                spec,
-                "additional_imports",
-                loc,
-            )?;
+            let spec = Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import }));
+            push(&config.borrow().additional_imports, spec, "additional_imports", loc)?;
             Ok(Value::None)
         }
         "add_post_import_block" => {
             let mut slots = bind(name, &[("block", false)], args, kwargs, loc)?.into_iter();
-            let block = need_str(
-                ev,
-                slots.next().flatten().expect("required"),
-                "the post-import block",
-                loc,
-            )?;
-            push(
-                &config.borrow().post_import_blocks,
-                Value::Str(block),
-                "post_import_blocks",
-                loc,
-            )?;
+            let block = need_str(ev, slots.next().flatten().expect("required"), "the post-import block", loc)?;
+            push(&config.borrow().post_import_blocks, Value::Str(block), "post_import_blocks", loc)?;
             Ok(Value::None)
         }
         "drop_import_names" => {
             if !kwargs.is_empty() {
-                return Err(EvalError::new(
-                    loc.clone(),
-                    "`drop_import_names()` takes names as positional arguments",
-                ));
+                return Err(EvalError::new(loc.clone(), "`drop_import_names()` takes names as positional arguments"));
             }
             let set = config.borrow().drop_imported_names.clone();
             for a in args {
                 let s = need_str(ev, a, "a dropped import name", loc)?;
                 match &set {
                     Value::Set(s2) => set_add(s2, Value::Str(s), loc)?,
-                    other => {
-                        return Err(EvalError::new(
-                            loc.clone(),
-                            format!(
-                                "config.drop_imported_names is {}, not a set",
-                                other.type_name()
-                            ),
-                        ));
-                    }
+                    other => return Err(EvalError::new(loc.clone(), format!("config.drop_imported_names is {}, not a set", other.type_name()))),
                 }
             }
             Ok(Value::None)
         }
         "exclude_from_output" => {
             if !kwargs.is_empty() {
-                return Err(EvalError::new(
-                    loc.clone(),
-                    "`exclude_from_output()` takes names as positional arguments",
-                ));
+                return Err(EvalError::new(loc.clone(), "`exclude_from_output()` takes names as positional arguments"));
             }
             let list = config.borrow().exclude.clone();
             for a in args {
@@ -422,10 +292,9 @@ pub(super) fn call_config_method(
             }
             Ok(Value::None)
         }
-        "get_patches_for_target"
-        | "get_class_replacements"
-        | "get_method_overrides"
-        | "get_function_replacements" => Ok(opaque(&format!("config.{name}(...)"), loc.clone())),
+        "get_patches_for_target" | "get_class_replacements" | "get_method_overrides" | "get_function_replacements" => {
+            Ok(opaque(&format!("config.{name}(...)"), loc.clone()))
+        }
         _ => {
             let err = EvalError::new(loc.clone(), format!("`PatchConfig` has no method `{name}`"));
             Err(match closest(name, &CONFIG_METHODS) {
@@ -448,10 +317,7 @@ fn check_helper(func: &Value, loc: &Loc) -> EResult<()> {
     match func {
         Value::Opaque(_) | Value::Unknown(_) => Err(EvalError::new(
             loc.clone(),
-            format!(
-                "a helper must be a function or class patchgen can read, but it is {}",
-                func.type_name()
-            ),
+            format!("a helper must be a function or class patchgen can read, but it is {}", func.type_name()),
         )
         .with_help(describe_origin(func))),
         _ => Ok(()),
@@ -459,12 +325,7 @@ fn check_helper(func: &Value, loc: &Loc) -> EResult<()> {
 }
 
 /// A patch decorator applied to a function or class.
-pub(super) fn register_decorated(
-    ev: &mut Evaluator,
-    pending: &PendingDecorator,
-    target: Value,
-    loc: &Loc,
-) -> EResult<()> {
+pub(super) fn register_decorated(ev: &mut Evaluator, pending: &PendingDecorator, target: Value, loc: &Loc) -> EResult<()> {
     let config = &pending.config;
     if pending.kind == DecoratorKind::AddHelperAfter {
         let helper = ev.force(target)?;
@@ -474,12 +335,7 @@ pub(super) fn register_decorated(
             helper,
             placement: Value::str("after"),
         }));
-        return push(
-            &config.borrow().positioned_helpers,
-            h,
-            "positioned_helpers",
-            loc,
-        );
+        return push(&config.borrow().positioned_helpers, h, "positioned_helpers", loc);
     }
     let replacement = need_def(ev, target, "the decorated object", loc)?;
     let description = description_or(
@@ -489,21 +345,9 @@ pub(super) fn register_decorated(
         loc,
     )?;
     let (patch_type, source_module, name_map) = match pending.kind {
-        DecoratorKind::ReplaceClass => (
-            PatchType::ClassReplacement,
-            def_module(&replacement),
-            pending.name_map.clone(),
-        ),
-        DecoratorKind::OverrideMethod => (
-            PatchType::MethodOverride,
-            def_module(&replacement),
-            pending.name_map.clone(),
-        ),
-        DecoratorKind::ReplaceFunction => (
-            PatchType::FunctionReplacement,
-            def_module(&replacement),
-            pending.name_map.clone(),
-        ),
+        DecoratorKind::ReplaceClass => (PatchType::ClassReplacement, def_module(&replacement), pending.name_map.clone()),
+        DecoratorKind::OverrideMethod => (PatchType::MethodOverride, def_module(&replacement), pending.name_map.clone()),
+        DecoratorKind::ReplaceFunction => (PatchType::FunctionReplacement, def_module(&replacement), pending.name_map.clone()),
         DecoratorKind::ModifyInit => (PatchType::InitModification, Value::None, None),
         DecoratorKind::AddHelperAfter => unreachable!(),
     };
@@ -568,53 +412,20 @@ pub(super) fn call_builtin(
         Builtin::CreatePatchFromExternal => {
             let slots = bind(
                 "create_patch_from_external",
-                &[
-                    ("target", false),
-                    ("replacement_module", false),
-                    ("replacement_name", false),
-                    ("patch_type", true),
-                    ("description", true),
-                ],
+                &[("target", false), ("replacement_module", false), ("replacement_name", false), ("patch_type", true), ("description", true)],
                 args,
                 kwargs,
                 loc,
             )?;
             let mut s = slots.into_iter();
-            let target = need_str(
-                ev,
-                s.next().flatten().expect("required"),
-                "the patch target",
-                loc,
-            )?;
-            let module = need_str(
-                ev,
-                s.next().flatten().expect("required"),
-                "replacement_module",
-                loc,
-            )?;
-            let rname = need_str(
-                ev,
-                s.next().flatten().expect("required"),
-                "replacement_name",
-                loc,
-            )?;
-            let patch_type = ev.force(
-                s.next()
-                    .flatten()
-                    .unwrap_or(Value::PatchType(PatchType::ClassReplacement)),
-            )?;
+            let target = need_str(ev, s.next().flatten().expect("required"), "the patch target", loc)?;
+            let module = need_str(ev, s.next().flatten().expect("required"), "replacement_module", loc)?;
+            let rname = need_str(ev, s.next().flatten().expect("required"), "replacement_name", loc)?;
+            let patch_type = ev.force(s.next().flatten().unwrap_or(Value::PatchType(PatchType::ClassReplacement)))?;
             if !matches!(patch_type, Value::PatchType(_)) {
-                return Err(EvalError::new(
-                    loc.clone(),
-                    "patch_type must be a PatchType member",
-                ));
+                return Err(EvalError::new(loc.clone(), "patch_type must be a PatchType member"));
             }
-            let description = description_or(
-                ev,
-                s.next().flatten(),
-                format!("Replace {target} with {rname} from {module}"),
-                loc,
-            )?;
+            let description = description_or(ev, s.next().flatten(), format!("Replace {target} with {rname} from {module}"), loc)?;
             Ok(Value::Patch(shared(PatchObj {
                 patch_type,
                 target: Value::Str(target),
@@ -629,15 +440,7 @@ pub(super) fn call_builtin(
         Builtin::PatchClass => {
             let slots = bind(
                 "Patch",
-                &[
-                    ("patch_type", false),
-                    ("target", false),
-                    ("replacement", false),
-                    ("source_module", true),
-                    ("description", true),
-                    ("replacement_source", true),
-                    ("name_map", true),
-                ],
+                &[("patch_type", false), ("target", false), ("replacement", false), ("source_module", true), ("description", true), ("replacement_source", true), ("name_map", true)],
                 args,
                 kwargs,
                 loc,
@@ -657,70 +460,31 @@ pub(super) fn call_builtin(
             })))
         }
         Builtin::ImportSpecClass => {
-            let slots = bind(
-                "ImportSpec",
-                &[
-                    ("module", false),
-                    ("names", true),
-                    ("alias", true),
-                    ("is_from_import", true),
-                ],
-                args,
-                kwargs,
-                loc,
-            )?;
+            let slots = bind("ImportSpec", &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)], args, kwargs, loc)?;
             let mut s = slots.into_iter();
             let module = or_none(s.next().flatten());
             let names = or_none(s.next().flatten());
             let alias = or_none(s.next().flatten());
             let is_from_import = s.next().flatten().unwrap_or(Value::Bool(true));
-            Ok(Value::ImportSpec(shared(ImportSpecObj {
-                module,
-                names,
-                alias,
-                is_from_import,
-            })))
+            Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import })))
         }
         Builtin::PositionedHelperClass => {
-            let slots = bind(
-                "PositionedHelper",
-                &[("target", false), ("helper", false), ("placement", true)],
-                args,
-                kwargs,
-                loc,
-            )?;
+            let slots = bind("PositionedHelper", &[("target", false), ("helper", false), ("placement", true)], args, kwargs, loc)?;
             let mut s = slots.into_iter();
             let target = or_none(s.next().flatten());
             let helper = ev.force(or_none(s.next().flatten()))?;
             let placement = s.next().flatten().unwrap_or(Value::str("after"));
-            Ok(Value::PositionedHelper(shared(PositionedHelperObj {
-                target,
-                helper,
-                placement,
-            })))
+            Ok(Value::PositionedHelper(shared(PositionedHelperObj { target, helper, placement })))
         }
-        Builtin::PatchTypeEnum => Err(EvalError::new(
-            loc.clone(),
-            "use a member such as `PatchType.CLASS_REPLACEMENT`",
-        )),
+        Builtin::PatchTypeEnum => Err(EvalError::new(loc.clone(), "use a member such as `PatchType.CLASS_REPLACEMENT`")),
         Builtin::DeepCopy | Builtin::ShallowCopy => {
-            let mut s =
-                bind("copy", &[("x", false), ("memo", true)], args, kwargs, loc)?.into_iter();
+            let mut s = bind("copy", &[("x", false), ("memo", true)], args, kwargs, loc)?.into_iter();
             let v = ev.force(s.next().flatten().expect("required"))?;
-            Ok(if builtin == Builtin::DeepCopy {
-                deep_copy(&v, &mut Vec::new())
-            } else {
-                shallow_copy(&v)
-            })
+            Ok(if builtin == Builtin::DeepCopy { deep_copy(&v, &mut Vec::new()) } else { shallow_copy(&v) })
         }
         Builtin::Dedent => {
             let mut s = bind("dedent", &[("text", false)], args, kwargs, loc)?.into_iter();
-            let text = need_str(
-                ev,
-                s.next().flatten().expect("required"),
-                "the text to dedent",
-                loc,
-            )?;
+            let text = need_str(ev, s.next().flatten().expect("required"), "the text to dedent", loc)?;
             Ok(Value::str(&crate::pytext::dedent(&text)))
         }
         Builtin::List | Builtin::Tuple | Builtin::Set | Builtin::Sorted => {
@@ -756,12 +520,7 @@ pub(super) fn call_builtin(
             if let Some(a) = args.first() {
                 match ev.force(a.clone())? {
                     Value::Dict(d) => *dict.borrow_mut() = d.borrow().clone(),
-                    other => {
-                        return Err(EvalError::new(
-                            loc.clone(),
-                            format!("dict({}) is not supported", other.type_name()),
-                        ));
-                    }
+                    other => return Err(EvalError::new(loc.clone(), format!("dict({}) is not supported", other.type_name()))),
                 }
             }
             for (k, v) in kwargs {

@@ -15,7 +15,7 @@ use ruff_text_size::Ranged;
 
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
-use super::source::{DefObj, ParsedFile, keyword_line};
+use super::source::{keyword_line, DefObj, ParsedFile};
 use super::value::*;
 
 /// A located evaluation error: what is wrong and what to do.
@@ -28,11 +28,7 @@ pub struct EvalError {
 
 impl EvalError {
     pub fn new(loc: Loc, message: impl Into<String>) -> Self {
-        EvalError {
-            loc,
-            message: message.into(),
-            help: None,
-        }
+        EvalError { loc, message: message.into(), help: None }
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
@@ -95,14 +91,12 @@ impl Frame {
     pub fn loc(&self, node: &impl Ranged) -> Loc {
         self.file.loc(node.start())
     }
+
 }
 
 /// A patch-config module (`*_patch_gen_config`): written to be evaluated.
 pub fn is_config_module(module: &str) -> bool {
-    module
-        .rsplit('.')
-        .next()
-        .is_some_and(|last| last.ends_with("_patch_gen_config"))
+    module.rsplit('.').next().is_some_and(|last| last.ends_with("_patch_gen_config"))
 }
 
 /// Modules whose names are the patchgen DSL itself.
@@ -149,157 +143,58 @@ fn builtin_name(name: &str) -> Option<Value> {
         "False" => Value::Bool(false),
         "None" => Value::None,
         // Builtins that only matter at run time: opaque, never an error.
-        "print"
-        | "isinstance"
-        | "getattr"
-        | "setattr"
-        | "hasattr"
-        | "object"
-        | "int"
-        | "float"
-        | "bool"
-        | "bytes"
-        | "type"
-        | "super"
-        | "property"
-        | "staticmethod"
-        | "classmethod"
-        | "range"
-        | "enumerate"
-        | "zip"
-        | "map"
-        | "filter"
-        | "min"
-        | "max"
-        | "sum"
-        | "any"
-        | "all"
-        | "abs"
-        | "callable"
-        | "iter"
-        | "next"
-        | "repr"
-        | "id"
-        | "hash"
-        | "vars"
-        | "dir"
-        | "globals"
-        | "locals"
-        | "open"
-        | "Exception"
-        | "ValueError"
-        | "TypeError"
-        | "KeyError"
-        | "RuntimeError"
-        | "ImportError"
-        | "AttributeError"
-        | "NotImplementedError"
-        | "NotImplemented"
-        | "Ellipsis"
-        | "__import__"
-        | "slice"
-        | "reversed"
-        | "round"
-        | "divmod"
-        | "pow"
-        | "format"
-        | "chr"
-        | "ord"
-        | "hex"
-        | "oct"
-        | "bin"
-        | "memoryview"
-        | "bytearray"
-        | "complex"
-        | "issubclass"
-        | "delattr"
-        | "__builtins__"
-        | "__doc__"
-        | "__spec__"
-        | "__loader__"
-        | "__package__"
-        | "AssertionError"
-        | "StopIteration"
-        | "OSError"
-        | "IndexError"
-        | "UserWarning"
-        | "DeprecationWarning"
-        | "Warning" => Value::Opaque(Rc::new(Opaque {
-            what: format!("builtin {name}"),
-            loc: Loc {
-                path: Default::default(),
-                line: 0,
-            },
-        })),
+        "print" | "isinstance" | "getattr" | "setattr" | "hasattr" | "object" | "int" | "float"
+        | "bool" | "bytes" | "type" | "super" | "property" | "staticmethod" | "classmethod"
+        | "range" | "enumerate" | "zip" | "map" | "filter" | "min" | "max" | "sum" | "any" | "all"
+        | "abs" | "callable" | "iter" | "next" | "repr" | "id" | "hash" | "vars" | "dir"
+        | "globals" | "locals" | "open" | "Exception" | "ValueError" | "TypeError"
+        | "KeyError" | "RuntimeError" | "ImportError" | "AttributeError" | "NotImplementedError"
+        | "NotImplemented" | "Ellipsis" | "__import__" | "slice" | "reversed" | "round"
+        | "divmod" | "pow" | "format" | "chr" | "ord" | "hex" | "oct" | "bin" | "memoryview"
+        | "bytearray" | "complex" | "issubclass" | "delattr" | "__builtins__" | "__doc__"
+        | "__spec__" | "__loader__" | "__package__" | "AssertionError" | "StopIteration"
+        | "OSError" | "IndexError" | "UserWarning" | "DeprecationWarning" | "Warning" => {
+            Value::Opaque(Rc::new(Opaque { what: format!("builtin {name}"), loc: Loc { path: Default::default(), line: 0 } }))
+        }
         _ => return None,
     })
 }
 
 impl<'a> Evaluator<'a> {
     pub fn new(loader: &'a dyn ModuleLoader) -> Self {
-        Evaluator {
-            loader,
-            modules: HashMap::new(),
-            warnings: Vec::new(),
-            depth: 0,
-        }
+        Evaluator { loader, modules: HashMap::new(), warnings: Vec::new(), depth: 0 }
     }
 
     pub(super) fn warn(&mut self, loc: Loc, message: impl Into<String>) {
-        self.warnings.push(Warning {
-            loc,
-            message: message.into(),
-        });
+        self.warnings.push(Warning { loc, message: message.into() });
     }
 
     /// Evaluate a project module (once per evaluator) and return its namespace.
-    pub fn module_namespace(
-        &mut self,
-        module: &str,
-        import_loc: Option<&Loc>,
-    ) -> EResult<Namespace> {
+    pub fn module_namespace(&mut self, module: &str, import_loc: Option<&Loc>) -> EResult<Namespace> {
         match self.modules.get(module) {
-            Some(ModuleState::Done(ns)) | Some(ModuleState::Evaluating(ns)) => {
-                return Ok(ns.clone());
-            }
+            Some(ModuleState::Done(ns)) | Some(ModuleState::Evaluating(ns)) => return Ok(ns.clone()),
             None => {}
         }
         let loaded = match self.loader.load(module) {
             Some(Ok(loaded)) => loaded,
-            Some(Err(LoadError::Syntax {
-                path,
-                line,
-                message,
-            })) => {
-                return Err(
-                    EvalError::new(Loc { path, line }, format!("syntax error: {message}"))
-                        .with_help("fix the Python syntax of this file"),
-                );
+            Some(Err(LoadError::Syntax { path, line, message })) => {
+                return Err(EvalError::new(Loc { path, line }, format!("syntax error: {message}"))
+                    .with_help("fix the Python syntax of this file"));
             }
             Some(Err(LoadError::Io { path, message })) => {
-                return Err(EvalError::new(
-                    Loc { path, line: 0 },
-                    format!("cannot read: {message}"),
-                ));
+                return Err(EvalError::new(Loc { path, line: 0 }, format!("cannot read: {message}")));
             }
             None => {
-                let loc = import_loc.cloned().unwrap_or(Loc {
-                    path: Default::default(),
-                    line: 0,
-                });
+                let loc = import_loc.cloned().unwrap_or(Loc { path: Default::default(), line: 0 });
                 return Err(EvalError::new(loc, format!("no module named `{module}` in the project"))
                     .with_help("check the dotted name; config modules are looked up under the project's package root"));
             }
         };
         let ns: Namespace = shared(HashMap::new());
+        ns.borrow_mut().insert("__name__".into(), Value::str(module));
         ns.borrow_mut()
-            .insert("__name__".into(), Value::str(module));
-        ns.borrow_mut().insert(
-            "__file__".into(),
-            Value::str(&loaded.file.path.to_string_lossy()),
-        );
-        self.modules
-            .insert(module.to_string(), ModuleState::Evaluating(ns.clone()));
+            .insert("__file__".into(), Value::str(&loaded.file.path.to_string_lossy()));
+        self.modules.insert(module.to_string(), ModuleState::Evaluating(ns.clone()));
         let mut frame = Frame {
             module: module.to_string(),
             file: loaded.file.clone(),
@@ -311,8 +206,7 @@ impl<'a> Evaluator<'a> {
         for stmt in body.body() {
             self.exec_stmt(&mut frame, stmt)?;
         }
-        self.modules
-            .insert(module.to_string(), ModuleState::Done(ns.clone()));
+        self.modules.insert(module.to_string(), ModuleState::Done(ns.clone()));
         Ok(ns)
     }
 
@@ -336,17 +230,11 @@ impl<'a> Evaluator<'a> {
                     let name = dotted(&alias.name.id);
                     match &alias.asname {
                         Some(asname) => {
-                            frame.ns.borrow_mut().insert(
-                                asname.id.to_string(),
-                                Value::Module(Rc::from(name.as_str())),
-                            );
+                            frame.ns.borrow_mut().insert(asname.id.to_string(), Value::Module(Rc::from(name.as_str())));
                         }
                         None => {
                             let top = name.split('.').next().unwrap_or(&name).to_string();
-                            frame
-                                .ns
-                                .borrow_mut()
-                                .insert(top.clone(), Value::Module(Rc::from(top.as_str())));
+                            frame.ns.borrow_mut().insert(top.clone(), Value::Module(Rc::from(top.as_str())));
                         }
                     }
                 }
@@ -383,14 +271,7 @@ impl<'a> Evaluator<'a> {
                     }
                     (Value::Set(_), ast::Operator::BitOr) => {
                         let items = self.iterate(frame, &rhs, &loc)?;
-                        self.call_method(
-                            frame,
-                            current.clone(),
-                            "update",
-                            vec![Value::list(items)],
-                            vec![],
-                            &loc,
-                        )?;
+                        self.call_method(frame, current.clone(), "update", vec![Value::list(items)], vec![], &loc)?;
                         current.clone()
                     }
                     _ => self.binop(&current, aug.op, &rhs, &loc)?,
@@ -409,34 +290,14 @@ impl<'a> Evaluator<'a> {
                 }
                 Ok(())
             }
-            Stmt::FunctionDef(func) => self.exec_def(
-                frame,
-                stmt,
-                &func.decorator_list,
-                &func.name,
-                false,
-                &func.body,
-            ),
-            Stmt::ClassDef(class) => self.exec_def(
-                frame,
-                stmt,
-                &class.decorator_list,
-                &class.name,
-                true,
-                &class.body,
-            ),
+            Stmt::FunctionDef(func) => self.exec_def(frame, stmt, &func.decorator_list, &func.name, false, &func.body),
+            Stmt::ClassDef(class) => self.exec_def(frame, stmt, &class.decorator_list, &class.name, true, &class.body),
             Stmt::If(if_stmt) => {
                 let test = self.eval(frame, &if_stmt.test)?;
                 match test.truthy() {
                     Some(true) => return self.exec_body(frame, &if_stmt.body),
                     Some(false) => {}
-                    None => {
-                        return self.unsupported(
-                            frame,
-                            stmt,
-                            "an `if` whose condition is not known statically",
-                        );
-                    }
+                    None => return self.unsupported(frame, stmt, "an `if` whose condition is not known statically"),
                 }
                 for clause in &if_stmt.elif_else_clauses {
                     match &clause.test {
@@ -447,11 +308,7 @@ impl<'a> Evaluator<'a> {
                                 Some(true) => return self.exec_body(frame, &clause.body),
                                 Some(false) => {}
                                 None => {
-                                    return self.unsupported(
-                                        frame,
-                                        stmt,
-                                        "an `elif` whose condition is not known statically",
-                                    );
+                                    return self.unsupported(frame, stmt, "an `elif` whose condition is not known statically");
                                 }
                             }
                         }
@@ -472,10 +329,7 @@ impl<'a> Evaluator<'a> {
                 self.unsupported(frame, stmt, "this statement")
             }
             Stmt::Return(_) | Stmt::Break(_) | Stmt::Continue(_) | Stmt::IpyEscapeCommand(_) => {
-                Err(EvalError::new(
-                    frame.loc(stmt),
-                    "statement not allowed at module level",
-                ))
+                Err(EvalError::new(frame.loc(stmt), "statement not allowed at module level"))
             }
         }
     }
@@ -489,11 +343,7 @@ impl<'a> Evaluator<'a> {
             if let Some(v) = value {
                 if matches!(
                     v,
-                    Value::Config(_)
-                        | Value::List(_)
-                        | Value::Dict(_)
-                        | Value::Set(_)
-                        | Value::Patch(_)
+                    Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_)
                 ) {
                     return Err(EvalError::new(
                         frame.loc(stmt),
@@ -529,10 +379,7 @@ impl<'a> Evaluator<'a> {
             }
             for _ in 1..imp.level {
                 if parts.pop().is_none() {
-                    return Err(EvalError::new(
-                        loc,
-                        "attempted relative import beyond top-level package",
-                    ));
+                    return Err(EvalError::new(loc, "attempted relative import beyond top-level package"));
                 }
             }
             let mut base = parts.join(".");
@@ -553,11 +400,8 @@ impl<'a> Evaluator<'a> {
         // module-level DSL calls run now, and an import cycle fails the same
         // way. Anything else stays lazy.
         if is_config_module(&module) && !self.loader.exists(&module) {
-            return Err(EvalError::new(
-                loc,
-                format!("no config module named `{module}` in the project"),
-            )
-            .with_help("check the dotted name against the files under search_root"));
+            return Err(EvalError::new(loc, format!("no config module named `{module}` in the project"))
+                .with_help("check the dotted name against the files under search_root"));
         }
         let eager = is_config_module(&module);
         if eager {
@@ -581,18 +425,8 @@ impl<'a> Evaluator<'a> {
 
     fn star_import(&mut self, frame: &mut Frame, module: &str, loc: &Loc) -> EResult<()> {
         if is_dsl_module(module) {
-            for name in [
-                "PatchConfig",
-                "Patch",
-                "ImportSpec",
-                "PositionedHelper",
-                "PatchType",
-                "create_patch_from_external",
-            ] {
-                frame
-                    .ns
-                    .borrow_mut()
-                    .insert(name.into(), dsl_name(name).expect("known"));
+            for name in ["PatchConfig", "Patch", "ImportSpec", "PositionedHelper", "PatchType", "create_patch_from_external"] {
+                frame.ns.borrow_mut().insert(name.into(), dsl_name(name).expect("known"));
             }
             return Ok(());
         }
@@ -609,10 +443,7 @@ impl<'a> Evaluator<'a> {
         }
         frame.ns.borrow_mut().insert(
             format!("*{module}"),
-            Value::Opaque(Rc::new(Opaque {
-                what: format!("names from `from {module} import *`"),
-                loc: loc.clone(),
-            })),
+            Value::Opaque(Rc::new(Opaque { what: format!("names from `from {module} import *`"), loc: loc.clone() })),
         );
         Ok(())
     }
@@ -621,20 +452,13 @@ impl<'a> Evaluator<'a> {
     fn module_attr(&self, module: &str, name: &str, loc: &Loc) -> Value {
         if is_dsl_module(module) {
             return dsl_name(name).unwrap_or_else(|| {
-                Value::Opaque(Rc::new(Opaque {
-                    what: format!("{module}.{name}"),
-                    loc: loc.clone(),
-                }))
+                Value::Opaque(Rc::new(Opaque { what: format!("{module}.{name}"), loc: loc.clone() }))
             });
         }
         if let Some(v) = stdlib_name(module, name) {
             return v;
         }
-        Value::Lazy(Rc::new(LazyRef {
-            module: module.to_string(),
-            attr: name.to_string(),
-            loc: loc.clone(),
-        }))
+        Value::Lazy(Rc::new(LazyRef { module: module.to_string(), attr: name.to_string(), loc: loc.clone() }))
     }
 
     /// Resolve a lazy import: a project module is evaluated; anything else
@@ -642,9 +466,7 @@ impl<'a> Evaluator<'a> {
     pub(super) fn force(&mut self, value: Value) -> EResult<Value> {
         let mut value = value;
         for _ in 0..MAX_REEXPORT_HOPS {
-            let Value::Lazy(lazy) = &value else {
-                return Ok(value);
-            };
+            let Value::Lazy(lazy) = &value else { return Ok(value) };
             let lazy = lazy.clone();
             if !self.loader.exists(&lazy.module) {
                 return Ok(Value::Opaque(Rc::new(Opaque {
@@ -680,10 +502,7 @@ impl<'a> Evaluator<'a> {
             };
         }
         Err(EvalError::new(
-            Loc {
-                path: Default::default(),
-                line: 0,
-            },
+            Loc { path: Default::default(), line: 0 },
             "too many re-exports while resolving an import",
         ))
     }
@@ -712,10 +531,7 @@ impl<'a> Evaluator<'a> {
             file: frame.file.clone(),
             is_class,
             first_line,
-            loc: Loc {
-                path: frame.file.path.clone(),
-                line: def_line,
-            },
+            loc: Loc { path: frame.file.path.clone(), line: def_line },
         });
         let _ = stmt;
         // Decorator expressions are evaluated top-down, applied bottom-up.
@@ -755,9 +571,7 @@ impl<'a> Evaluator<'a> {
                             frame.loc(d),
                             "patch decorators inside a class body are not supported",
                         )
-                        .with_help(
-                            "define the replacement at module level and register it there",
-                        ));
+                        .with_help("define the replacement at module level and register it there"));
                     }
                 }
             }
@@ -765,13 +579,7 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
-    fn apply_decorator(
-        &mut self,
-        frame: &mut Frame,
-        deco: Value,
-        target: Value,
-        loc: &Loc,
-    ) -> EResult<Value> {
+    fn apply_decorator(&mut self, frame: &mut Frame, deco: Value, target: Value, loc: &Loc) -> EResult<Value> {
         match deco {
             Value::Decorator(pending) => {
                 super::dsl::register_decorated(self, &pending, target.clone(), loc)?;
@@ -813,13 +621,7 @@ impl<'a> Evaluator<'a> {
             Expr::Attribute(attr) => {
                 let obj = self.eval(frame, &attr.value)?;
                 let obj = self.force(obj)?;
-                super::objects::setattr(
-                    self,
-                    &obj,
-                    attr.attr.id.as_str(),
-                    value,
-                    &frame.loc(target),
-                )
+                super::objects::setattr(self, &obj, attr.attr.id.as_str(), value, &frame.loc(target))
             }
             Expr::Subscript(sub) => {
                 let obj = self.eval(frame, &sub.value)?;
@@ -829,24 +631,12 @@ impl<'a> Evaluator<'a> {
             }
             Expr::Tuple(t) => self.assign_seq(frame, &t.elts, value, target),
             Expr::List(l) => self.assign_seq(frame, &l.elts, value, target),
-            Expr::Starred(_) => Err(EvalError::new(
-                frame.loc(target),
-                "starred assignment is not supported",
-            )),
-            _ => Err(EvalError::new(
-                frame.loc(target),
-                "cannot assign to this expression",
-            )),
+            Expr::Starred(_) => Err(EvalError::new(frame.loc(target), "starred assignment is not supported")),
+            _ => Err(EvalError::new(frame.loc(target), "cannot assign to this expression")),
         }
     }
 
-    fn assign_seq(
-        &mut self,
-        frame: &mut Frame,
-        targets: &[Expr],
-        value: Value,
-        node: &Expr,
-    ) -> EResult<()> {
+    fn assign_seq(&mut self, frame: &mut Frame, targets: &[Expr], value: Value, node: &Expr) -> EResult<()> {
         let loc = frame.loc(node);
         if matches!(value, Value::Opaque(_) | Value::Unknown(_) | Value::Lazy(_)) {
             for t in targets {
@@ -858,11 +648,7 @@ impl<'a> Evaluator<'a> {
         if items.len() != targets.len() {
             return Err(EvalError::new(
                 loc,
-                format!(
-                    "cannot unpack {} values into {} names",
-                    items.len(),
-                    targets.len()
-                ),
+                format!("cannot unpack {} values into {} names", items.len(), targets.len()),
             ));
         }
         for (t, v) in targets.iter().zip(items) {
@@ -889,17 +675,9 @@ impl<'a> Evaluator<'a> {
         if let Some(v) = builtin_name(name) {
             return Ok(v);
         }
-        let star = frame
-            .ns
-            .borrow()
-            .keys()
-            .find(|k| k.starts_with('*'))
-            .cloned();
+        let star = frame.ns.borrow().keys().find(|k| k.starts_with('*')).cloned();
         if let Some(star) = star {
-            return Ok(Value::Opaque(Rc::new(Opaque {
-                what: format!("`{name}` (maybe from {})", &star[1..]),
-                loc,
-            })));
+            return Ok(Value::Opaque(Rc::new(Opaque { what: format!("`{name}` (maybe from {})", &star[1..]), loc })));
         }
         Err(EvalError::new(loc, format!("name `{name}` is not defined"))
             .with_help("define or import it above this line"))
@@ -909,11 +687,8 @@ impl<'a> Evaluator<'a> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;
-            return Err(EvalError::new(
-                frame.loc(expr),
-                "expression nested too deeply to evaluate",
-            )
-            .with_help("simplify the expression"));
+            return Err(EvalError::new(frame.loc(expr), "expression nested too deeply to evaluate")
+                .with_help("simplify the expression"));
         }
         let r = self.eval_inner(frame, expr);
         self.depth -= 1;
@@ -970,25 +745,15 @@ impl<'a> Evaluator<'a> {
                                 Value::Dict(d) => {
                                     for (k, v) in d.borrow().iter() {
                                         match k {
-                                            Value::Str(s) => {
-                                                kwargs.push((s.to_string(), v.clone()))
-                                            }
-                                            _ => {
-                                                return Err(EvalError::new(
-                                                    frame.loc(kw),
-                                                    "keywords must be strings",
-                                                ));
-                                            }
+                                            Value::Str(s) => kwargs.push((s.to_string(), v.clone())),
+                                            _ => return Err(EvalError::new(frame.loc(kw), "keywords must be strings")),
                                         }
                                     }
                                 }
                                 other => {
                                     return Err(EvalError::new(
                                         frame.loc(kw),
-                                        format!(
-                                            "cannot expand `**{}` statically",
-                                            other.type_name()
-                                        ),
+                                        format!("cannot expand `**{}` statically", other.type_name()),
                                     ));
                                 }
                             }
@@ -1004,14 +769,7 @@ impl<'a> Evaluator<'a> {
                 let items = self.eval_elts(frame, &s.elts)?;
                 let set = Value::Set(shared(Vec::new()));
                 let l = loc();
-                self.call_method(
-                    frame,
-                    set.clone(),
-                    "update",
-                    vec![Value::list(items)],
-                    vec![],
-                    &l,
-                )?;
+                self.call_method(frame, set.clone(), "update", vec![Value::list(items)], vec![], &l)?;
                 set
             }
             Expr::Dict(d) => {
@@ -1030,17 +788,10 @@ impl<'a> Evaluator<'a> {
                                 Value::Dict(other) => {
                                     let items = other.borrow().clone();
                                     for (k, v) in items {
-                                        super::objects::dict_set(
-                                            &dict,
-                                            k,
-                                            v,
-                                            &frame.loc(&item.value),
-                                        )?;
+                                        super::objects::dict_set(&dict, k, v, &frame.loc(&item.value))?;
                                     }
                                 }
-                                _ => {
-                                    return Ok(opaque("dict with `**` of an unknown value", loc()));
-                                }
+                                _ => return Ok(opaque("dict with `**` of an unknown value", loc())),
                             }
                         }
                     }
@@ -1074,9 +825,7 @@ impl<'a> Evaluator<'a> {
                     let v = self.force(v)?;
                     let is_last = i + 1 == b.values.len();
                     match v.truthy() {
-                        None if !is_last => {
-                            return Ok(opaque("`and`/`or` over an unknown value", loc()));
-                        }
+                        None if !is_last => return Ok(opaque("`and`/`or` over an unknown value", loc())),
                         Some(t) if !is_last => {
                             let stop = match b.op {
                                 ast::BoolOp::And => !t,
@@ -1121,38 +870,19 @@ impl<'a> Evaluator<'a> {
                     None => opaque("conditional expression over an unknown value", loc()),
                 }
             }
-            Expr::ListComp(c) => {
-                Value::list(
-                    self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?,
-                )
-            }
-            Expr::Generator(c) => {
-                Value::list(
-                    self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?,
-                )
-            }
+            Expr::ListComp(c) => Value::list(self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?),
+            Expr::Generator(c) => Value::list(self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?),
             Expr::SetComp(c) => {
-                let items =
-                    self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?;
+                let items = self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?;
                 let set = Value::Set(shared(Vec::new()));
                 let l = loc();
-                self.call_method(
-                    frame,
-                    set.clone(),
-                    "update",
-                    vec![Value::list(items)],
-                    vec![],
-                    &l,
-                )?;
+                self.call_method(frame, set.clone(), "update", vec![Value::list(items)], vec![], &l)?;
                 set
             }
             Expr::DictComp(c) => {
                 let pairs = self.comprehension(frame, &c.generators, &|ev, fr| {
                     let Some(key) = &c.key else {
-                        return Err(EvalError::new(
-                            fr.loc(&*c.value),
-                            "`**` in a dict comprehension is not supported",
-                        ));
+                        return Err(EvalError::new(fr.loc(&*c.value), "`**` in a dict comprehension is not supported"));
                     };
                     let k = ev.eval(fr, key)?;
                     let v = ev.eval(fr, &c.value)?;
@@ -1170,19 +900,13 @@ impl<'a> Evaluator<'a> {
                 let base = self.eval(frame, &s.value)?;
                 let base = self.force(base)?;
                 if let Expr::Slice(slice) = &*s.slice {
-                    let bound = |e: &Option<Box<Expr>>,
-                                 ev: &mut Self,
-                                 fr: &mut Frame|
-                     -> EResult<Option<i64>> {
+                    let bound = |e: &Option<Box<Expr>>, ev: &mut Self, fr: &mut Frame| -> EResult<Option<i64>> {
                         match e {
                             None => Ok(None),
                             Some(e) => match ev.eval(fr, e)? {
                                 Value::Int(i) => Ok(Some(i)),
                                 Value::None => Ok(None),
-                                _ => Err(EvalError::new(
-                                    fr.loc(&**e),
-                                    "slice bounds must be integers",
-                                )),
+                                _ => Err(EvalError::new(fr.loc(&**e), "slice bounds must be integers")),
                             },
                         }
                     };
@@ -1200,17 +924,10 @@ impl<'a> Evaluator<'a> {
             }
             Expr::Lambda(_) => opaque("lambda", loc()),
             Expr::Named(_) | Expr::Await(_) | Expr::Yield(_) | Expr::YieldFrom(_) => {
-                return Err(EvalError::new(
-                    loc(),
-                    "expression not allowed in a patch config at module level",
-                ));
+                return Err(EvalError::new(loc(), "expression not allowed in a patch config at module level"));
             }
-            Expr::Starred(_) => {
-                return Err(EvalError::new(loc(), "starred expression not allowed here"));
-            }
-            Expr::TString(_) | Expr::Slice(_) | Expr::IpyEscapeCommand(_) => {
-                opaque("expression", loc())
-            }
+            Expr::Starred(_) => return Err(EvalError::new(loc(), "starred expression not allowed here")),
+            Expr::TString(_) | Expr::Slice(_) | Expr::IpyEscapeCommand(_) => opaque("expression", loc()),
         })
     }
 
@@ -1236,18 +953,13 @@ impl<'a> Evaluator<'a> {
                 ast::FStringPart::FString(fs) => {
                     for element in fs.elements.iter() {
                         match element {
-                            ast::InterpolatedStringElement::Literal(lit) => {
-                                out.push_str(&lit.value)
-                            }
+                            ast::InterpolatedStringElement::Literal(lit) => out.push_str(&lit.value),
                             ast::InterpolatedStringElement::Interpolation(interp) => {
                                 let v = self.eval(frame, &interp.expression)?;
                                 let v = self.force(v)?;
                                 let known = interp.format_spec.is_none()
                                     && interp.debug_text.is_none()
-                                    && matches!(
-                                        interp.conversion,
-                                        ast::ConversionFlag::None | ast::ConversionFlag::Str
-                                    );
+                                    && matches!(interp.conversion, ast::ConversionFlag::None | ast::ConversionFlag::Str);
                                 match (&v, known) {
                                     (Value::Str(s), true) => out.push_str(s),
                                     (Value::Int(i), true) => out.push_str(&i.to_string()),
@@ -1306,10 +1018,7 @@ impl<'a> Evaluator<'a> {
                     None => {
                         return Err(EvalError::new(
                             frame.loc(cond),
-                            format!(
-                                "cannot decide this filter statically (it is {})",
-                                c.type_name()
-                            ),
+                            format!("cannot decide this filter statically (it is {})", c.type_name()),
                         ));
                     }
                 }
@@ -1319,12 +1028,7 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
-    pub(super) fn iterate(
-        &mut self,
-        _frame: &mut Frame,
-        value: &Value,
-        loc: &Loc,
-    ) -> EResult<Vec<Value>> {
+    pub(super) fn iterate(&mut self, _frame: &mut Frame, value: &Value, loc: &Loc) -> EResult<Vec<Value>> {
         let value = self.force(value.clone())?;
         Ok(match &value {
             Value::List(l) => l.borrow().clone(),
@@ -1347,9 +1051,7 @@ impl<'a> Evaluator<'a> {
         let r = self.force(r.clone())?;
         // Refuse before building anything huge (`s * 99999`, `a += a` repeated).
         let grown = match (op, &r) {
-            (ast::Operator::Mult, Value::Int(n)) => {
-                (value_size(&l) as u128) * ((*n).max(0) as u128)
-            }
+            (ast::Operator::Mult, Value::Int(n)) => (value_size(&l) as u128) * ((*n).max(0) as u128),
             (ast::Operator::Add, _) => (value_size(&l) + value_size(&r)) as u128,
             _ => 0,
         };
@@ -1369,9 +1071,7 @@ impl<'a> Evaluator<'a> {
             (ast::Operator::Add, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
             (ast::Operator::Sub, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_sub(*b)),
             (ast::Operator::Mult, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_mul(*b)),
-            (ast::Operator::Mult, Value::Str(a), Value::Int(n)) => {
-                Value::str(&a.repeat((*n).max(0) as usize))
-            }
+            (ast::Operator::Mult, Value::Str(a), Value::Int(n)) => Value::str(&a.repeat((*n).max(0) as usize)),
             (ast::Operator::BitOr, Value::Dict(a), Value::Dict(b)) => {
                 let out = shared(a.borrow().clone());
                 for (k, v) in b.borrow().iter() {
@@ -1379,10 +1079,7 @@ impl<'a> Evaluator<'a> {
                 }
                 Value::Dict(out)
             }
-            _ => opaque(
-                &format!("`{}` {} `{}`", l.type_name(), op.as_str(), r.type_name()),
-                loc.clone(),
-            ),
+            _ => opaque(&format!("`{}` {} `{}`", l.type_name(), op.as_str(), r.type_name()), loc.clone()),
         })
     }
 
@@ -1399,32 +1096,19 @@ impl<'a> Evaluator<'a> {
             Value::Method(recv, name) => self.call_method(frame, *recv, &name, args, kwargs, loc),
             Value::Decorator(pending) => {
                 if args.len() != 1 || !kwargs.is_empty() {
-                    return Err(EvalError::new(
-                        loc.clone(),
-                        "a patch decorator takes exactly one function or class",
-                    ));
+                    return Err(EvalError::new(loc.clone(), "a patch decorator takes exactly one function or class"));
                 }
                 let target = args.into_iter().next().expect("one arg");
                 super::dsl::register_decorated(self, &pending, target.clone(), loc)?;
                 Ok(target)
             }
             Value::Unknown(u) => Ok(Value::Unknown(u)),
-            Value::None => Err(EvalError::new(
-                loc.clone(),
-                "'NoneType' object is not callable",
-            )),
+            Value::None => Err(EvalError::new(loc.clone(), "'NoneType' object is not callable")),
             other => {
                 // Calls into code patchgen does not run. Refuse when the
                 // callee could modify a config behind our back.
                 for a in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-                    if matches!(
-                        a,
-                        Value::Config(_)
-                            | Value::List(_)
-                            | Value::Dict(_)
-                            | Value::Set(_)
-                            | Value::Patch(_)
-                    ) {
+                    if matches!(a, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_)) {
                         return Err(EvalError::new(
                             loc.clone(),
                             format!(
@@ -1436,10 +1120,7 @@ impl<'a> Evaluator<'a> {
                         .with_help("configs are read, never executed: register patches with the DSL directly"));
                     }
                 }
-                Ok(opaque(
-                    &format!("result of calling {}", other.type_name()),
-                    loc.clone(),
-                ))
+                Ok(opaque(&format!("result of calling {}", other.type_name()), loc.clone()))
             }
         }
     }
@@ -1454,9 +1135,7 @@ impl<'a> Evaluator<'a> {
         loc: &Loc,
     ) -> EResult<Value> {
         match &recv {
-            Value::Config(c) => {
-                super::dsl::call_config_method(self, frame, c.clone(), name, args, kwargs, loc)
-            }
+            Value::Config(c) => super::dsl::call_config_method(self, frame, c.clone(), name, args, kwargs, loc),
             _ => super::objects::call_method(self, frame, recv, name, args, kwargs, loc),
         }
     }
@@ -1473,18 +1152,12 @@ fn value_size(v: &Value) -> usize {
 }
 
 fn too_large(loc: &Loc) -> EvalError {
-    EvalError::new(
-        loc.clone(),
-        format!("value too large to evaluate statically (over {MAX_VALUE_SIZE} items)"),
-    )
-    .with_help("a patch config has no reason to build values this large")
+    EvalError::new(loc.clone(), format!("value too large to evaluate statically (over {MAX_VALUE_SIZE} items)"))
+        .with_help("a patch config has no reason to build values this large")
 }
 
 pub(super) fn opaque(what: &str, loc: Loc) -> Value {
-    Value::Opaque(Rc::new(Opaque {
-        what: what.to_string(),
-        loc,
-    }))
+    Value::Opaque(Rc::new(Opaque { what: what.to_string(), loc }))
 }
 
 /// A value's origin, for help texts.
@@ -1500,9 +1173,7 @@ pub(super) fn describe_origin(v: &Value) -> String {
 /// A dotted name as Python's AST spells it (no whitespace).
 pub fn dotted(name: &str) -> String {
     if name.contains(|c: char| c.is_whitespace() || c == '\\') {
-        name.chars()
-            .filter(|c| !c.is_whitespace() && *c != '\\')
-            .collect()
+        name.chars().filter(|c| !c.is_whitespace() && *c != '\\').collect()
     } else {
         name.to_string()
     }

@@ -36,10 +36,7 @@ use crate::pytext;
 ///   and a quote nested in one would end it early and unbalance brackets;
 /// - the next line of code is indented less than the body.
 pub(super) fn block_len(file: &ParsedFile, lines: &[&str], lnum: usize) -> Option<usize> {
-    if !file.only_newline_breaks()
-        || lnum >= lines.len()
-        || (lnum > 0 && lines[lnum - 1].ends_with("\\\n"))
-    {
+    if !file.only_newline_breaks() || lnum >= lines.len() || (lnum > 0 && lines[lnum - 1].ends_with("\\\n")) {
         return None;
     }
     let function = find_function_at(file, lnum + 1)?;
@@ -49,13 +46,7 @@ pub(super) fn block_len(file: &ParsedFile, lines: &[&str], lnum: usize) -> Optio
     let body_text = lines.get(body_line - 1)?;
     // (The line test is defensive: a body on the header's line has the
     // header before it.)
-    if body_line <= lnum + 1
-        || !body_text
-            .as_bytes()
-            .get(..body_col0)?
-            .iter()
-            .all(|&b| b == b' ')
-    {
+    if body_line <= lnum + 1 || !body_text.as_bytes().get(..body_col0)?.iter().all(|&b| b == b' ') {
         return None;
     }
     let end_line = file.line_of(function.end());
@@ -101,18 +92,14 @@ fn tokenizes_apart(line: &str) -> bool {
 fn has_prefixed_string(text: &[u8]) -> bool {
     let interpolated = |b: u8| matches!(b, b'f' | b'F' | b't' | b'T');
     memchr::memchr2_iter(b'"', b'\'', text).any(|i| {
-        (i >= 1 && interpolated(text[i - 1]))
-            || (i >= 2 && matches!(text[i - 1], b'r' | b'R') && interpolated(text[i - 2]))
+        (i >= 1 && interpolated(text[i - 1])) || (i >= 2 && matches!(text[i - 1], b'r' | b'R') && interpolated(text[i - 2]))
     })
 }
 
 /// Whether every f-string and t-string part of `function` ends where
 /// 3.11's tokenizer, which takes it for a plain string from its first
 /// quote on, ends it.
-fn interpolated_strings_tokenize_alike(
-    file: &ParsedFile,
-    function: &ruff_python_ast::StmtFunctionDef,
-) -> bool {
+fn interpolated_strings_tokenize_alike(file: &ParsedFile, function: &ruff_python_ast::StmtFunctionDef) -> bool {
     struct Check<'f> {
         text: &'f str,
         alike: bool,
@@ -126,10 +113,7 @@ fn interpolated_strings_tokenize_alike(
             self.alike &= plain_string_end(&self.text[t.range]) == Some(t.range.len().into());
         }
     }
-    let mut check = Check {
-        text: &file.text,
-        alike: true,
-    };
+    let mut check = Check { text: &file.text, alike: true };
     // `walk_stmt` for a function definition.
     for decorator in &function.decorator_list {
         check.visit_decorator(decorator);
@@ -158,9 +142,7 @@ fn plain_string_end(text: &str) -> Option<usize> {
         match bytes[i] {
             b'\\' => i += 2,
             b'\n' if !triple => return None,
-            b if b == q && (!triple || bytes[i..].starts_with(&[q, q, q])) => {
-                return Some(i + if triple { 3 } else { 1 });
-            }
+            b if b == q && (!triple || bytes[i..].starts_with(&[q, q, q])) => return Some(i + if triple { 3 } else { 1 }),
             _ => i += 1,
         }
     }
@@ -183,18 +165,11 @@ fn plain_string_end(text: &str) -> Option<usize> {
 /// and the ends of its strings and brackets, so it parses as it did in the
 /// file. (The backslash and trailing-line conditions are defensive: valid
 /// code does not seem to reach them.) `false` only means "parse it to know".
-pub(super) fn dedents_to_function(
-    file: &ParsedFile,
-    lines: &[&str],
-    block: std::ops::Range<usize>,
-    has_leading: bool,
-) -> bool {
+pub(super) fn dedents_to_function(file: &ParsedFile, lines: &[&str], block: std::ops::Range<usize>, has_leading: bool) -> bool {
     if !file.only_newline_breaks() || block.is_empty() || block.end > lines.len() {
         return false;
     }
-    let Some(function) = find_function_at(file, block.start + 1) else {
-        return false;
-    };
+    let Some(function) = find_function_at(file, block.start + 1) else { return false };
     let last_line = file.line_of(function.end());
     if last_line > block.end {
         return false;
@@ -222,36 +197,19 @@ pub(super) fn dedents_to_function(
 /// The function statement whose first line (its first decorator's `@`,
 /// else its keyword) is `line` (1-based), at any depth; its first
 /// decorator must also start on that line (`co_firstlineno`).
-pub(super) fn find_function_at(
-    file: &ParsedFile,
-    line: usize,
-) -> Option<&ruff_python_ast::StmtFunctionDef> {
-    fn walk<'f>(
-        file: &'f ParsedFile,
-        body: &'f [Stmt],
-        line: usize,
-    ) -> Option<&'f ruff_python_ast::StmtFunctionDef> {
+pub(super) fn find_function_at(file: &ParsedFile, line: usize) -> Option<&ruff_python_ast::StmtFunctionDef> {
+    fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtFunctionDef> {
         body.iter().find_map(|stmt| match stmt {
             Stmt::FunctionDef(f) => {
                 let first = match f.decorator_list.first() {
-                    Some(d) if file.line_of(d.start()) == file.line_of(d.expression.start()) => {
-                        file.line_of(d.start())
-                    }
+                    Some(d) if file.line_of(d.start()) == file.line_of(d.expression.start()) => file.line_of(d.start()),
                     Some(_) => return None,
                     None => keyword_line(file, f.name.start()),
                 };
-                if first == line {
-                    Some(f)
-                } else {
-                    walk(file, &f.body, line)
-                }
+                if first == line { Some(f) } else { walk(file, &f.body, line) }
             }
             Stmt::ClassDef(c) => walk(file, &c.body, line),
-            Stmt::If(s) => walk(file, &s.body, line).or_else(|| {
-                s.elif_else_clauses
-                    .iter()
-                    .find_map(|c| walk(file, &c.body, line))
-            }),
+            Stmt::If(s) => walk(file, &s.body, line).or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
             Stmt::For(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
             Stmt::While(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
             Stmt::With(s) => walk(file, &s.body, line),
@@ -270,3 +228,4 @@ pub(super) fn find_function_at(
     }
     walk(file, file.body(), line)
 }
+

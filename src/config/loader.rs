@@ -15,15 +15,8 @@ pub struct LoadedModule {
 
 #[derive(Debug, Clone)]
 pub enum LoadError {
-    Syntax {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
-    Io {
-        path: PathBuf,
-        message: String,
-    },
+    Syntax { path: PathBuf, line: usize, message: String },
+    Io { path: PathBuf, message: String },
 }
 
 /// Where evaluation finds modules. Only modules a loader knows are ever read.
@@ -48,19 +41,12 @@ impl ProjectLoader {
                 unique.push(r);
             }
         }
-        ProjectLoader {
-            roots: unique,
-            files: Mutex::new(HashMap::new()),
-        }
+        ProjectLoader { roots: unique, files: Mutex::new(HashMap::new()) }
     }
 
     /// The file `module` lives in, and whether it is a package.
     pub fn find(&self, module: &str) -> Option<(PathBuf, bool)> {
-        if module.is_empty()
-            || module
-                .split('.')
-                .any(|p| p.is_empty() || p.contains(['/', '\\']))
-        {
+        if module.is_empty() || module.split('.').any(|p| p.is_empty() || p.contains(['/', '\\'])) {
             return None;
         }
         let rel: PathBuf = module.split('.').collect();
@@ -85,26 +71,16 @@ impl ProjectLoader {
         let result = read_python(path).and_then(|text| {
             ParsedFile::parse(path.to_path_buf(), &text)
                 .map(Arc::new)
-                .map_err(|e| LoadError::Syntax {
-                    path: path.to_path_buf(),
-                    line: e.line,
-                    message: e.message,
-                })
+                .map_err(|e| LoadError::Syntax { path: path.to_path_buf(), line: e.line, message: e.message })
         });
-        self.files
-            .lock()
-            .expect("loader cache")
-            .insert(path.to_path_buf(), result.clone());
+        self.files.lock().expect("loader cache").insert(path.to_path_buf(), result.clone());
         result
     }
 }
 
 /// A Python source file as text: UTF-8 (a BOM is dropped, as Python does).
 pub fn read_python(path: &Path) -> Result<String, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
@@ -123,10 +99,7 @@ impl ModuleLoader for ProjectLoader {
 
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>> {
         let (path, is_package) = self.find(module)?;
-        Some(
-            self.parse_file(&path)
-                .map(|file| LoadedModule { file, is_package }),
-        )
+        Some(self.parse_file(&path).map(|file| LoadedModule { file, is_package }))
     }
 }
 
@@ -143,11 +116,7 @@ impl MemoryLoader {
                 let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
                 let parsed = ParsedFile::parse(path.clone(), text)
                     .map(Arc::new)
-                    .map_err(|e| LoadError::Syntax {
-                        path: path.clone(),
-                        line: e.line,
-                        message: e.message,
-                    });
+                    .map_err(|e| LoadError::Syntax { path: path.clone(), line: e.line, message: e.message });
                 (name.to_string(), (path, parsed))
             })
             .collect();
@@ -162,9 +131,6 @@ impl ModuleLoader for MemoryLoader {
 
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>> {
         let (_, parsed) = self.modules.get(module)?;
-        Some(parsed.clone().map(|file| LoadedModule {
-            file,
-            is_package: false,
-        }))
+        Some(parsed.clone().map(|file| LoadedModule { file, is_package: false }))
     }
 }

@@ -35,35 +35,19 @@ pub struct Evaluated {
 /// Evaluate `module` afresh and return the `PatchPlan` of its `config_name`
 /// variable. `Ok(None)` when the module has no such `PatchConfig` (the
 /// reference's discovery skips such modules).
-pub fn evaluate(
-    loader: &dyn ModuleLoader,
-    module: &str,
-    config_name: &str,
-) -> Result<Option<Evaluated>, EvalError> {
+pub fn evaluate(loader: &dyn ModuleLoader, module: &str, config_name: &str) -> Result<Option<Evaluated>, EvalError> {
     let mut ev = eval::Evaluator::new(loader);
     let ns = ev.module_namespace(module, None)?;
     let path = ns
         .borrow()
         .get("__file__")
-        .and_then(|v| {
-            if let Value::Str(s) = v {
-                Some(std::path::PathBuf::from(&**s))
-            } else {
-                None
-            }
-        })
+        .and_then(|v| if let Value::Str(s) = v { Some(std::path::PathBuf::from(&**s)) } else { None })
         .unwrap_or_default();
     let value = ns.borrow().get(config_name).cloned();
     let Some(value) = value else { return Ok(None) };
     let value = ev.force(value)?;
-    let Value::Config(config) = value else {
-        return Ok(None);
-    };
+    let Value::Config(config) = value else { return Ok(None) };
     let config = config.borrow().clone();
     let plan = to_plan::to_plan(&mut ev, &config, module)?;
-    Ok(Some(Evaluated {
-        plan,
-        path,
-        warnings: ev.warnings,
-    }))
+    Ok(Some(Evaluated { plan, path, warnings: ev.warnings }))
 }

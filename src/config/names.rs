@@ -23,20 +23,15 @@ impl<'a> Visitor<'a> for Names {
             Stmt::ClassDef(c) => self.stored.push(c.name.id.to_string()),
             Stmt::Import(i) => {
                 for a in &i.names {
-                    let bound = a
-                        .asname
-                        .as_ref()
-                        .map(|n| n.id.to_string())
-                        .unwrap_or_else(|| {
-                            a.name.id.split('.').next().unwrap_or_default().to_string()
-                        });
+                    let bound = a.asname.as_ref().map(|n| n.id.to_string()).unwrap_or_else(|| {
+                        a.name.id.split('.').next().unwrap_or_default().to_string()
+                    });
                     self.stored.push(bound);
                 }
             }
             Stmt::ImportFrom(i) => {
                 for a in &i.names {
-                    self.stored
-                        .push(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
+                    self.stored.push(a.asname.as_ref().unwrap_or(&a.name).id.to_string());
                 }
             }
             Stmt::Try(t) => {
@@ -65,10 +60,7 @@ impl<'a> Visitor<'a> for Names {
 }
 
 fn collect(stmt: &Stmt) -> Names {
-    let mut names = Names {
-        loaded: Vec::new(),
-        stored: Vec::new(),
-    };
+    let mut names = Names { loaded: Vec::new(), stored: Vec::new() };
     names.visit_stmt(stmt);
     names.loaded.dedup();
     names.stored.dedup();

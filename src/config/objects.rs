@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use ruff_python_ast::CmpOp;
 
-use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
+use super::eval::{describe_origin, opaque, EResult, EvalError, Evaluator, Frame};
 use super::plan::{Loc, PatchType};
 use super::value::*;
 
@@ -22,16 +22,7 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
             if CONFIG_METHODS.contains(&attr) {
                 return Ok(Value::Method(Box::new(base.clone()), Rc::from(attr)));
             }
-            return Err(no_attr(
-                "PatchConfig",
-                attr,
-                &CONFIG_FIELDS
-                    .iter()
-                    .chain(CONFIG_METHODS.iter())
-                    .copied()
-                    .collect::<Vec<_>>(),
-                loc,
-            ));
+            return Err(no_attr("PatchConfig", attr, &CONFIG_FIELDS.iter().chain(CONFIG_METHODS.iter()).copied().collect::<Vec<_>>(), loc));
         }
         Value::Patch(p) => {
             let p = p.borrow();
@@ -62,14 +53,7 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
                 "target" => h.target.clone(),
                 "helper" => h.helper.clone(),
                 "placement" => h.placement.clone(),
-                _ => {
-                    return Err(no_attr(
-                        "PositionedHelper",
-                        attr,
-                        &POSITIONED_HELPER_FIELDS,
-                        loc,
-                    ));
-                }
+                _ => return Err(no_attr("PositionedHelper", attr, &POSITIONED_HELPER_FIELDS, loc)),
             }
         }
         Value::Def(d) => match attr {
@@ -91,9 +75,7 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
                     "ImportSpec" => Value::Builtin(Builtin::ImportSpecClass),
                     "PositionedHelper" => Value::Builtin(Builtin::PositionedHelperClass),
                     "PatchType" => Value::Builtin(Builtin::PatchTypeEnum),
-                    "create_patch_from_external" => {
-                        Value::Builtin(Builtin::CreatePatchFromExternal)
-                    }
+                    "create_patch_from_external" => Value::Builtin(Builtin::CreatePatchFromExternal),
                     "patch_spec" => Value::Module(Rc::from(format!("{m}.patch_spec").as_str())),
                     _ => opaque(&format!("{m}.{attr}"), loc.clone()),
                 });
@@ -103,26 +85,13 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
                 ("copy", "deepcopy") => Value::Builtin(Builtin::DeepCopy),
                 ("copy", "copy") => Value::Builtin(Builtin::ShallowCopy),
                 ("textwrap", "dedent") => Value::Builtin(Builtin::Dedent),
-                _ => Value::Lazy(Rc::new(LazyRef {
-                    module: m.to_string(),
-                    attr: attr.to_string(),
-                    loc: loc.clone(),
-                })),
+                _ => Value::Lazy(Rc::new(LazyRef { module: m.to_string(), attr: attr.to_string(), loc: loc.clone() })),
             }
         }
-        Value::Builtin(Builtin::PatchTypeEnum) => {
-            match PatchType::ALL.iter().find(|p| p.member() == attr) {
-                Some(p) => Value::PatchType(*p),
-                None => {
-                    return Err(no_attr(
-                        "PatchType",
-                        attr,
-                        &PatchType::ALL.map(|p| p.member()),
-                        loc,
-                    ));
-                }
-            }
-        }
+        Value::Builtin(Builtin::PatchTypeEnum) => match PatchType::ALL.iter().find(|p| p.member() == attr) {
+            Some(p) => Value::PatchType(*p),
+            None => return Err(no_attr("PatchType", attr, &PatchType::ALL.map(|p| p.member()), loc)),
+        },
         Value::PatchType(p) => match attr {
             "value" => Value::str(p.value()),
             "name" => Value::str(p.member()),
@@ -138,10 +107,7 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
 }
 
 fn no_attr(type_name: &str, attr: &str, known: &[&str], loc: &Loc) -> EvalError {
-    let err = EvalError::new(
-        loc.clone(),
-        format!("`{type_name}` has no attribute `{attr}`"),
-    );
+    let err = EvalError::new(loc.clone(), format!("`{type_name}` has no attribute `{attr}`"));
     match closest(attr, known) {
         Some(s) => err.with_help(format!("did you mean `{s}`?")),
         None => err.with_help(format!("known: {}", known.join(", "))),
@@ -159,13 +125,7 @@ pub(super) fn closest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
         .map(|(_, k)| k)
 }
 
-pub(super) fn setattr(
-    ev: &mut Evaluator,
-    obj: &Value,
-    attr: &str,
-    value: Value,
-    loc: &Loc,
-) -> EResult<()> {
+pub(super) fn setattr(ev: &mut Evaluator, obj: &Value, attr: &str, value: Value, loc: &Loc) -> EResult<()> {
     let _ = ev;
     match obj {
         Value::Config(c) => {
@@ -189,10 +149,7 @@ pub(super) fn setattr(
             }
         }
         Value::Opaque(_) | Value::Unknown(_) | Value::Module(_) | Value::Def(_) => Ok(()),
-        other => Err(EvalError::new(
-            loc.clone(),
-            format!("cannot set attribute `{attr}` on {}", other.type_name()),
-        )),
+        other => Err(EvalError::new(loc.clone(), format!("cannot set attribute `{attr}` on {}", other.type_name()))),
     }
 }
 
@@ -204,12 +161,7 @@ fn index(len: usize, i: i64, loc: &Loc) -> EResult<usize> {
     Ok(idx as usize)
 }
 
-pub(super) fn dict_set(
-    dict: &Shared<Vec<(Value, Value)>>,
-    key: Value,
-    value: Value,
-    loc: &Loc,
-) -> EResult<()> {
+pub(super) fn dict_set(dict: &Shared<Vec<(Value, Value)>>, key: Value, value: Value, loc: &Loc) -> EResult<()> {
     let mut d = dict.borrow_mut();
     for (k, v) in d.iter_mut() {
         match k.py_eq(&key) {
@@ -235,10 +187,7 @@ pub(super) fn setitem(obj: &Value, key: Value, value: Value, loc: &Loc) -> EResu
         }
         (Value::Dict(d), _) => dict_set(d, key, value, loc),
         (Value::Opaque(_) | Value::Unknown(_), _) => Ok(()),
-        _ => Err(EvalError::new(
-            loc.clone(),
-            format!("cannot assign an item of {}", obj.type_name()),
-        )),
+        _ => Err(EvalError::new(loc.clone(), format!("cannot assign an item of {}", obj.type_name()))),
     }
 }
 
@@ -299,13 +248,7 @@ pub(super) fn slice(obj: &Value, lo: Option<i64>, hi: Option<i64>, loc: &Loc) ->
     })
 }
 
-fn contains(
-    ev: &mut Evaluator,
-    frame: &mut Frame,
-    container: &Value,
-    item: &Value,
-    loc: &Loc,
-) -> EResult<Option<bool>> {
+fn contains(ev: &mut Evaluator, frame: &mut Frame, container: &Value, item: &Value, loc: &Loc) -> EResult<Option<bool>> {
     Ok(match container {
         Value::Str(s) => match item {
             Value::Str(sub) => Some(s.contains(&**sub)),
@@ -327,14 +270,7 @@ fn contains(
     })
 }
 
-pub(super) fn compare(
-    ev: &mut Evaluator,
-    frame: &mut Frame,
-    l: &Value,
-    op: CmpOp,
-    r: &Value,
-    loc: &Loc,
-) -> EResult<Option<bool>> {
+pub(super) fn compare(ev: &mut Evaluator, frame: &mut Frame, l: &Value, op: CmpOp, r: &Value, loc: &Loc) -> EResult<Option<bool>> {
     use std::cmp::Ordering;
     let order = |l: &Value, r: &Value| -> Option<Ordering> {
         match (l, r) {
@@ -360,27 +296,14 @@ pub(super) fn compare(
     })
 }
 
-fn expect_args(
-    name: &str,
-    args: &[Value],
-    kwargs: &[(String, Value)],
-    min: usize,
-    max: usize,
-    loc: &Loc,
-) -> EResult<()> {
+fn expect_args(name: &str, args: &[Value], kwargs: &[(String, Value)], min: usize, max: usize, loc: &Loc) -> EResult<()> {
     if !kwargs.is_empty() {
-        return Err(EvalError::new(
-            loc.clone(),
-            format!("`{name}()` takes no keyword arguments here"),
-        ));
+        return Err(EvalError::new(loc.clone(), format!("`{name}()` takes no keyword arguments here")));
     }
     if args.len() < min || args.len() > max {
         return Err(EvalError::new(
             loc.clone(),
-            format!(
-                "`{name}()` takes {min}..={max} arguments ({} given)",
-                args.len()
-            ),
+            format!("`{name}()` takes {min}..={max} arguments ({} given)", args.len()),
         ));
     }
     Ok(())
@@ -389,11 +312,8 @@ fn expect_args(
 fn expect_str<'v>(v: &'v Value, what: &str, loc: &Loc) -> EResult<&'v str> {
     match v {
         Value::Str(s) => Ok(s),
-        other => Err(EvalError::new(
-            loc.clone(),
-            format!("{what} must be a string, not {}", other.type_name()),
-        )
-        .with_help(describe_origin(other))),
+        other => Err(EvalError::new(loc.clone(), format!("{what} must be a string, not {}", other.type_name()))
+            .with_help(describe_origin(other))),
     }
 }
 
@@ -428,10 +348,7 @@ pub(super) fn call_method(
                 "insert" => {
                     expect_args(name, &args, &kwargs, 2, 2, loc)?;
                     let Value::Int(i) = args[0] else {
-                        return Err(EvalError::new(
-                            loc.clone(),
-                            "list.insert index must be an integer",
-                        ));
+                        return Err(EvalError::new(loc.clone(), "list.insert index must be an integer"));
                     };
                     let len = l.borrow().len() as i64;
                     let i = if i < 0 { (len + i).max(0) } else { i.min(len) } as usize;
@@ -444,12 +361,7 @@ pub(super) fn call_method(
                         Some(p) => {
                             l.borrow_mut().remove(p);
                         }
-                        None => {
-                            return Err(EvalError::new(
-                                loc.clone(),
-                                "list.remove(x): x not in list",
-                            ));
-                        }
+                        None => return Err(EvalError::new(loc.clone(), "list.remove(x): x not in list")),
                     }
                 }
                 "pop" => {
@@ -458,12 +370,7 @@ pub(super) fn call_method(
                     let i = match args.first() {
                         Some(Value::Int(i)) => index(len, *i, loc)?,
                         None if len > 0 => len - 1,
-                        _ => {
-                            return Err(EvalError::new(
-                                loc.clone(),
-                                "pop from empty list or bad index",
-                            ));
-                        }
+                        _ => return Err(EvalError::new(loc.clone(), "pop from empty list or bad index")),
                     };
                     return Ok(l.borrow_mut().remove(i));
                 }
@@ -484,17 +391,7 @@ pub(super) fn call_method(
                     let items = l.borrow().clone();
                     return seq_query(name, &items, &args[0], loc);
                 }
-                _ => {
-                    return Err(unknown_method(
-                        "list",
-                        name,
-                        &[
-                            "append", "extend", "insert", "remove", "pop", "clear", "copy",
-                            "reverse", "index", "count",
-                        ],
-                        loc,
-                    ));
-                }
+                _ => return Err(unknown_method("list", name, &["append", "extend", "insert", "remove", "pop", "clear", "copy", "reverse", "index", "count"], loc)),
             }
             Ok(Value::None)
         }
@@ -525,9 +422,7 @@ pub(super) fn call_method(
                         Some(p) => {
                             s.borrow_mut().remove(p);
                         }
-                        None if name == "remove" => {
-                            return Err(EvalError::new(loc.clone(), "set.remove(x): x not in set"));
-                        }
+                        None if name == "remove" => return Err(EvalError::new(loc.clone(), "set.remove(x): x not in set")),
                         None => {}
                     }
                 }
@@ -542,16 +437,7 @@ pub(super) fn call_method(
                     }
                     return Ok(Value::Set(new));
                 }
-                _ => {
-                    return Err(unknown_method(
-                        "set",
-                        name,
-                        &[
-                            "add", "update", "discard", "remove", "clear", "copy", "union",
-                        ],
-                        loc,
-                    ));
-                }
+                _ => return Err(unknown_method("set", name, &["add", "update", "discard", "remove", "clear", "copy", "union"], loc)),
             }
             Ok(Value::None)
         }
@@ -567,13 +453,7 @@ pub(super) fn call_method(
                                 }
                             }
                             other => {
-                                return Err(EvalError::new(
-                                    loc.clone(),
-                                    format!(
-                                        "dict.update of {} is not supported",
-                                        other.type_name()
-                                    ),
-                                ));
+                                return Err(EvalError::new(loc.clone(), format!("dict.update of {} is not supported", other.type_name())));
                             }
                         }
                     }
@@ -590,22 +470,11 @@ pub(super) fn call_method(
                     }
                     return Ok(args.get(1).cloned().unwrap_or(Value::None));
                 }
-                "keys" => {
-                    return Ok(Value::list(
-                        d.borrow().iter().map(|(k, _)| k.clone()).collect(),
-                    ));
-                }
-                "values" => {
-                    return Ok(Value::list(
-                        d.borrow().iter().map(|(_, v)| v.clone()).collect(),
-                    ));
-                }
+                "keys" => return Ok(Value::list(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
+                "values" => return Ok(Value::list(d.borrow().iter().map(|(_, v)| v.clone()).collect())),
                 "items" => {
                     return Ok(Value::list(
-                        d.borrow()
-                            .iter()
-                            .map(|(k, v)| Value::Tuple(Rc::new(vec![k.clone(), v.clone()])))
-                            .collect(),
+                        d.borrow().iter().map(|(k, v)| Value::Tuple(Rc::new(vec![k.clone(), v.clone()]))).collect(),
                     ));
                 }
                 "copy" => return Ok(Value::Dict(shared(d.borrow().clone()))),
@@ -620,22 +489,7 @@ pub(super) fn call_method(
                     dict_set(d, key, default.clone(), loc)?;
                     return Ok(default);
                 }
-                _ => {
-                    return Err(unknown_method(
-                        "dict",
-                        name,
-                        &[
-                            "update",
-                            "get",
-                            "keys",
-                            "values",
-                            "items",
-                            "copy",
-                            "setdefault",
-                        ],
-                        loc,
-                    ));
-                }
+                _ => return Err(unknown_method("dict", name, &["update", "get", "keys", "values", "items", "copy", "setdefault"], loc)),
             }
             Ok(Value::None)
         }
@@ -652,11 +506,7 @@ pub(super) fn call_method(
                 "startswith" | "endswith" => {
                     expect_args(name, &args, &kwargs, 1, 1, loc)?;
                     let p = expect_str(&args[0], "argument", loc)?;
-                    Value::Bool(if name == "startswith" {
-                        s.starts_with(p)
-                    } else {
-                        s.ends_with(p)
-                    })
+                    Value::Bool(if name == "startswith" { s.starts_with(p) } else { s.ends_with(p) })
                 }
                 "replace" => {
                     expect_args(name, &args, &kwargs, 2, 2, loc)?;
@@ -683,18 +533,12 @@ pub(super) fn call_method(
                 _ => opaque(&format!("str.{name}(...)"), loc.clone()),
             })
         }
-        other => Ok(opaque(
-            &format!("{}.{name}(...)", other.type_name()),
-            loc.clone(),
-        )),
+        other => Ok(opaque(&format!("{}.{name}(...)", other.type_name()), loc.clone())),
     }
 }
 
 fn unknown_method(type_name: &str, name: &str, known: &[&str], loc: &Loc) -> EvalError {
-    let err = EvalError::new(
-        loc.clone(),
-        format!("`{type_name}.{name}` is not supported by static evaluation"),
-    );
+    let err = EvalError::new(loc.clone(), format!("`{type_name}.{name}` is not supported by static evaluation"));
     match closest(name, known) {
         Some(s) if s != name => err.with_help(format!("did you mean `{s}`?")),
         _ => err.with_help(format!("supported: {}", known.join(", "))),
@@ -706,12 +550,7 @@ fn find_eq(items: &[Value], x: &Value, loc: &Loc) -> EResult<Option<usize>> {
         match v.py_same_or_eq(x) {
             Some(true) => return Ok(Some(i)),
             Some(false) => {}
-            None => {
-                return Err(EvalError::new(
-                    loc.clone(),
-                    "comparison with a value not known statically",
-                ));
-            }
+            None => return Err(EvalError::new(loc.clone(), "comparison with a value not known statically")),
         }
     }
     Ok(None)
@@ -736,10 +575,7 @@ fn seq_query(name: &str, items: &[Value], x: &Value, loc: &Loc) -> EResult<Value
 pub(super) fn set_add(set: &Shared<Vec<Value>>, item: Value, loc: &Loc) -> EResult<()> {
     if !item.is_hashable_known() {
         if matches!(item, Value::List(_) | Value::Dict(_) | Value::Set(_)) {
-            return Err(EvalError::new(
-                loc.clone(),
-                format!("unhashable type: {}", item.type_name()),
-            ));
+            return Err(EvalError::new(loc.clone(), format!("unhashable type: {}", item.type_name())));
         }
         set.borrow_mut().push(item);
         return Ok(());

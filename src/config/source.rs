@@ -75,13 +75,8 @@ impl ParsedFile {
             }),
             Err(err) => {
                 let offset: usize = err.location.start().into();
-                let line = line_starts
-                    .partition_point(|&s| s as usize <= offset)
-                    .max(1);
-                Err(SyntaxProblem {
-                    line,
-                    message: err.error.to_string(),
-                })
+                let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);
+                Err(SyntaxProblem { line, message: err.error.to_string() })
             }
         }
     }
@@ -105,18 +100,12 @@ impl ParsedFile {
     /// The text of 1-based lines `first..=last` (lines counted by `\n`),
     /// with the last one's `\n` if it has one.
     fn line_range(&self, first: usize, last: usize) -> &str {
-        let end = self
-            .line_starts
-            .get(last)
-            .map_or(self.text.len(), |&s| s as usize);
+        let end = self.line_starts.get(last).map_or(self.text.len(), |&s| s as usize);
         &self.text[self.line_start(first)..end]
     }
 
     pub fn loc(&self, offset: TextSize) -> Loc {
-        Loc {
-            path: self.path.clone(),
-            line: self.line_of(offset),
-        }
+        Loc { path: self.path.clone(), line: self.line_of(offset) }
     }
 
     fn splitlines_ranges(&self) -> &SplitLines {
@@ -136,40 +125,26 @@ impl ParsedFile {
 
     /// `str.splitlines()` of the text.
     pub fn splitlines(&self) -> Vec<&str> {
-        self.splitlines_ranges()
-            .0
-            .iter()
-            .map(|&(a, b, _)| &self.text[a as usize..b as usize])
-            .collect()
+        self.splitlines_ranges().0.iter().map(|&(a, b, _)| &self.text[a as usize..b as usize]).collect()
     }
 
     /// `str.splitlines(True)` of the text.
     pub fn splitlines_keepends(&self) -> Vec<&str> {
-        self.splitlines_ranges()
-            .0
-            .iter()
-            .map(|&(a, _, c)| &self.text[a as usize..c as usize])
-            .collect()
+        self.splitlines_ranges().0.iter().map(|&(a, _, c)| &self.text[a as usize..c as usize]).collect()
     }
 
     /// Whether `\n` is the text's only line break (so the parse's line
     /// numbers index [`ParsedFile::splitlines`]).
     pub fn only_newline_breaks(&self) -> bool {
-        *self
-            .newline_only
-            .get_or_init(|| match self.splitlines.get() {
-                Some((_, only)) => *only,
-                None => pytext::only_newline_breaks(&self.text),
-            })
+        *self.newline_only.get_or_init(|| match self.splitlines.get() {
+            Some((_, only)) => *only,
+            None => pytext::only_newline_breaks(&self.text),
+        })
     }
 
     /// The file's lines as `file.readlines()` gives them (split after "\n").
     pub fn readlines(&self) -> Vec<&str> {
-        let mut lines: Vec<&str> = self
-            .line_starts
-            .windows(2)
-            .map(|w| &self.text[w[0] as usize..w[1] as usize])
-            .collect();
+        let mut lines: Vec<&str> = self.line_starts.windows(2).map(|w| &self.text[w[0] as usize..w[1] as usize]).collect();
         let last = *self.line_starts.last().expect("line 1 always starts") as usize;
         if last < self.text.len() {
             lines.push(&self.text[last..]);
@@ -236,12 +211,7 @@ pub fn keyword_line(file: &ParsedFile, name_start: TextSize) -> usize {
 /// `inspect._ClassFinder`: the first class (pre-order) whose qualified name
 /// is `qualname`; returns the 0-based line inspect starts the block at.
 pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
-    fn walk(
-        file: &ParsedFile,
-        body: &[Stmt],
-        stack: &mut Vec<String>,
-        qualname: &str,
-    ) -> Option<usize> {
+    fn walk(file: &ParsedFile, body: &[Stmt], stack: &mut Vec<String>, qualname: &str) -> Option<usize> {
         for stmt in body {
             if let Some(found) = walk_stmt(file, stmt, stack, qualname) {
                 return Some(found);
@@ -249,12 +219,7 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
         }
         None
     }
-    fn walk_stmt(
-        file: &ParsedFile,
-        stmt: &Stmt,
-        stack: &mut Vec<String>,
-        qualname: &str,
-    ) -> Option<usize> {
+    fn walk_stmt(file: &ParsedFile, stmt: &Stmt, stack: &mut Vec<String>, qualname: &str) -> Option<usize> {
         match stmt {
             Stmt::FunctionDef(f) => {
                 stack.push(f.name.id.to_string());
@@ -279,14 +244,10 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
                 r
             }
             Stmt::If(s) => walk(file, &s.body, stack, qualname).or_else(|| {
-                s.elif_else_clauses
-                    .iter()
-                    .find_map(|c| walk(file, &c.body, stack, qualname))
+                s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, stack, qualname))
             }),
-            Stmt::For(s) => walk(file, &s.body, stack, qualname)
-                .or_else(|| walk(file, &s.orelse, stack, qualname)),
-            Stmt::While(s) => walk(file, &s.body, stack, qualname)
-                .or_else(|| walk(file, &s.orelse, stack, qualname)),
+            Stmt::For(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
+            Stmt::While(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
             Stmt::With(s) => walk(file, &s.body, stack, qualname),
             Stmt::Try(s) => walk(file, &s.body, stack, qualname)
                 .or_else(|| {
@@ -297,10 +258,7 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
                 })
                 .or_else(|| walk(file, &s.orelse, stack, qualname))
                 .or_else(|| walk(file, &s.finalbody, stack, qualname)),
-            Stmt::Match(s) => s
-                .cases
-                .iter()
-                .find_map(|c| walk(file, &c.body, stack, qualname)),
+            Stmt::Match(s) => s.cases.iter().find_map(|c| walk(file, &c.body, stack, qualname)),
             _ => None,
         }
     }
@@ -312,31 +270,20 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
 pub struct SourceError(pub String);
 
 /// `inspect.getsource(obj)` for a function or class.
-fn getsourcelines<'a>(
-    def: &DefObj,
-    lines: &[&'a str],
-) -> Result<(Vec<&'a str>, usize), SourceError> {
+fn getsourcelines<'a>(def: &DefObj, lines: &[&'a str]) -> Result<(Vec<&'a str>, usize), SourceError> {
     let lnum = if def.is_class {
-        find_class_start(&def.file, &def.qualname).ok_or_else(|| {
-            SourceError(format!("could not find class definition of {}", def.name))
-        })?
+        find_class_start(&def.file, &def.qualname)
+            .ok_or_else(|| SourceError(format!("could not find class definition of {}", def.name)))?
     } else {
-        pytext::getblock::find_function_start(lines, def.first_line - 1)
-            .map_err(|e| SourceError(format!("{e:?}")))?
+        pytext::getblock::find_function_start(lines, def.first_line - 1).map_err(|e| SourceError(format!("{e:?}")))?
     };
     if lnum >= lines.len() {
         return Err(SourceError("lineno is out of bounds".into()));
     }
-    let read_off_parse = if def.is_class {
-        None
-    } else {
-        from_parse::block_len(&def.file, lines, lnum)
-    };
+    let read_off_parse = if def.is_class { None } else { from_parse::block_len(&def.file, lines, lnum) };
     let n = match read_off_parse {
         Some(n) => n,
-        None => {
-            pytext::getblock::getblock(&lines[lnum..]).map_err(|e| SourceError(format!("{e}")))?
-        }
+        None => pytext::getblock::getblock(&lines[lnum..]).map_err(|e| SourceError(format!("{e}")))?,
     };
     Ok((lines[lnum..lnum + n].to_vec(), lnum))
 }
@@ -358,11 +305,7 @@ pub fn object_source_with_leading_comments(def: &DefObj) -> Result<ObjectSource,
         return found.clone();
     }
     let found = compute_object_source(def);
-    def.file
-        .sources
-        .lock()
-        .expect("not poisoned")
-        .insert(key, found.clone());
+    def.file.sources.lock().expect("not poisoned").insert(key, found.clone());
     found
 }
 
@@ -378,9 +321,7 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     let (src_lines, start) = getsourcelines(def, &lines)?;
     let mut actual_start = start;
     while actual_start > 0 {
-        let raw = lines[actual_start - 1]
-            .strip_suffix('\n')
-            .unwrap_or(lines[actual_start - 1]);
+        let raw = lines[actual_start - 1].strip_suffix('\n').unwrap_or(lines[actual_start - 1]);
         if pytext::is_blank(raw) || raw.starts_with('#') {
             actual_start -= 1;
             continue;
@@ -408,37 +349,19 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     }
     let dedents_to_function = !def.is_class
         && def.first_line == start + 1
-        && from_parse::dedents_to_function(
-            &def.file,
-            &lines,
-            start..start + src_lines.len(),
-            !leading.is_empty(),
-        );
-    Ok(ObjectSource {
-        text: out,
-        dedents_to_function,
-    })
+        && from_parse::dedents_to_function(&def.file, &lines, start..start + src_lines.len(), !leading.is_empty());
+    Ok(ObjectSource { text: out, dedents_to_function })
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).
-pub fn find_class_stmt<'f>(
-    file: &'f ParsedFile,
-    keyword_line_1: usize,
-) -> Option<&'f ruff_python_ast::StmtClassDef> {
-    fn walk<'f>(
-        file: &'f ParsedFile,
-        body: &'f [Stmt],
-        line: usize,
-    ) -> Option<&'f ruff_python_ast::StmtClassDef> {
+pub fn find_class_stmt<'f>(file: &'f ParsedFile, keyword_line_1: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
+    fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
         for stmt in body {
             let found = match stmt {
                 Stmt::ClassDef(c) if keyword_line(file, c.name.start()) == line => Some(c),
                 Stmt::ClassDef(c) => walk(file, &c.body, line),
-                Stmt::If(s) => walk(file, &s.body, line).or_else(|| {
-                    s.elif_else_clauses
-                        .iter()
-                        .find_map(|c| walk(file, &c.body, line))
-                }),
+                Stmt::If(s) => walk(file, &s.body, line)
+                    .or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
                 Stmt::Try(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
                 _ => None,
             };
@@ -472,10 +395,7 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
                     file: class.file.clone(),
                     is_class: false,
                     first_line,
-                    loc: Loc {
-                        path: class.file.path.clone(),
-                        line: def_line,
-                    },
+                    loc: Loc { path: class.file.path.clone(), line: def_line },
                 });
             }
             Stmt::ClassDef(c) if c.name.id.as_str() == attr => {
@@ -487,17 +407,10 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
                     file: class.file.clone(),
                     is_class: true,
                     first_line: def_line,
-                    loc: Loc {
-                        path: class.file.path.clone(),
-                        line: def_line,
-                    },
+                    loc: Loc { path: class.file.path.clone(), line: def_line },
                 });
             }
-            Stmt::Assign(a)
-                if a.targets.iter().any(
-                    |t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == attr),
-                ) =>
-            {
+            Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == attr)) => {
                 found = None;
             }
             _ => {}

@@ -123,9 +123,7 @@ fn functions_and_first_lines(file: &ParsedFile) -> Vec<(&ruff_python_ast::StmtFu
 
 /// Checks every function of `text`; returns how many were vouched for.
 fn check_module(text: &str) -> Result<usize, TestCaseError> {
-    let Ok(file) = ParsedFile::parse("m.py".into(), text) else {
-        return Ok(0);
-    };
+    let Ok(file) = ParsedFile::parse("m.py".into(), text) else { return Ok(0) };
     let file = Arc::new(file);
     let mut vouched = 0;
     for (f, first_line) in functions_and_first_lines(&file) {
@@ -136,22 +134,15 @@ fn check_module(text: &str) -> Result<usize, TestCaseError> {
             file: file.clone(),
             is_class: false,
             first_line,
-            loc: Loc {
-                path: "m.py".into(),
-                line: first_line,
-            },
+            loc: Loc { path: "m.py".into(), line: first_line },
         };
-        let Ok(source) = object_source_with_leading_comments(&def) else {
-            continue;
-        };
+        let Ok(source) = object_source_with_leading_comments(&def) else { continue };
         if source.dedents_to_function {
             vouched += 1;
             let dedented = pytext::dedent(&source.text);
             let parsed = ruff_python_parser::parse_module(&dedented);
             prop_assert!(
-                parsed
-                    .as_ref()
-                    .is_ok_and(|p| has_function(&p.syntax().body)),
+                parsed.as_ref().is_ok_and(|p| has_function(&p.syntax().body)),
                 "vouched for, but does not parse as a function:\n{}",
                 dedented
             );
@@ -163,9 +154,7 @@ fn check_module(text: &str) -> Result<usize, TestCaseError> {
 /// Compares `block_len` with the tokenizer for every function of `text`;
 /// returns how many it answered.
 fn check_blocks(text: &str) -> Result<usize, TestCaseError> {
-    let Ok(file) = ParsedFile::parse("m.py".into(), text) else {
-        return Ok(0);
-    };
+    let Ok(file) = ParsedFile::parse("m.py".into(), text) else { return Ok(0) };
     let mut lines = file.readlines();
     let completed;
     if let Some(last) = lines.last_mut().filter(|l| !l.ends_with('\n')) {
@@ -174,9 +163,7 @@ fn check_blocks(text: &str) -> Result<usize, TestCaseError> {
     }
     let mut answered = 0;
     for (_, first_line) in functions_and_first_lines(&file) {
-        let Ok(lnum) = pytext::getblock::find_function_start(&lines, first_line - 1) else {
-            continue;
-        };
+        let Ok(lnum) = pytext::getblock::find_function_start(&lines, first_line - 1) else { continue };
         if let Some(n) = from_parse::block_len(&file, &lines, lnum) {
             answered += 1;
             let long_way = pytext::getblock::getblock(&lines[lnum..]);
@@ -188,17 +175,8 @@ fn check_blocks(text: &str) -> Result<usize, TestCaseError> {
 
 /// Modules made of 1–5 pieces, class bodies indented by 4 or 2 spaces or a tab.
 fn module_text() -> impl Strategy<Value = String> {
-    (
-        proptest::collection::vec(select(&PIECES[..]), 1..6),
-        select(&["    ", "  ", "\t"][..]),
-    )
-        .prop_map(|(pieces, indent)| {
-            pieces
-                .iter()
-                .map(|p| p.replace("{i}", indent))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+    (proptest::collection::vec(select(&PIECES[..]), 1..6), select(&["    ", "  ", "\t"][..]))
+        .prop_map(|(pieces, indent)| pieces.iter().map(|p| p.replace("{i}", indent)).collect::<Vec<_>>().join("\n"))
 }
 
 proptest! {
@@ -229,13 +207,7 @@ fn plain_functions_and_methods_are_vouched_for() {
 #[test]
 fn blocks_of_plain_functions_are_read_off_the_parse() {
     // Trailing comments, a last line without "\n", a multi-line header.
-    for (piece, answered) in [
-        (PIECES[26], 1),
-        (PIECES[27], 1),
-        (PIECES[28], 1),
-        (PIECES[29], 1),
-        (PIECES[33], 1),
-    ] {
+    for (piece, answered) in [(PIECES[26], 1), (PIECES[27], 1), (PIECES[28], 1), (PIECES[29], 1), (PIECES[33], 1)] {
         assert_eq!(check_blocks(piece).unwrap(), answered, "{piece}");
     }
     // f-strings with nothing 3.11 would end early.
@@ -244,9 +216,7 @@ fn blocks_of_plain_functions_are_read_off_the_parse() {
     }
     // Nested quotes in f-strings, a backslash after the header, a
     // one-liner: tokenize to know.
-    for piece in [
-        PIECES[24], PIECES[25], PIECES[34], PIECES[36], PIECES[37], PIECES[30], PIECES[8],
-    ] {
+    for piece in [PIECES[24], PIECES[25], PIECES[34], PIECES[36], PIECES[37], PIECES[30], PIECES[8]] {
         assert_eq!(check_blocks(piece).unwrap(), 0, "{piece}");
     }
 }

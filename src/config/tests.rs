@@ -9,9 +9,7 @@ const HEAD: &str = "from patchgen import PatchConfig\nconfig = PatchConfig(sourc
 fn plan(modules: &[(&str, &str)]) -> Result<PatchPlan, EvalError> {
     let loader = MemoryLoader::new(modules.iter().copied());
     let top = modules[0].0;
-    Ok(evaluate(&loader, top, "config")?
-        .expect("a PatchConfig")
-        .plan)
+    Ok(evaluate(&loader, top, "config")?.expect("a PatchConfig").plan)
 }
 
 fn one(body: &str) -> Result<PatchPlan, EvalError> {
@@ -22,42 +20,25 @@ fn one(body: &str) -> Result<PatchPlan, EvalError> {
 #[test]
 fn decorator_and_direct_forms_register_with_reference_defaults() {
     let p = one("@config.replace_class(\"A\")\nclass B:\n    pass\n\ndef f(self):\n    pass\n\nconfig.override_method(\"A.g\", replacement=f)\nconfig.replace_function(\"h\", f, None, \"\")\n").unwrap();
-    let got: Vec<(PatchType, &str, Option<&str>)> = p
-        .patches
-        .iter()
-        .map(|p| (p.patch_type, p.target.as_str(), p.description.as_deref()))
-        .collect();
+    let got: Vec<(PatchType, &str, Option<&str>)> =
+        p.patches.iter().map(|p| (p.patch_type, p.target.as_str(), p.description.as_deref())).collect();
     assert_eq!(
         got,
         vec![
             (PatchType::ClassReplacement, "A", Some("Replace A with B")),
             (PatchType::MethodOverride, "A.g", Some("Override A.g")),
             // An empty description is falsy: the default is used.
-            (
-                PatchType::FunctionReplacement,
-                "h",
-                Some("Replace h with f")
-            ),
+            (PatchType::FunctionReplacement, "h", Some("Replace h with f")),
         ]
     );
-    assert_eq!(
-        p.patches[0].source_module.as_deref(),
-        Some("pkg.a_patch_gen_config")
-    );
-    assert_eq!(
-        p.patches[0].replacement.as_ref().unwrap().source,
-        "@config.replace_class(\"A\")\nclass B:\n    pass\n"
-    );
+    assert_eq!(p.patches[0].source_module.as_deref(), Some("pkg.a_patch_gen_config"));
+    assert_eq!(p.patches[0].replacement.as_ref().unwrap().source, "@config.replace_class(\"A\")\nclass B:\n    pass\n");
 }
 
 #[test]
 fn type_checking_blocks_and_main_guard_are_skipped() {
     let p = one("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    config.add_import(\"x\")\nelse:\n    config.add_import(\"y\")\nif __name__ == \"__main__\":\n    config.add_import(\"z\")\n").unwrap();
-    let modules: Vec<&str> = p
-        .additional_imports
-        .iter()
-        .map(|i| i.module.as_str())
-        .collect();
+    let modules: Vec<&str> = p.additional_imports.iter().map(|i| i.module.as_str()).collect();
     assert_eq!(modules, vec!["y"]);
 }
 
@@ -70,50 +51,24 @@ fn strings_concatenate_and_fstrings_over_known_values_evaluate() {
 
 #[test]
 fn comprehension_filters_by_name_over_another_configs_helpers() {
-    let base = format!(
-        "{HEAD}def keep():\n    pass\n\ndef drop():\n    pass\n\nconfig.add_helper(keep)\nconfig.add_helper(drop)\n"
-    );
-    let top = format!(
-        "{HEAD}from pkg.base_patch_gen_config import config as base\nconfig.helpers.extend(h for h in base.helpers if h.__name__ != \"drop\")\n"
-    );
-    let p = plan(&[
-        ("pkg.top_patch_gen_config", &top),
-        ("pkg.base_patch_gen_config", &base),
-    ])
-    .unwrap();
-    let names: Vec<&str> = p
-        .helpers
-        .iter()
-        .map(|h| h.object.as_ref().unwrap().name.as_str())
-        .collect();
+    let base = format!("{HEAD}def keep():\n    pass\n\ndef drop():\n    pass\n\nconfig.add_helper(keep)\nconfig.add_helper(drop)\n");
+    let top = format!("{HEAD}from pkg.base_patch_gen_config import config as base\nconfig.helpers.extend(h for h in base.helpers if h.__name__ != \"drop\")\n");
+    let p = plan(&[("pkg.top_patch_gen_config", &top), ("pkg.base_patch_gen_config", &base)]).unwrap();
+    let names: Vec<&str> = p.helpers.iter().map(|h| h.object.as_ref().unwrap().name.as_str()).collect();
     assert_eq!(names, vec!["keep"]);
-    assert_eq!(
-        p.helpers[0].object.as_ref().unwrap().module,
-        "pkg.base_patch_gen_config"
-    );
+    assert_eq!(p.helpers[0].object.as_ref().unwrap().module, "pkg.base_patch_gen_config");
 }
 
 #[test]
 fn deepcopy_is_independent_and_mutating_an_imported_config_is_not() {
     let base = format!("{HEAD}config.add_import(\"base\")\n");
     let copy = "import copy\nfrom pkg.base_patch_gen_config import config as base\nconfig = copy.deepcopy(base)\nconfig.add_import(\"mine\")\nconfig.target_file = \"copy.py\"\n";
-    let p = plan(&[
-        ("pkg.copy_patch_gen_config", copy),
-        ("pkg.base_patch_gen_config", &base),
-    ])
-    .unwrap();
+    let p = plan(&[("pkg.copy_patch_gen_config", copy), ("pkg.base_patch_gen_config", &base)]).unwrap();
     assert_eq!(p.target_file, "copy.py");
     assert_eq!(p.additional_imports.len(), 2);
     let mutate = "from pkg.base_patch_gen_config import config\nconfig.target_file = \"npu.py\"\nconfig.add_import(\"npu\")\n";
-    let p = plan(&[
-        ("pkg.npu_patch_gen_config", mutate),
-        ("pkg.base_patch_gen_config", &base),
-    ])
-    .unwrap();
-    assert_eq!(
-        (p.target_file.as_str(), p.additional_imports.len()),
-        ("npu.py", 2)
-    );
+    let p = plan(&[("pkg.npu_patch_gen_config", mutate), ("pkg.base_patch_gen_config", &base)]).unwrap();
+    assert_eq!((p.target_file.as_str(), p.additional_imports.len()), ("npu.py", 2));
 }
 
 #[test]
@@ -121,10 +76,7 @@ fn opaque_values_pass_around_but_fail_where_the_dsl_needs_them() {
     let p = one("import torch\nslot = torch.ops.Slot(\"x\")\n_ = (slot, torch)\n").unwrap();
     assert!(p.patches.is_empty());
     let err = one("from kernels import NAME\nconfig.add_import(NAME)\n").unwrap_err();
-    assert!(
-        err.message.contains("must be a string known statically"),
-        "{err}"
-    );
+    assert!(err.message.contains("must be a string known statically"), "{err}");
     assert_eq!(err.loc.line, 4);
     assert!(err.help.unwrap().contains("`NAME` from `kernels`"));
 }
@@ -134,13 +86,8 @@ fn unsupported_statements_fail_only_when_they_touch_the_config() {
     // A loop over opaque values that never touches the config is harmless.
     assert!(one("import torch\nfor i in torch.x:\n    y = i\n").is_ok());
     let err = one("for name in [\"a\", \"b\"]:\n    config.add_import(name)\n").unwrap_err();
-    assert!(
-        err.message
-            .contains("cannot evaluate a `for` loop statically"),
-        "{err}"
-    );
-    let err =
-        one("try:\n    import x\nexcept ImportError:\n    config.add_import(\"y\")\n").unwrap_err();
+    assert!(err.message.contains("cannot evaluate a `for` loop statically"), "{err}");
+    let err = one("try:\n    import x\nexcept ImportError:\n    config.add_import(\"y\")\n").unwrap_err();
     assert!(err.message.contains("`try`"), "{err}");
     // Names bound by such a statement are unknown, not silently wrong.
     let err = one("import torch\ntry:\n    NAME = torch.x\nexcept Exception:\n    NAME = \"y\"\nconfig.add_import(NAME)\n").unwrap_err();
@@ -150,16 +97,7 @@ fn unsupported_statements_fail_only_when_they_touch_the_config() {
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let n = 1000;
-    let body = format!(
-        "config.add_import({}\"x\"{})\n",
-        "[".repeat(n),
-        "][0]".repeat(n)
-    );
-    let r = std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || one(&body).map(|_| ()))
-        .unwrap()
-        .join()
-        .unwrap();
+    let body = format!("config.add_import({}\"x\"{})\n", "[".repeat(n), "][0]".repeat(n));
+    let r = std::thread::Builder::new().stack_size(256 << 20).spawn(move || one(&body).map(|_| ())).unwrap().join().unwrap();
     assert!(r.unwrap_err().message.contains("nested too deeply"));
 }

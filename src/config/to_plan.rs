@@ -1,7 +1,7 @@
 //! From the evaluated `config` object to a `PatchPlan`: every field checked
 //! for the type codegen needs, every replacement's source text extracted.
 
-use super::eval::{EResult, EvalError, Evaluator, Warning, describe_origin};
+use super::eval::{describe_origin, EResult, EvalError, Evaluator, Warning};
 use super::plan::*;
 use super::source::object_source_with_leading_comments;
 use super::value::*;
@@ -9,10 +9,7 @@ use super::value::*;
 fn field_error(config: &ConfigObj, field: &str, expected: &str, got: &Value) -> EvalError {
     EvalError::new(
         config.created_at.clone(),
-        format!(
-            "config.{field} must be {expected}, but it is {}",
-            got.type_name()
-        ),
+        format!("config.{field} must be {expected}, but it is {}", got.type_name()),
     )
     .with_help(describe_origin(got))
 }
@@ -24,12 +21,7 @@ fn as_str(ev: &mut Evaluator, config: &ConfigObj, field: &str, v: &Value) -> ERe
     }
 }
 
-fn as_opt_str(
-    ev: &mut Evaluator,
-    config: &ConfigObj,
-    field: &str,
-    v: &Value,
-) -> EResult<Option<String>> {
+fn as_opt_str(ev: &mut Evaluator, config: &ConfigObj, field: &str, v: &Value) -> EResult<Option<String>> {
     match ev.force(v.clone())? {
         Value::None => Ok(None),
         Value::Str(s) => Ok(Some(s.to_string())),
@@ -61,10 +53,7 @@ fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option
             Err(e) => {
                 ev.warnings.push(Warning {
                     loc: def.loc.clone(),
-                    message: format!(
-                        "cannot find the source of `{}` as inspect would: {}",
-                        def.name, e.0
-                    ),
+                    message: format!("cannot find the source of `{}` as inspect would: {}", def.name, e.0),
                 });
                 Ok(Some(SourceObject {
                     name: def.name.clone(),
@@ -77,10 +66,7 @@ fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option
         },
         other @ (Value::Opaque(_) | Value::Unknown(_) | Value::Module(_)) => Err(EvalError::new(
             warn_at.clone(),
-            format!(
-                "patchgen needs the source of {}, which it cannot read statically",
-                other.type_name()
-            ),
+            format!("patchgen needs the source of {}, which it cannot read statically", other.type_name()),
         )
         .with_help(describe_origin(&other))),
         _ => Ok(None),
@@ -96,24 +82,16 @@ fn name_map(ev: &mut Evaluator, v: &Value, loc: &Loc) -> EResult<Option<Vec<(Str
                 match (k, v) {
                     (Value::Str(k), Value::Str(v)) => out.push((k.to_string(), v.to_string())),
                     _ => {
-                        return Err(EvalError::new(
-                            loc.clone(),
-                            "name_map keys and values must be strings",
-                        )
-                        .with_help(describe_origin(
-                            if matches!(k, Value::Str(_)) { v } else { k },
-                        )));
+                        return Err(EvalError::new(loc.clone(), "name_map keys and values must be strings")
+                            .with_help(describe_origin(if matches!(k, Value::Str(_)) { v } else { k })));
                     }
                 }
             }
             // An empty dict is falsy: the reference skips it like None.
             Ok(if out.is_empty() { None } else { Some(out) })
         }
-        other => Err(EvalError::new(
-            loc.clone(),
-            format!("name_map must be a dict, not {}", other.type_name()),
-        )
-        .with_help(describe_origin(&other))),
+        other => Err(EvalError::new(loc.clone(), format!("name_map must be a dict, not {}", other.type_name()))
+            .with_help(describe_origin(&other))),
     }
 }
 
@@ -125,31 +103,18 @@ fn patch(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Patch> {
     let loc = p.loc.clone();
     let patch_type = match ev.force(p.patch_type.clone())? {
         Value::PatchType(t) => t,
-        other => {
-            return Err(EvalError::new(
-                loc,
-                format!("patch_type must be a PatchType, not {}", other.type_name()),
-            ));
-        }
+        other => return Err(EvalError::new(loc, format!("patch_type must be a PatchType, not {}", other.type_name()))),
     };
     let target = match ev.force(p.target.clone())? {
         Value::Str(s) => s.to_string(),
-        other => {
-            return Err(EvalError::new(
-                loc,
-                format!("a patch target must be a string, not {}", other.type_name()),
-            ));
-        }
+        other => return Err(EvalError::new(loc, format!("a patch target must be a string, not {}", other.type_name()))),
     };
     let replacement = source_object(ev, &p.replacement, &loc)?;
     let opt = |ev: &mut Evaluator, v: &Value, what: &str| -> EResult<Option<String>> {
         match ev.force(v.clone())? {
             Value::None => Ok(None),
             Value::Str(s) => Ok(Some(s.to_string())),
-            other => Err(EvalError::new(
-                loc.clone(),
-                format!("{what} must be a string or None, not {}", other.type_name()),
-            )),
+            other => Err(EvalError::new(loc.clone(), format!("{what} must be a string or None, not {}", other.type_name()))),
         }
     };
     Ok(Patch {
@@ -166,12 +131,7 @@ fn patch(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Patch> {
 
 fn import_spec(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<ImportSpec> {
     let Value::ImportSpec(s) = ev.force(v.clone())? else {
-        return Err(field_error(
-            config,
-            "additional_imports",
-            "a list of ImportSpec objects",
-            v,
-        ));
+        return Err(field_error(config, "additional_imports", "a list of ImportSpec objects", v));
     };
     let s = s.borrow().clone();
     let module = as_str(ev, config, "additional_imports[].module", &s.module)?;
@@ -185,33 +145,14 @@ fn import_spec(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Imp
             Some(out)
         }
         Value::Str(s) => Some(s.chars().map(|c| c.to_string()).collect()),
-        other => {
-            return Err(field_error(
-                config,
-                "additional_imports[].names",
-                "a list of strings",
-                &other,
-            ));
-        }
+        other => return Err(field_error(config, "additional_imports[].names", "a list of strings", &other)),
     };
     let alias = as_opt_str(ev, config, "additional_imports[].alias", &s.alias)?;
     let is_from_import = match ev.force(s.is_from_import.clone())?.truthy() {
         Some(b) => b,
-        None => {
-            return Err(field_error(
-                config,
-                "additional_imports[].is_from_import",
-                "a bool",
-                &s.is_from_import,
-            ));
-        }
+        None => return Err(field_error(config, "additional_imports[].is_from_import", "a bool", &s.is_from_import)),
     };
-    Ok(ImportSpec {
-        module,
-        names,
-        alias,
-        is_from_import,
-    })
+    Ok(ImportSpec { module, names, alias, is_from_import })
 }
 
 fn helper(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Helper> {
@@ -219,20 +160,13 @@ fn helper(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Helper> 
     if object.is_none() {
         ev.warnings.push(Warning {
             loc: config.created_at.clone(),
-            message: format!(
-                "helper {} has no source; it is skipped (as the reference does)",
-                v.type_name()
-            ),
+            message: format!("helper {} has no source; it is skipped (as the reference does)", v.type_name()),
         });
     }
     Ok(Helper { object })
 }
 
-pub(super) fn to_plan(
-    ev: &mut Evaluator,
-    config: &ConfigObj,
-    config_module: &str,
-) -> EResult<PatchPlan> {
+pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &str) -> EResult<PatchPlan> {
     let mut patches = Vec::new();
     for p in items(ev, config, "patches", &config.patches)? {
         patches.push(patch(ev, config, &p)?);
@@ -252,12 +186,7 @@ pub(super) fn to_plan(
     let mut positioned_helpers = Vec::new();
     for h in items(ev, config, "positioned_helpers", &config.positioned_helpers)? {
         let Value::PositionedHelper(ph) = ev.force(h.clone())? else {
-            return Err(field_error(
-                config,
-                "positioned_helpers",
-                "a list of PositionedHelper objects",
-                &h,
-            ));
+            return Err(field_error(config, "positioned_helpers", "a list of PositionedHelper objects", &h));
         };
         let ph = ph.borrow().clone();
         positioned_helpers.push(PositionedHelper {
@@ -267,12 +196,7 @@ pub(super) fn to_plan(
         });
     }
     let mut drop_imported_names = std::collections::BTreeSet::new();
-    for n in items(
-        ev,
-        config,
-        "drop_imported_names",
-        &config.drop_imported_names,
-    )? {
+    for n in items(ev, config, "drop_imported_names", &config.drop_imported_names)? {
         drop_imported_names.insert(as_str(ev, config, "drop_imported_names[]", &n)?);
     }
     let mut exclude = Vec::new();
@@ -283,14 +207,7 @@ pub(super) fn to_plan(
         Value::None => None,
         Value::Str(s) if s.is_empty() => None,
         Value::Str(s) => Some(s.to_string()),
-        other => {
-            return Err(field_error(
-                config,
-                "transformers_version",
-                "a string or None",
-                &other,
-            ));
-        }
+        other => return Err(field_error(config, "transformers_version", "a string or None", &other)),
     };
     let optional = match ev.force(config.optional.clone())?.truthy() {
         Some(b) => b,

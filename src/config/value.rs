@@ -324,13 +324,9 @@ impl Value {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Bool(a), Value::Int(b)) | (Value::Int(b), Value::Bool(a)) => (*a as i64) == *b,
             (Value::Float(a), Value::Float(b)) => a == b,
-            (Value::Int(a), Value::Float(b)) | (Value::Float(b), Value::Int(a)) => {
-                (*a as f64) == *b
-            }
+            (Value::Int(a), Value::Float(b)) | (Value::Float(b), Value::Int(a)) => (*a as f64) == *b,
             (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::List(a), Value::List(b)) => {
-                Rc::ptr_eq(a, b) || seq_eq(&a.borrow(), &b.borrow(), depth)?
-            }
+            (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b) || seq_eq(&a.borrow(), &b.borrow(), depth)?,
             (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b) || seq_eq(a, b, depth)?,
             (Value::Def(a), Value::Def(b)) => Rc::ptr_eq(a, b),
             (Value::Config(a), Value::Config(b)) => Rc::ptr_eq(a, b),
@@ -368,12 +364,7 @@ impl Value {
     pub fn is_hashable_known(&self) -> bool {
         matches!(
             self,
-            Value::None
-                | Value::Bool(_)
-                | Value::Int(_)
-                | Value::Float(_)
-                | Value::Str(_)
-                | Value::Tuple(_)
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Tuple(_)
         )
     }
 }

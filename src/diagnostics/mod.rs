@@ -47,59 +47,29 @@ pub struct Location {
 impl Location {
     /// The whole file.
     pub fn file(path: impl Into<PathBuf>) -> Location {
-        Location {
-            path: path.into(),
-            line: 0,
-            column: 0,
-            end: None,
-        }
+        Location { path: path.into(), line: 0, column: 0, end: None }
     }
 
     /// A whole line (no column known).
     pub fn line(path: impl Into<PathBuf>, line: usize) -> Location {
-        Location {
-            path: path.into(),
-            line,
-            column: 0,
-            end: None,
-        }
+        Location { path: path.into(), line, column: 0, end: None }
     }
 
     /// A point: line and column, both 1-based.
     pub fn point(path: impl Into<PathBuf>, line: usize, column: usize) -> Location {
-        Location {
-            path: path.into(),
-            line,
-            column,
-            end: None,
-        }
+        Location { path: path.into(), line, column, end: None }
     }
 
     /// A range from (line, column) to (end_line, end_column), 1-based, end exclusive.
     pub fn range(path: impl Into<PathBuf>, start: (usize, usize), end: (usize, usize)) -> Location {
-        Location {
-            path: path.into(),
-            line: start.0,
-            column: start.1,
-            end: Some(end),
-        }
+        Location { path: path.into(), line: start.0, column: start.1, end: Some(end) }
     }
 
     /// The range of byte offsets `start..end` in `source` (the file's text).
-    pub fn from_offsets(
-        path: impl Into<PathBuf>,
-        source: &str,
-        start: usize,
-        end: usize,
-    ) -> Location {
+    pub fn from_offsets(path: impl Into<PathBuf>, source: &str, start: usize, end: usize) -> Location {
         let (l0, c0) = line_column(source, start);
         let (l1, c1) = line_column(source, end.max(start));
-        Location {
-            path: path.into(),
-            line: l0,
-            column: c0,
-            end: Some((l1, c1)),
-        }
+        Location { path: path.into(), line: l0, column: c0, end: Some((l1, c1)) }
     }
 }
 
@@ -160,12 +130,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(
-        code: &str,
-        name: &str,
-        severity: Severity,
-        message: impl Into<String>,
-    ) -> Diagnostic {
+    pub fn new(code: &str, name: &str, severity: Severity, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code: code.to_string(),
             name: name.to_string(),
@@ -189,10 +154,7 @@ impl Diagnostic {
     }
 
     pub fn related(mut self, location: Location, message: impl Into<String>) -> Diagnostic {
-        self.related.push(Related {
-            location,
-            message: message.into(),
-        });
+        self.related.push(Related { location, message: message.into() });
         self
     }
 

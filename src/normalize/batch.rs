@@ -364,11 +364,7 @@ impl Ruff {
                     out.status
                 )));
             }
-            crate::timings::mark(if step == "check" {
-                "ruff check"
-            } else {
-                "ruff format"
-            });
+            crate::timings::mark(if step == "check" { "ruff check" } else { "ruff format" });
         }
         let mut results = Vec::with_capacity(paths.len());
         for p in &paths {

@@ -321,16 +321,12 @@ impl Ruff {
     /// wall time should not wait for an extra process.
     pub fn is_available(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
-        let runnable = |p: &Path| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        };
+        let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
         if self.program.components().count() > 1 || self.program.is_absolute() {
             return runnable(&self.program);
         }
         match std::env::var_os("PATH") {
-            Some(path) => {
-                std::env::split_paths(&path).any(|dir| runnable(&dir.join(&self.program)))
-            }
+            Some(path) => std::env::split_paths(&path).any(|dir| runnable(&dir.join(&self.program))),
             None => self.version().is_some(),
         }
     }

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use ruff_python_ast::{Expr, Stmt};
 
-use crate::config::Warning;
 use crate::config::plan::{Loc, PatchPlan, PatchType};
 use crate::config::source::ParsedFile;
+use crate::config::Warning;
 
 struct UpstreamNames<'a> {
     classes: HashMap<&'a str, &'a ruff_python_ast::StmtClassDef>,
@@ -17,10 +17,7 @@ struct UpstreamNames<'a> {
 }
 
 fn upstream_names(file: &ParsedFile) -> UpstreamNames<'_> {
-    let mut names = UpstreamNames {
-        classes: HashMap::new(),
-        functions: Vec::new(),
-    };
+    let mut names = UpstreamNames { classes: HashMap::new(), functions: Vec::new() };
     for stmt in file.body() {
         match stmt {
             Stmt::ClassDef(c) => {
@@ -52,10 +49,7 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
     let names = upstream_names(upstream);
     let mut out = Vec::new();
     let mut injected = Vec::new();
-    let warn = |loc: &Loc, message: String| Warning {
-        loc: loc.clone(),
-        message,
-    };
+    let warn = |loc: &Loc, message: String| Warning { loc: loc.clone(), message };
     let module = &plan.source_module;
     for p in &plan.patches {
         match p.patch_type {
@@ -93,10 +87,7 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
     // The same target registered more than once (per patch type).
     let mut seen: Vec<(PatchType, &str, Vec<&Loc>)> = Vec::new();
     for p in &plan.patches {
-        match seen
-            .iter_mut()
-            .find(|(t, target, _)| *t == p.patch_type && *target == p.target)
-        {
+        match seen.iter_mut().find(|(t, target, _)| *t == p.patch_type && *target == p.target) {
             Some(entry) => entry.2.push(&p.registered_at),
             None => seen.push((p.patch_type, &p.target, vec![&p.registered_at])),
         }
@@ -115,8 +106,5 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
             ));
         }
     }
-    Diagnosis {
-        warnings: out,
-        injected,
-    }
+    Diagnosis { warnings: out, injected }
 }

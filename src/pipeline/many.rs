@@ -55,17 +55,10 @@ impl Context {
             .map(|raw| (raw.text.as_str(), raw.abs_target.as_path()))
             .collect();
         let (normalized, guesses) = rayon::join(
-            || {
-                self.ruff
-                    .normalize_many(&items, rayon::current_num_threads())
-            },
+            || self.ruff.normalize_many(&items, rayon::current_num_threads()),
             || {
                 raws.par_iter()
-                    .map(|(r, _)| {
-                        r.as_ref()
-                            .ok()
-                            .and_then(|raw| Some(raw.guess(expected(&raw.job)?)))
-                    })
+                    .map(|(r, _)| r.as_ref().ok().and_then(|raw| Some(raw.guess(expected(&raw.job)?))))
                     .collect::<Vec<_>>()
             },
         );

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::codegen;
-use crate::config::{self, EvalError, PatchPlan, ProjectLoader, Warning, source::ParsedFile};
+use crate::config::{self, source::ParsedFile, EvalError, PatchPlan, ProjectLoader, Warning};
 use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
 use crate::pytext;
@@ -26,9 +26,7 @@ pub struct Context {
     /// often share one: a model's GPU and NPU configs). A failure is not
     /// kept: the config that meets it reads the module again for its own
     /// error.
-    upstream: std::sync::Mutex<
-        std::collections::HashMap<String, Arc<std::sync::OnceLock<Option<Upstream>>>>,
-    >,
+    upstream: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::OnceLock<Option<Upstream>>>>>,
     /// Generation steps configs share (prepared overrides, rewritten classes).
     codegen: codegen::Cache,
 }
@@ -75,41 +73,21 @@ impl std::ops::Deref for Generated {
 #[derive(Debug)]
 pub enum Failure {
     Eval(EvalError),
-    NotAConfig {
-        module: String,
-        config_name: String,
-        path: Option<PathBuf>,
-    },
+    NotAConfig { module: String, config_name: String, path: Option<PathBuf> },
     /// `optional=True` and the upstream module is not installed: `--check`
     /// skips the config (as the reference does since it grew the field).
-    OptionalSkipped {
-        source_module: String,
-    },
+    OptionalSkipped { source_module: String },
     Upstream(UpstreamError),
-    UpstreamSyntax {
-        origin: PathBuf,
-        line: usize,
-        message: String,
-    },
-    Codegen {
-        module: String,
-        error: codegen::CodegenError,
-    },
-    Ruff {
-        py_path: PathBuf,
-        error: RuffError,
-    },
+    UpstreamSyntax { origin: PathBuf, line: usize, message: String },
+    Codegen { module: String, error: codegen::CodegenError },
+    Ruff { py_path: PathBuf, error: RuffError },
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Eval(e) => write!(f, "{e}"),
-            Failure::NotAConfig {
-                module,
-                config_name,
-                path,
-            } => {
+            Failure::NotAConfig { module, config_name, path } => {
                 match path {
                     Some(p) => write!(f, "{}: ", p.display())?,
                     None => {}
@@ -121,25 +99,12 @@ impl std::fmt::Display for Failure {
             }
             Failure::Upstream(e) => write!(f, "{e}"),
             Failure::OptionalSkipped { source_module } => {
-                write!(
-                    f,
-                    "upstream module `{source_module}` not found (the config is optional)"
-                )
+                write!(f, "upstream module `{source_module}` not found (the config is optional)")
             }
-            Failure::UpstreamSyntax {
-                origin,
-                line,
-                message,
-            } => {
-                write!(
-                    f,
-                    "{}:{line}: syntax error in the upstream module: {message}",
-                    origin.display()
-                )
+            Failure::UpstreamSyntax { origin, line, message } => {
+                write!(f, "{}:{line}: syntax error in the upstream module: {message}", origin.display())
             }
-            Failure::Codegen { module, error } => {
-                write!(f, "{module}: code generation error: {error}")
-            }
+            Failure::Codegen { module, error } => write!(f, "{module}: code generation error: {error}"),
             Failure::Ruff { py_path, error } => write!(f, "{}: {error}", py_path.display()),
         }
     }
@@ -147,18 +112,8 @@ impl std::fmt::Display for Failure {
 
 /// `a/<module/as/path>.py` vs `b/<target_file>`, `n=3`, every line
 /// right-stripped, one final newline (the reference's `.diff`).
-pub fn build_diff(
-    upstream: &str,
-    generated: &str,
-    source_module: &str,
-    target_file: &str,
-) -> String {
-    diff_against(
-        &pytext::splitlines_keepends(upstream),
-        generated,
-        source_module,
-        target_file,
-    )
+pub fn build_diff(upstream: &str, generated: &str, source_module: &str, target_file: &str) -> String {
+    diff_against(&pytext::splitlines_keepends(upstream), generated, source_module, target_file)
 }
 
 /// [`build_diff`] given the upstream's lines (`str.splitlines(True)`).
@@ -179,11 +134,7 @@ pub fn strip_trailing_ws(text: &str) -> String {
     if text.is_empty() {
         return String::new();
     }
-    let mut out = pytext::splitlines(text)
-        .iter()
-        .map(|l| pytext::rstrip(l))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut out = pytext::splitlines(text).iter().map(|l| pytext::rstrip(l)).collect::<Vec<_>>().join("\n");
     out.push('\n');
     out
 }
@@ -204,9 +155,7 @@ impl Context {
         let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
         let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
         let ruff = Ruff {
-            program: ruff_override
-                .or_else(|| project.settings.ruff.clone())
-                .unwrap_or_else(|| PathBuf::from("ruff")),
+            program: ruff_override.or_else(|| project.settings.ruff.clone()).unwrap_or_else(|| PathBuf::from("ruff")),
             extra_ignore: project.settings.ruff_extra_ignore.clone(),
             isolated: project.settings.ruff_isolated,
         };
@@ -222,16 +171,11 @@ impl Context {
     }
 
     pub fn transformers_version(&self) -> &str {
-        self.transformers_version
-            .get_or_init(|| self.search.transformers_version())
+        self.transformers_version.get_or_init(|| self.search.transformers_version())
     }
 
     /// Evaluate a config module into its plan.
-    pub fn evaluate(
-        &self,
-        module: &str,
-        config_name: &str,
-    ) -> Result<(PatchPlan, PathBuf, Vec<Warning>), Failure> {
+    pub fn evaluate(&self, module: &str, config_name: &str) -> Result<(PatchPlan, PathBuf, Vec<Warning>), Failure> {
         match config::evaluate(&self.loader, module, config_name).map_err(Failure::Eval)? {
             Some(ev) => Ok((ev.plan, ev.path, ev.warnings)),
             None => Err(Failure::NotAConfig {
@@ -243,32 +187,18 @@ impl Context {
     }
 
     /// Generate one config completely in memory.
-    pub fn generate(
-        &self,
-        module: &str,
-        config_name: &str,
-        output_dir: Option<&Path>,
-    ) -> Result<Generated, Failure> {
+    pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
         let raw = self.generate_raw(module, config_name, output_dir)?;
         let py = self
             .ruff
             .normalize(&raw.text, &raw.abs_target)
-            .map_err(|error| Failure::Ruff {
-                py_path: raw.py_path.clone(),
-                error,
-            })?;
+            .map_err(|error| Failure::Ruff { py_path: raw.py_path.clone(), error })?;
         Ok(raw.finish(py))
     }
 
     /// The upstream module `module`, found and parsed once per run.
     fn upstream(&self, module: &str) -> Result<Upstream, Failure> {
-        let cell = self
-            .upstream
-            .lock()
-            .expect("upstream cache")
-            .entry(module.to_string())
-            .or_default()
-            .clone();
+        let cell = self.upstream.lock().expect("upstream cache").entry(module.to_string()).or_default().clone();
         let mut failure = None;
         let found = cell.get_or_init(|| match self.read_upstream(module) {
             Ok(found) => Some(found),
@@ -286,12 +216,10 @@ impl Context {
 
     fn read_upstream(&self, module: &str) -> Result<Upstream, Failure> {
         let upstream = self.search.find_module(module).map_err(Failure::Upstream)?;
-        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| {
-            Failure::UpstreamSyntax {
-                origin: upstream.origin.clone(),
-                line: e.line,
-                message: e.message,
-            }
+        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| Failure::UpstreamSyntax {
+            origin: upstream.origin.clone(),
+            line: e.line,
+            message: e.message,
         })?;
         Ok((upstream.origin, Arc::new(parsed)))
     }
@@ -299,29 +227,18 @@ impl Context {
     /// Evaluate, find upstream and generate, stopping before ruff: the
     /// caller normalises `text` as the file at `abs_target` (one by one or
     /// in a batch) and hands the result to [`Raw::finish`].
-    pub fn generate_raw(
-        &self,
-        module: &str,
-        config_name: &str,
-        output_dir: Option<&Path>,
-    ) -> Result<Raw, Failure> {
+    pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
         let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
         let (upstream_origin, parsed) = match self.upstream(&plan.source_module) {
             Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
-                return Err(Failure::OptionalSkipped {
-                    source_module: plan.source_module.clone(),
-                });
+                return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
             }
             found => found?,
         };
         let diagnosis = diagnostics::diagnose(&plan, &parsed);
         warnings.extend(diagnosis.warnings);
-        let text =
-            codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
-                .map_err(|error| Failure::Codegen {
-                    module: module.to_string(),
-                    error,
-                })?;
+        let text = codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
+            .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
             None => default_output_dir(&config_path),
@@ -329,11 +246,7 @@ impl Context {
         let py_path = output_dir.join(&plan.target_file);
         let diff_name = Path::new(&plan.target_file).with_extension("diff");
         let diff_path = output_dir.join(diff_name.file_name().unwrap_or(diff_name.as_os_str()));
-        let abs_target = if py_path.is_absolute() {
-            py_path.clone()
-        } else {
-            std::env::current_dir().unwrap_or_default().join(&py_path)
-        };
+        let abs_target = if py_path.is_absolute() { py_path.clone() } else { std::env::current_dir().unwrap_or_default().join(&py_path) };
         Ok(Raw {
             job: Job {
                 module: module.to_string(),
@@ -387,12 +300,7 @@ impl Raw {
 
     /// The `.diff` this config would get if ruff's output were `py`.
     fn diff_for(&self, py: &str) -> String {
-        diff_against(
-            &self.upstream.splitlines_keepends(),
-            py,
-            &self.job.plan.source_module,
-            &self.job.plan.target_file,
-        )
+        diff_against(&self.upstream.splitlines_keepends(), py, &self.job.plan.source_module, &self.job.plan.target_file)
     }
 
     /// Take the `.diff` for an expected `.py` text now.
@@ -408,12 +316,6 @@ impl Raw {
             Some(g) if g.py == py => (g.diff, true),
             _ => (self.diff_for(&py), false),
         };
-        Generated {
-            upstream_lines: self.upstream.splitlines().len(),
-            job: self.job,
-            py,
-            diff,
-            py_is_expected,
-        }
+        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff, py_is_expected }
     }
 }

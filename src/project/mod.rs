@@ -41,15 +41,8 @@ impl std::fmt::Display for ProjectError {
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
 
-const KNOWN_KEYS: [&str; 7] = [
-    "search_root",
-    "package_prefix",
-    "legacy_patches_prefix",
-    "ruff_extra_ignore",
-    "ruff_isolated",
-    "ruff",
-    "reference_dir",
-];
+const KNOWN_KEYS: [&str; 7] =
+    ["search_root", "package_prefix", "legacy_patches_prefix", "ruff_extra_ignore", "ruff_isolated", "ruff", "reference_dir"];
 
 /// A discovered config file.
 #[derive(Clone, Debug)]
@@ -88,56 +81,28 @@ impl Project {
             let text = std::fs::read_to_string(&candidate)
                 .map_err(|e| ProjectError(format!("{}: cannot read: {e}", candidate.display())))?;
             let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-                let line = e
-                    .span()
-                    .map(|s| text[..s.start].matches('\n').count() + 1)
-                    .unwrap_or(0);
-                ProjectError(format!(
-                    "{}:{line}: invalid TOML: {}",
-                    candidate.display(),
-                    e.message()
-                ))
+                let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1).unwrap_or(0);
+                ProjectError(format!("{}:{line}: invalid TOML: {}", candidate.display(), e.message()))
             })?;
-            let Some(section) = doc.get("tool").and_then(|t| t.get("patchgen")) else {
-                continue;
-            };
+            let Some(section) = doc.get("tool").and_then(|t| t.get("patchgen")) else { continue };
             let Some(section) = section.as_table() else {
-                return Err(ProjectError(format!(
-                    "{}: [tool.patchgen] must be a table",
-                    candidate.display()
-                )));
+                return Err(ProjectError(format!("{}: [tool.patchgen] must be a table", candidate.display())));
             };
             let settings = Self::settings(&candidate, dir, section)?;
             let warnings = section
                 .keys()
                 .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
-                .map(|k| {
-                    format!(
-                        "{}: [tool.patchgen] has an unknown key `{k}` (known: {}); it is ignored",
-                        candidate.display(),
-                        KNOWN_KEYS.join(", ")
-                    )
-                })
+                .map(|k| format!("{}: [tool.patchgen] has an unknown key `{k}` (known: {}); it is ignored", candidate.display(), KNOWN_KEYS.join(", ")))
                 .collect();
-            return Ok(Project {
-                pyproject: candidate,
-                root: dir.to_path_buf(),
-                settings,
-                warnings,
-            });
+            return Ok(Project { pyproject: candidate, root: dir.to_path_buf(), settings, warnings });
         }
         Err(ProjectError(format!(
             "no [tool.patchgen] section found in any pyproject.toml from the current directory up. Add a section like:\n\n{SECTION_TEMPLATE}"
         )))
     }
 
-    fn settings(
-        pyproject: &Path,
-        root: &Path,
-        section: &toml::Table,
-    ) -> Result<Settings, ProjectError> {
-        let err =
-            |msg: String| ProjectError(format!("{}: [tool.patchgen] {msg}", pyproject.display()));
+    fn settings(pyproject: &Path, root: &Path, section: &toml::Table) -> Result<Settings, ProjectError> {
+        let err = |msg: String| ProjectError(format!("{}: [tool.patchgen] {msg}", pyproject.display()));
         let string = |key: &str| -> Result<Option<String>, ProjectError> {
             match section.get(key) {
                 None => Ok(None),
@@ -145,14 +110,8 @@ impl Project {
                 Some(_) => Err(err(format!("`{key}` must be a string"))),
             }
         };
-        let (Some(search_root), Some(package_prefix)) =
-            (string("search_root")?, string("package_prefix")?)
-        else {
-            let missing = if section.contains_key("search_root") {
-                "package_prefix"
-            } else {
-                "search_root"
-            };
+        let (Some(search_root), Some(package_prefix)) = (string("search_root")?, string("package_prefix")?) else {
+            let missing = if section.contains_key("search_root") { "package_prefix" } else { "search_root" };
             return Err(err(format!(
                 "is missing required key '{missing}'. Both `search_root` and `package_prefix` are required."
             )));
@@ -161,11 +120,7 @@ impl Project {
             None => Vec::new(),
             Some(toml::Value::Array(a)) => a
                 .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| err("`ruff_extra_ignore` must be a list of strings".into()))
-                })
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| err("`ruff_extra_ignore` must be a list of strings".into())))
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(err("`ruff_extra_ignore` must be a list of strings".into())),
         };
@@ -176,11 +131,7 @@ impl Project {
         };
         let ruff = string("ruff")?.map(|r| {
             let p = PathBuf::from(&r);
-            if r.contains('/') && p.is_relative() {
-                root.join(p)
-            } else {
-                p
-            }
+            if r.contains('/') && p.is_relative() { root.join(p) } else { p }
         });
         Ok(Settings {
             search_root: resolve(&root.join(search_root)),
@@ -207,10 +158,7 @@ impl Project {
 
     /// `patches.<x>` → `<legacy_patches_prefix>.<x>`.
     pub fn normalize_module(&self, module: &str) -> String {
-        match (
-            &self.settings.legacy_patches_prefix,
-            module.strip_prefix("patches."),
-        ) {
+        match (&self.settings.legacy_patches_prefix, module.strip_prefix("patches.")) {
             (Some(prefix), Some(rest)) if !prefix.is_empty() => format!("{prefix}.{rest}"),
             _ => module.to_string(),
         }
@@ -240,16 +188,9 @@ impl Project {
                 let mut module_parts = vec![self.settings.package_prefix.clone()];
                 let last = parts.len() - 1;
                 for (i, p) in parts.iter().enumerate() {
-                    module_parts.push(if i == last {
-                        p.trim_end_matches(".py").to_string()
-                    } else {
-                        p.clone()
-                    });
+                    module_parts.push(if i == last { p.trim_end_matches(".py").to_string() } else { p.clone() });
                 }
-                ConfigFile {
-                    module: module_parts.join("."),
-                    path,
-                }
+                ConfigFile { module: module_parts.join("."), path }
             })
             .collect())
     }
@@ -257,9 +198,7 @@ impl Project {
 
 /// `rglob("*_patch_gen_config.py")`, not following symlinked directories.
 fn walk(dir: &Path, rel: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Ok(ft) = entry.file_type() else { continue };
@@ -267,10 +206,7 @@ fn walk(dir: &Path, rel: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
             rel.push(name);
             walk(&entry.path(), rel, out);
             rel.pop();
-        } else if name.ends_with("_patch_gen_config.py")
-            && !name.starts_with('_')
-            && entry.path().is_file()
-        {
+        } else if name.ends_with("_patch_gen_config.py") && !name.starts_with('_') && entry.path().is_file() {
             let mut parts = rel.clone();
             parts.push(name);
             out.push(parts);

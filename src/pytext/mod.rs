@@ -79,11 +79,7 @@ fn next_break(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
             b'\r' if bytes.get(i + 1) == Some(&b'\n') => 2,
             b'\n' | b'\r' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
             0xc2 if bytes.get(i + 1) == Some(&0x85) => 2,
-            0xe2 if bytes.get(i + 1) == Some(&0x80)
-                && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) =>
-            {
-                3
-            }
+            0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => 3,
             _ => {
                 i += 1;
                 continue;
@@ -120,11 +116,7 @@ impl<'a> Iterator for Lines<'a> {
 
 /// `str.splitlines(keepends)` without collecting the lines.
 pub fn lines(s: &str, keepends: bool) -> Lines<'_> {
-    Lines {
-        s,
-        start: 0,
-        keepends,
-    }
+    Lines { s, start: 0, keepends }
 }
 
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
@@ -145,10 +137,7 @@ pub fn only_newline_breaks(s: &str) -> bool {
     memchr::memchr3(b'\r', 0x0b, 0x0c, bytes).is_none()
         && memchr::memchr3(0x1c, 0x1d, 0x1e, bytes).is_none()
         && memchr::memchr2_iter(0xc2, 0xe2, bytes).all(|i| {
-            !matches!(
-                (bytes[i], bytes.get(i + 1), bytes.get(i + 2)),
-                (0xc2, Some(0x85), _) | (0xe2, Some(0x80), Some(0xa8 | 0xa9))
-            )
+            !matches!((bytes[i], bytes.get(i + 1), bytes.get(i + 2)), (0xc2, Some(0x85), _) | (0xe2, Some(0x80), Some(0xa8 | 0xa9)))
         })
 }
 
@@ -158,10 +147,9 @@ pub fn without_line_break(line: &str) -> &str {
         return l;
     }
     match line.chars().next_back() {
-        Some(
-            c @ ('\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
-            | '\u{2029}'),
-        ) => &line[..line.len() - c.len_utf8()],
+        Some(c @ ('\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')) => {
+            &line[..line.len() - c.len_utf8()]
+        }
         _ => line,
     }
 }
@@ -234,10 +222,7 @@ mod tests {
 
     #[test]
     fn splitlines_matches_python() {
-        assert_eq!(
-            splitlines("a\nb\r\nc\rd\x0ce"),
-            vec!["a", "b", "c", "d", "e"]
-        );
+        assert_eq!(splitlines("a\nb\r\nc\rd\x0ce"), vec!["a", "b", "c", "d", "e"]);
         assert_eq!(splitlines("a\n"), vec!["a"]);
         assert_eq!(splitlines(""), Vec::<&str>::new());
         assert_eq!(splitlines_keepends("a\n\nb"), vec!["a\n", "\n", "b"]);
@@ -246,10 +231,7 @@ mod tests {
     #[test]
     fn dedent_matches_textwrap() {
         assert_eq!(dedent("    a\n      b\n"), "a\n  b\n");
-        assert_eq!(
-            dedent("  a\n\t b\n"),
-            "a\n\t b\n".replace("a\n\t b", "  a\n\t b")
-        );
+        assert_eq!(dedent("  a\n\t b\n"), "a\n\t b\n".replace("a\n\t b", "  a\n\t b"));
         assert_eq!(dedent("    a\n   \n    b"), "a\n\nb");
         assert_eq!(dedent("a\n  b"), "a\n  b");
     }

@@ -218,43 +218,20 @@ impl<'a> Tokenizer<'a> {
     /// whose text `BlockFinder` compares (`@`, `def`, `class`, `lambda`)
     /// carry it.
     pub fn for_blocks(lines: &'a [&'a str]) -> Self {
-        Tokenizer {
-            keep_strings: false,
-            ..Tokenizer::new(lines)
-        }
+        Tokenizer { keep_strings: false, ..Tokenizer::new(lines) }
     }
 
     /// Queue a token whose text is `chars` (built only when kept).
-    fn push_chars(
-        &mut self,
-        kind: TokenType,
-        chars: &[char],
-        start: (usize, usize),
-        end: (usize, usize),
-    ) {
+    fn push_chars(&mut self, kind: TokenType, chars: &[char], start: (usize, usize), end: (usize, usize)) {
         let keep = self.keep_strings
-            || matches!(
-                chars,
-                ['@']
-                    | ['d', 'e', 'f']
-                    | ['c', 'l', 'a', 's', 's']
-                    | ['l', 'a', 'm', 'b', 'd', 'a']
-            );
-        let string = if keep {
-            chars.iter().collect()
-        } else {
-            String::new()
-        };
+            || matches!(chars, ['@'] | ['d', 'e', 'f'] | ['c', 'l', 'a', 's', 's'] | ['l', 'a', 'm', 'b', 'd', 'a']);
+        let string = if keep { chars.iter().collect() } else { String::new() };
         self.push(kind, string, start, end);
     }
 
     /// Start the text of a string continued over lines.
     fn cont_text(&self, chars: &[char]) -> String {
-        if self.keep_strings {
-            chars.iter().collect()
-        } else {
-            String::new()
-        }
+        if self.keep_strings { chars.iter().collect() } else { String::new() }
     }
 
     fn readline(&mut self) -> &'a str {
@@ -391,12 +368,7 @@ impl<'a> Tokenizer<'a> {
                     while end > pos && matches!(line[end - 1], '\r' | '\n') {
                         end -= 1;
                     }
-                    self.push_chars(
-                        TokenType::Comment,
-                        &line[pos..end],
-                        (lnum, pos),
-                        (lnum, end),
-                    );
+                    self.push_chars(TokenType::Comment, &line[pos..end], (lnum, pos), (lnum, end));
                     pos = end;
                 }
                 self.push_chars(TokenType::Nl, &line[pos..], (lnum, pos), (lnum, max));
@@ -568,18 +540,14 @@ fn pseudo_match(line: &[char], pos: usize) -> Result<(usize, usize), usize> {
     // begin a name (the other alternatives start with digits, `.`,
     // operators, quotes, `#`, `\\` or a prefix letter).
     if let Some(&c) = line.get(start)
-        && (c == '_'
-            || (c.is_ascii_alphabetic()
-                && !matches!(c, 'b' | 'B' | 'r' | 'R' | 'u' | 'U' | 'f' | 'F')))
+        && (c == '_' || (c.is_ascii_alphabetic() && !matches!(c, 'b' | 'B' | 'r' | 'R' | 'u' | 'U' | 'f' | 'F')))
     {
         return Ok((start, name(line, start).expect("a word character")));
     }
     // Likewise ASCII punctuation other than `.`, `\\`, `#` and quotes, and
     // line ends, can only begin an operator or a newline (`Funny`).
     if let Some(&c) = line.get(start)
-        && ((c.is_ascii_punctuation() && !matches!(c, '.' | '\\' | '#' | '\'' | '"'))
-            || c == '\n'
-            || c == '\r')
+        && ((c.is_ascii_punctuation() && !matches!(c, '.' | '\\' | '#' | '\'' | '"')) || c == '\n' || c == '\r')
     {
         return funny(line, start).map(|end| (start, end)).ok_or(start);
     }
@@ -740,19 +708,13 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
     let (c0, c1, c2) = (line[i], at(line, i + 1), at(line, i + 2));
     let three = matches!(
         (c0, c1, c2),
-        ('*', Some('*'), Some('='))
-            | ('.', Some('.'), Some('.'))
-            | ('/', Some('/'), Some('='))
-            | ('<', Some('<'), Some('='))
-            | ('>', Some('>'), Some('='))
+        ('*', Some('*'), Some('=')) | ('.', Some('.'), Some('.')) | ('/', Some('/'), Some('=')) | ('<', Some('<'), Some('=')) | ('>', Some('>'), Some('='))
     );
     let two = || {
         matches!(
             (c0, c1),
-            (
-                '!' | '%' | '&' | '*' | '+' | '-' | '/' | ':' | '<' | '=' | '>' | '@' | '^' | '|',
-                Some('=')
-            ) | ('*', Some('*'))
+            ('!' | '%' | '&' | '*' | '+' | '-' | '/' | ':' | '<' | '=' | '>' | '@' | '^' | '|', Some('='))
+                | ('*', Some('*'))
                 | ('-', Some('>'))
                 | ('/', Some('/'))
                 | ('<', Some('<'))
@@ -762,28 +724,7 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
     let one = || {
         matches!(
             c0,
-            '%' | '&'
-                | '('
-                | ')'
-                | '*'
-                | '+'
-                | ','
-                | '-'
-                | '.'
-                | '/'
-                | ':'
-                | ';'
-                | '<'
-                | '='
-                | '>'
-                | '@'
-                | '['
-                | ']'
-                | '^'
-                | '{'
-                | '|'
-                | '}'
-                | '~'
+            '%' | '&' | '(' | ')' | '*' | '+' | ',' | '-' | '.' | '/' | ':' | ';' | '<' | '=' | '>' | '@' | '[' | ']' | '^' | '{' | '|' | '}' | '~'
         )
     };
     if three {

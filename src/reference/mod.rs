@@ -27,12 +27,7 @@ use summary::ModuleChanges;
 pub const DEFAULT_DIR: &str = ".agents_workspace/hf_reference";
 
 /// The extra kinds of file a multimodal model's reference includes.
-pub const MULTIMODAL_KINDS: [&str; 4] = [
-    "configuration",
-    "processing",
-    "image_processing",
-    "video_processing",
-];
+pub const MULTIMODAL_KINDS: [&str; 4] = ["configuration", "processing", "image_processing", "video_processing"];
 
 /// `patchgen reference` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -145,16 +140,10 @@ pub struct ReferenceError {
 
 impl ReferenceError {
     fn usage(message: impl Into<String>) -> Self {
-        ReferenceError {
-            message: message.into(),
-            usage: true,
-        }
+        ReferenceError { message: message.into(), usage: true }
     }
     fn failed(message: impl Into<String>) -> Self {
-        ReferenceError {
-            message: message.into(),
-            usage: false,
-        }
+        ReferenceError { message: message.into(), usage: false }
     }
     pub fn exit_code(&self) -> i32 {
         if self.usage { 2 } else { 1 }
@@ -194,42 +183,24 @@ fn members(
     if !files.contains(&modeling) {
         let models = wheel.subdirs(&format!("{package}/models"));
         let near = crate::suggest::nearest(model, models.iter().map(String::as_str), 5);
-        let version = wheel
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let version = wheel.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         return Err(ReferenceError::failed(format!(
             "{}: {version} has no model `{model}` ({dir}/{modeling} is not in it)\n  help: nearest model names: {}",
             wheel.path.display(),
-            if near.is_empty() {
-                "(none)".to_string()
-            } else {
-                near.join(", ")
-            }
+            if near.is_empty() { "(none)".to_string() } else { near.join(", ") }
         )));
     }
-    let kind_of =
-        |name: &str, kind: &str| name.starts_with(&format!("{kind}_")) && name.ends_with(".py");
-    let multimodal = files
-        .iter()
-        .any(|f| MULTIMODAL_KINDS[1..].iter().any(|k| kind_of(f, k)));
+    let kind_of = |name: &str, kind: &str| name.starts_with(&format!("{kind}_")) && name.ends_with(".py");
+    let multimodal = files.iter().any(|f| MULTIMODAL_KINDS[1..].iter().any(|k| kind_of(f, k)));
     let mut wanted: Vec<&str> = Vec::new();
     if multimodal {
         wanted.extend(MULTIMODAL_KINDS);
     }
-    wanted.extend(
-        also.iter()
-            .map(|s| s.trim().trim_end_matches('_'))
-            .filter(|s| !s.is_empty()),
-    );
+    wanted.extend(also.iter().map(|s| s.trim().trim_end_matches('_')).filter(|s| !s.is_empty()));
     let mut out = vec![format!("{dir}/{modeling}")];
     let mut warnings = Vec::new();
     for kind in wanted {
-        let found: Vec<&String> = files
-            .iter()
-            .filter(|f| kind_of(f, kind) && **f != modeling)
-            .collect();
+        let found: Vec<&String> = files.iter().filter(|f| kind_of(f, kind) && **f != modeling).collect();
         if found.is_empty() && also.iter().any(|a| a.trim().trim_end_matches('_') == kind) {
             warnings.push(format!("--also {kind}: {dir} has no {kind}_*.py"));
         }
@@ -263,11 +234,7 @@ fn fetch(
         let bytes = wheel.read_verified(&name)?;
         files.push((name, bytes));
     }
-    Ok(Fetched {
-        version: version.to_string(),
-        wheel: wheel_path,
-        files,
-    })
+    Ok(Fetched { version: version.to_string(), wheel: wheel_path, files })
 }
 
 fn file_name(member: &str) -> &str {
@@ -284,9 +251,8 @@ fn write_version(fetched: &Fetched, dir: &Path) -> Result<VersionFiles, Referenc
             Err(_) => "written",
         };
         if status != "unchanged" {
-            crate::atomic::write_bytes(&path, bytes).map_err(|e| {
-                ReferenceError::failed(format!("{}: cannot write: {e}", path.display()))
-            })?;
+            crate::atomic::write_bytes(&path, bytes)
+                .map_err(|e| ReferenceError::failed(format!("{}: cannot write: {e}", path.display())))?;
         }
         files.push(WrittenFile {
             member: member.clone(),
@@ -296,12 +262,7 @@ fn write_version(fetched: &Fetched, dir: &Path) -> Result<VersionFiles, Referenc
             status,
         });
     }
-    Ok(VersionFiles {
-        version: fetched.version.clone(),
-        wheel: fetched.wheel.clone(),
-        dir: dir.to_path_buf(),
-        files,
-    })
+    Ok(VersionFiles { version: fetched.version.clone(), wheel: fetched.wheel.clone(), dir: dir.to_path_buf(), files })
 }
 
 /// `str.splitlines(keepends=True)` restricted to `\n`, as `readlines()`
@@ -311,16 +272,8 @@ fn lines(text: &str) -> Vec<&str> {
 }
 
 /// The unified diff of every file both versions have, and the summary.
-fn diff_versions(
-    old: &Fetched,
-    new: &Fetched,
-) -> (String, Vec<FileDiff>, Vec<String>, Vec<String>) {
-    let name_set = |f: &Fetched| {
-        f.files
-            .iter()
-            .map(|(m, _)| file_name(m).to_string())
-            .collect::<Vec<_>>()
-    };
+fn diff_versions(old: &Fetched, new: &Fetched) -> (String, Vec<FileDiff>, Vec<String>, Vec<String>) {
+    let name_set = |f: &Fetched| f.files.iter().map(|(m, _)| file_name(m).to_string()).collect::<Vec<_>>();
     let (a_names, b_names) = (name_set(old), name_set(new));
     let mut text = String::new();
     let mut files = Vec::new();
@@ -329,10 +282,7 @@ fn diff_versions(
         let Some((_, b_bytes)) = new.files.iter().find(|(m, _)| file_name(m) == name) else {
             continue;
         };
-        let (a, b) = (
-            String::from_utf8_lossy(a_bytes),
-            String::from_utf8_lossy(b_bytes),
-        );
+        let (a, b) = (String::from_utf8_lossy(a_bytes), String::from_utf8_lossy(b_bytes));
         let (al, bl) = (lines(&a), lines(&b));
         let diff = crate::diff::unified_diff(
             &al,
@@ -341,11 +291,7 @@ fn diff_versions(
             &format!("v{}/{name}", new.version),
             3,
         );
-        let count = |p: char, skip: &str| {
-            diff.lines()
-                .filter(|l| l.starts_with(p) && !l.starts_with(skip))
-                .count()
-        };
+        let count = |p: char, skip: &str| diff.lines().filter(|l| l.starts_with(p) && !l.starts_with(skip)).count();
         let symbols = if name.ends_with(".py") {
             match (
                 crate::config::source::ParsedFile::parse(PathBuf::from(name), &a),
@@ -365,16 +311,8 @@ fn diff_versions(
         });
         text.push_str(&diff);
     }
-    let only_old = a_names
-        .iter()
-        .filter(|n| !b_names.contains(n))
-        .cloned()
-        .collect();
-    let only_new = b_names
-        .iter()
-        .filter(|n| !a_names.contains(n))
-        .cloned()
-        .collect();
+    let only_old = a_names.iter().filter(|n| !b_names.contains(n)).cloned().collect();
+    let only_new = b_names.iter().filter(|n| !a_names.contains(n)).cloned().collect();
     (text, files, only_old, only_new)
 }
 
@@ -403,16 +341,10 @@ fn ignored_warning(root: &Path, dir: &Path) -> Option<String> {
 pub fn run(opts: &Options) -> Result<Report, ReferenceError> {
     let args = &opts.args;
     let project = Project::find(&opts.cwd).ok();
-    let root = project
-        .as_ref()
-        .map(|p| p.root.clone())
-        .unwrap_or_else(|| opts.cwd.clone());
+    let root = project.as_ref().map(|p| p.root.clone()).unwrap_or_else(|| opts.cwd.clone());
     let resolved = model::resolve(&args.model, project.as_ref(), &opts.cwd, &args.package)?;
     let cache = WheelCache {
-        dir: opts
-            .cache_dir
-            .clone()
-            .unwrap_or_else(|| WheelCache::default_dir(&root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&root)),
         package: args.package.clone(),
         download: !args.no_download,
     };
@@ -434,46 +366,19 @@ pub fn run(opts: &Options) -> Result<Report, ReferenceError> {
         let a = fetch(&cache, old, &resolved.name, &args.also, &mut warnings)?;
         let b = fetch(&cache, new, &resolved.name, &args.also, &mut warnings)?;
         let (text, files, only_old, only_new) = diff_versions(&a, &b);
-        report
-            .versions
-            .push(write_version(&a, &base.join(format!("v{old}")))?);
-        report
-            .versions
-            .push(write_version(&b, &base.join(format!("v{new}")))?);
+        report.versions.push(write_version(&a, &base.join(format!("v{old}")))?);
+        report.versions.push(write_version(&b, &base.join(format!("v{new}")))?);
         let path = base.join(format!("v{old}_to_v{new}.diff"));
-        crate::atomic::write(&path, &text).map_err(|e| {
-            ReferenceError::failed(format!("{}: cannot write: {e}", path.display()))
-        })?;
-        report.diff = Some(DiffReport {
-            path,
-            files,
-            only_old,
-            only_new,
-        });
+        crate::atomic::write(&path, &text)
+            .map_err(|e| ReferenceError::failed(format!("{}: cannot write: {e}", path.display())))?;
+        report.diff = Some(DiffReport { path, files, only_old, only_new });
     } else {
         let pin = match &args.pin {
-            Some(v) => Pin {
-                version: v.clone(),
-                source: "--pin".into(),
-            },
-            None => find_pin(
-                project.as_ref(),
-                &opts.cwd,
-                resolved.model_dir.as_deref(),
-                &args.package,
-            )?,
+            Some(v) => Pin { version: v.clone(), source: "--pin".into() },
+            None => find_pin(project.as_ref(), &opts.cwd, resolved.model_dir.as_deref(), &args.package)?,
         };
-        let fetched = fetch(
-            &cache,
-            &pin.version,
-            &resolved.name,
-            &args.also,
-            &mut warnings,
-        )?;
-        report.versions.push(write_version(
-            &fetched,
-            &base.join(format!("v{}", pin.version)),
-        )?);
+        let fetched = fetch(&cache, &pin.version, &resolved.name, &args.also, &mut warnings)?;
+        report.versions.push(write_version(&fetched, &base.join(format!("v{}", pin.version)))?);
         report.pin = Some(pin);
     }
     warnings.extend(ignored_warning(&root, &base));
@@ -490,8 +395,7 @@ fn find_pin(
     package: &str,
 ) -> Result<Pin, ReferenceError> {
     if let Some(p) = project
-        && let Some(pin) =
-            pin::project_pin(&p.pyproject, &p.settings.search_root, model_dir, package)
+        && let Some(pin) = pin::project_pin(&p.pyproject, &p.settings.search_root, model_dir, package)
     {
         return Ok(pin);
     }
@@ -502,10 +406,7 @@ fn find_pin(
     if let Ok(init) = search.find_module(&format!("{package}.__init__"))
         && let Some(version) = crate::upstream::parse_version(&init.text)
     {
-        return Ok(Pin {
-            version,
-            source: format!("{} (the package found)", init.origin.display()),
-        });
+        return Ok(Pin { version, source: format!("{} (the package found)", init.origin.display()) });
     }
     Err(ReferenceError::usage(format!(
         "no pinned {package} version: no `{package}==X` in pyproject.toml, no `Based on: {package}==X` in a generated file, and no {package} package on the search path\n  help: pass --pin X"
@@ -523,49 +424,20 @@ pub fn render_text(report: &Report) -> String {
         let _ = writeln!(out, "pin {} (from {})", pin.version, pin.source);
     }
     for v in &report.versions {
-        let _ = writeln!(
-            out,
-            "{} {} from {} (RECORD verified):",
-            report.model,
-            v.version,
-            v.wheel.display()
-        );
+        let _ = writeln!(out, "{} {} from {} (RECORD verified):", report.model, v.version, v.wheel.display());
         for f in &v.files {
-            let _ = writeln!(
-                out,
-                "  {:<9} {} ({} bytes)",
-                f.status,
-                f.path.display(),
-                f.bytes
-            );
+            let _ = writeln!(out, "  {:<9} {} ({} bytes)", f.status, f.path.display(), f.bytes);
         }
     }
     if let Some(d) = &report.diff {
         let _ = writeln!(out, "diff {}", d.path.display());
         for f in &d.files {
-            let _ = writeln!(
-                out,
-                "  {}: +{} -{} lines",
-                f.name, f.lines_added, f.lines_removed
-            );
+            let _ = writeln!(out, "  {}: +{} -{} lines", f.name, f.lines_added, f.lines_removed);
             if let Some(s) = &f.symbols {
-                for (what, c) in [
-                    ("classes", &s.classes),
-                    ("functions", &s.functions),
-                    ("methods", &s.methods),
-                ] {
-                    for (verb, names) in [
-                        ("changed", &c.changed),
-                        ("added", &c.added),
-                        ("removed", &c.removed),
-                    ] {
+                for (what, c) in [("classes", &s.classes), ("functions", &s.functions), ("methods", &s.methods)] {
+                    for (verb, names) in [("changed", &c.changed), ("added", &c.added), ("removed", &c.removed)] {
                         if !names.is_empty() {
-                            let _ = writeln!(
-                                out,
-                                "    {what} {verb} ({}): {}",
-                                names.len(),
-                                names.join(", ")
-                            );
+                            let _ = writeln!(out, "    {what} {verb} ({}): {}", names.len(), names.join(", "));
                         }
                     }
                 }
@@ -601,8 +473,7 @@ pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
         #[arg(long, value_enum, default_value = "text")]
         format: crate::cli::Format,
     }
-    let argv =
-        std::iter::once(std::ffi::OsString::from("patchgen reference")).chain(argv.iter().cloned());
+    let argv = std::iter::once(std::ffi::OsString::from("patchgen reference")).chain(argv.iter().cloned());
     let cli = match <Cli as clap::Parser>::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -618,19 +489,12 @@ pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
             return 2;
         }
     };
-    match run(&Options {
-        args: cli.args,
-        cwd,
-        cache_dir: None,
-    }) {
+    match run(&Options { args: cli.args, cwd, cache_dir: None }) {
         Ok(report) => {
             match cli.format {
                 crate::cli::Format::Text => print!("{}", render_text(&report)),
                 crate::cli::Format::Json => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&report).unwrap_or_default()
-                    )
+                    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())
                 }
             }
             0

@@ -20,9 +20,7 @@ pub struct Resolved {
 
 /// `transformers.models.<m>.modeling_<m>` → `<m>`.
 pub fn hf_name_of(source_module: &str, package: &str) -> Option<String> {
-    let rest = source_module
-        .strip_prefix(package)?
-        .strip_prefix(".models.")?;
+    let rest = source_module.strip_prefix(package)?.strip_prefix(".models.")?;
     let (name, module) = rest.split_once('.')?;
     (module.starts_with("modeling_") || module.starts_with("modular_")).then(|| name.to_string())
 }
@@ -40,11 +38,7 @@ fn from_source_module(
     model_dir: Option<PathBuf>,
 ) -> Result<Resolved, ReferenceError> {
     match hf_name_of(source, package) {
-        Some(name) => Ok(Resolved {
-            name,
-            how,
-            model_dir,
-        }),
+        Some(name) => Ok(Resolved { name, how, model_dir }),
         None => Err(ReferenceError::usage(format!(
             "{how}: source_module `{source}` is not a `{package}.models.<m>.modeling_<m>` module\n  help: pass the HF module name instead"
         ))),
@@ -53,33 +47,15 @@ fn from_source_module(
 
 /// The config modules directly in a model directory, sorted (GPU first).
 pub fn configs_in(project: &Project, dir: &Path) -> Vec<String> {
-    let mut found: Vec<crate::project::ConfigFile> = project
-        .discover()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|c| c.path.parent() == Some(dir))
-        .collect();
-    found.sort_by_key(|c| {
-        (
-            !c.module.ends_with("_gpu_patch_gen_config"),
-            c.module.clone(),
-        )
-    });
+    let mut found: Vec<crate::project::ConfigFile> =
+        project.discover().unwrap_or_default().into_iter().filter(|c| c.path.parent() == Some(dir)).collect();
+    found.sort_by_key(|c| (!c.module.ends_with("_gpu_patch_gen_config"), c.module.clone()));
     found.into_iter().map(|c| c.module).collect()
 }
 
-pub fn resolve(
-    arg: &str,
-    project: Option<&Project>,
-    cwd: &Path,
-    package: &str,
-) -> Result<Resolved, ReferenceError> {
+pub fn resolve(arg: &str, project: Option<&Project>, cwd: &Path, package: &str) -> Result<Resolved, ReferenceError> {
     let Some(project) = project else {
-        return Ok(Resolved {
-            name: arg.to_string(),
-            how: "module name".into(),
-            model_dir: None,
-        });
+        return Ok(Resolved { name: arg.to_string(), how: "module name".into(), model_dir: None });
     };
     let ctx = || Context::new(project.clone(), cwd, None);
     if arg.contains('.') {
@@ -104,19 +80,10 @@ pub fn resolve(
         let configs = configs_in(project, &crate::project::resolve(&dir));
         if let Some(first) = configs.first() {
             let source = source_module_of(&ctx(), first)?;
-            return from_source_module(
-                &source,
-                package,
-                format!("model directory {arg}, {first}"),
-                Some(dir),
-            );
+            return from_source_module(&source, package, format!("model directory {arg}, {first}"), Some(dir));
         }
     }
-    Ok(Resolved {
-        name: arg.to_string(),
-        how: "module name".into(),
-        model_dir: dir.is_dir().then_some(dir),
-    })
+    Ok(Resolved { name: arg.to_string(), how: "module name".into(), model_dir: dir.is_dir().then_some(dir) })
 }
 
 #[cfg(test)]
@@ -126,11 +93,7 @@ mod tests {
     #[test]
     fn hf_names() {
         assert_eq!(
-            hf_name_of(
-                "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-                "transformers"
-            )
-            .as_deref(),
+            hf_name_of("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "transformers").as_deref(),
             Some("qwen2_5_vl")
         );
         assert_eq!(hf_name_of("toylib.modeling_toy", "transformers"), None);

@@ -48,10 +48,7 @@ fn keep_last<T>(items: &mut Vec<(String, T)>, name: String, value: T) {
 
 fn symbols(file: &ParsedFile) -> Symbols<'_> {
     let text = file.text.as_str();
-    let mut out = Symbols {
-        classes: Vec::new(),
-        functions: Vec::new(),
-    };
+    let mut out = Symbols { classes: Vec::new(), functions: Vec::new() };
     for stmt in file.body() {
         match stmt {
             Stmt::ClassDef(c) => {
@@ -62,12 +59,9 @@ fn symbols(file: &ParsedFile) -> Symbols<'_> {
                     }
                 }
                 out.classes.retain(|(n, _, _)| n != c.name.id.as_str());
-                out.classes
-                    .push((c.name.id.to_string(), &text[c.range()], methods));
+                out.classes.push((c.name.id.to_string(), &text[c.range()], methods));
             }
-            Stmt::FunctionDef(f) => {
-                keep_last(&mut out.functions, f.name.id.to_string(), &text[f.range()])
-            }
+            Stmt::FunctionDef(f) => keep_last(&mut out.functions, f.name.id.to_string(), &text[f.range()]),
             _ => {}
         }
     }
@@ -101,12 +95,7 @@ pub fn module_changes(old: &ParsedFile, new: &ParsedFile) -> ModuleChanges {
     compare(&a.functions, &b.functions, &mut out.functions, "");
     for (name, _, new_methods) in &b.classes {
         if let Some((_, _, old_methods)) = a.classes.iter().find(|(n, _, _)| n == name) {
-            compare(
-                old_methods,
-                new_methods,
-                &mut out.methods,
-                &format!("{name}."),
-            );
+            compare(old_methods, new_methods, &mut out.methods, &format!("{name}."));
         }
     }
     out
@@ -131,27 +120,12 @@ mod tests {
         let c = module_changes(&old, &new);
         assert_eq!(
             c.classes,
-            Changes {
-                added: vec!["C".into()],
-                removed: vec!["B".into()],
-                changed: vec!["A".into()]
-            }
+            Changes { added: vec!["C".into()], removed: vec!["B".into()], changed: vec!["A".into()] }
         );
-        assert_eq!(
-            c.functions,
-            Changes {
-                added: vec![],
-                removed: vec![],
-                changed: vec!["k".into()]
-            }
-        );
+        assert_eq!(c.functions, Changes { added: vec![], removed: vec![], changed: vec!["k".into()] });
         assert_eq!(
             c.methods,
-            Changes {
-                added: vec!["A.n".into()],
-                removed: vec!["A.g".into()],
-                changed: vec!["A.f".into()]
-            }
+            Changes { added: vec!["A.n".into()], removed: vec!["A.g".into()], changed: vec!["A.f".into()] }
         );
     }
 }

@@ -35,11 +35,7 @@ pub struct ConfigClass {
 impl ConfigClass {
     /// A default by name (fields first, then setdefaults, then pops).
     pub fn get(&self, name: &str) -> Option<&Field> {
-        self.fields
-            .iter()
-            .chain(self.setdefaults.iter())
-            .chain(self.pops.iter())
-            .find(|f| f.name == name)
+        self.fields.iter().chain(self.setdefaults.iter()).chain(self.pops.iter()).find(|f| f.name == name)
     }
 }
 
@@ -64,13 +60,7 @@ pub fn literal(expr: &Expr) -> Option<Value> {
         Expr::Dict(d) => {
             let mut map = serde_json::Map::new();
             for item in &d.items {
-                let key = item
-                    .key
-                    .as_ref()?
-                    .as_string_literal_expr()?
-                    .value
-                    .to_str()
-                    .to_string();
+                let key = item.key.as_ref()?.as_string_literal_expr()?.value.to_str().to_string();
                 map.insert(key, literal(&item.value)?);
             }
             Value::Object(map)
@@ -109,11 +99,7 @@ fn kwargs_calls(stmts: &[Stmt], method: &str, file: &ParsedFile, out: &mut Vec<F
             {
                 let name = key.value.to_str().to_string();
                 if !self.out.iter().any(|f| f.name == name) {
-                    self.out.push(Field {
-                        name,
-                        value,
-                        line: self.file.line_of(call.start()),
-                    });
+                    self.out.push(Field { name, value, line: self.file.line_of(call.start()) });
                 }
             }
             visitor::walk_expr(self, expr);
@@ -132,10 +118,7 @@ impl ConfigurationModule {
         let mut classes = Vec::new();
         for stmt in file.body() {
             let Stmt::ClassDef(c) = stmt else { continue };
-            let mut class = ConfigClass {
-                name: c.name.id.to_string(),
-                ..Default::default()
-            };
+            let mut class = ConfigClass { name: c.name.id.to_string(), ..Default::default() };
             for s in &c.body {
                 match s {
                     Stmt::AnnAssign(a) => {
@@ -143,11 +126,7 @@ impl ConfigurationModule {
                             continue;
                         };
                         if let Some(value) = literal(v) {
-                            class.fields.push(Field {
-                                name: n.id.to_string(),
-                                value,
-                                line: file.line_of(s.start()),
-                            });
+                            class.fields.push(Field { name: n.id.to_string(), value, line: file.line_of(s.start()) });
                         }
                     }
                     Stmt::Assign(a) => {
@@ -156,19 +135,13 @@ impl ConfigurationModule {
                         };
                         match n.id.as_str() {
                             "model_type" => {
-                                class.model_type = a
-                                    .value
-                                    .as_string_literal_expr()
-                                    .map(|s| s.value.to_str().to_string())
+                                class.model_type =
+                                    a.value.as_string_literal_expr().map(|s| s.value.to_str().to_string())
                             }
                             "sub_configs" => {
                                 if let Expr::Dict(d) = &*a.value {
                                     for item in &d.items {
-                                        let Some(k) = item
-                                            .key
-                                            .as_ref()
-                                            .and_then(|k| k.as_string_literal_expr())
-                                        else {
+                                        let Some(k) = item.key.as_ref().and_then(|k| k.as_string_literal_expr()) else {
                                             continue;
                                         };
                                         let class_name = match &item.value {
@@ -176,9 +149,7 @@ impl ConfigurationModule {
                                             Expr::Attribute(a) => a.attr.id.to_string(),
                                             _ => continue,
                                         };
-                                        class
-                                            .sub_configs
-                                            .push((k.value.to_str().to_string(), class_name));
+                                        class.sub_configs.push((k.value.to_str().to_string(), class_name));
                                     }
                                 }
                             }
@@ -186,11 +157,7 @@ impl ConfigurationModule {
                         }
                     }
                     Stmt::FunctionDef(f) if f.name.id.as_str() == "__init__" => {
-                        let params = f
-                            .parameters
-                            .args
-                            .iter()
-                            .chain(f.parameters.kwonlyargs.iter());
+                        let params = f.parameters.args.iter().chain(f.parameters.kwonlyargs.iter());
                         for p in params {
                             let Some(d) = p.default.as_deref() else {
                                 continue;
@@ -199,11 +166,7 @@ impl ConfigurationModule {
                             if let Some(value) = literal(d)
                                 && !class.fields.iter().any(|x| x.name == name)
                             {
-                                class.fields.push(Field {
-                                    name,
-                                    value,
-                                    line: file.line_of(p.start()),
-                                });
+                                class.fields.push(Field { name, value, line: file.line_of(p.start()) });
                             }
                         }
                     }
@@ -225,11 +188,7 @@ impl ConfigurationModule {
     /// whose `model_type` is the module's name.
     pub fn main(&self, prefix: &str, hf_name: &str) -> Option<&ConfigClass> {
         self.class(&format!("{prefix}Config"))
-            .or_else(|| {
-                self.classes
-                    .iter()
-                    .find(|c| c.model_type.as_deref() == Some(hf_name))
-            })
+            .or_else(|| self.classes.iter().find(|c| c.model_type.as_deref() == Some(hf_name)))
             .or_else(|| self.classes.iter().rev().find(|c| c.model_type.is_some()))
     }
 
@@ -252,10 +211,7 @@ impl ConfigurationModule {
                     ));
                 }
             }
-            if let Some(f) = c
-                .get("mrope_interleaved")
-                .filter(|f| f.value == Value::Bool(true))
-            {
+            if let Some(f) = c.get("mrope_interleaved").filter(|f| f.value == Value::Bool(true)) {
                 return Some(format!(
                     "{}.mrope_interleaved defaults to True ({}:{})",
                     c.name,
@@ -282,21 +238,11 @@ mod tests {
         assert_eq!(t.get("rms_norm_eps").unwrap().value.as_f64(), Some(1e-6));
         assert_eq!(t.get("rope").unwrap().value, Value::Null);
         assert_eq!(t.get("partial_rotary_factor").unwrap().line, 7);
-        assert_eq!(
-            t.get("full_attention_interval").unwrap().value,
-            Value::from(4)
-        );
+        assert_eq!(t.get("full_attention_interval").unwrap().value, Value::from(4));
         let o = m.class("OldConfig").unwrap();
-        assert_eq!(
-            o.sub_configs,
-            [("text_config".to_string(), "TextConfig".to_string())]
-        );
+        assert_eq!(o.sub_configs, [("text_config".to_string(), "TextConfig".to_string())]);
         assert_eq!(o.get("layers").unwrap().value, serde_json::json!([1, -2]));
-        assert!(
-            m.partial_rotary()
-                .unwrap()
-                .contains("partial_rotary_factor defaults to 0.25")
-        );
+        assert!(m.partial_rotary().unwrap().contains("partial_rotary_factor defaults to 0.25"));
         assert_eq!(m.main("Old", "old").unwrap().name, "OldConfig");
     }
 }

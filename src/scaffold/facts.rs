@@ -81,11 +81,7 @@ pub fn dunder_all(file: &ParsedFile) -> Vec<String> {
     let mut out = Vec::new();
     for stmt in file.body() {
         let Stmt::Assign(a) = stmt else { continue };
-        if !a
-            .targets
-            .iter()
-            .any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "__all__"))
-        {
+        if !a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "__all__")) {
             continue;
         }
         let elts = match &*a.value {
@@ -93,13 +89,7 @@ pub fn dunder_all(file: &ParsedFile) -> Vec<String> {
             Expr::Tuple(t) => &t.elts,
             _ => continue,
         };
-        out = elts
-            .iter()
-            .filter_map(|e| {
-                e.as_string_literal_expr()
-                    .map(|s| s.value.to_str().to_string())
-            })
-            .collect();
+        out = elts.iter().filter_map(|e| e.as_string_literal_expr().map(|s| s.value.to_str().to_string())).collect();
     }
     out
 }
@@ -111,10 +101,7 @@ impl ModelFacts {
         let file = match version.module(&module) {
             Ok(f) => f,
             Err(modules::ModuleError::NotFound) => {
-                return Err(format!(
-                    "upstream module `{module}` not found in {}",
-                    version.upstream.location.display()
-                ));
+                return Err(format!("upstream module `{module}` not found in {}", version.upstream.location.display()));
             }
             Err(modules::ModuleError::Broken(m)) => return Err(m),
         };
@@ -136,20 +123,9 @@ impl ModelFacts {
             .min_by_key(|p| p.len())
             .map(str::to_string)
             .ok_or_else(|| {
-                format!(
-                    "{}: no `<Prefix>PreTrainedModel` class: not a model module",
-                    file.path.display()
-                )
+                format!("{}: no `<Prefix>PreTrainedModel` class: not a model module", file.path.display())
             })?;
-        Ok(ModelFacts {
-            hf_name: hf_name.to_string(),
-            module,
-            file,
-            prefix,
-            all,
-            classes,
-            functions,
-        })
+        Ok(ModelFacts { hf_name: hf_name.to_string(), module, file, prefix, all, classes, functions })
     }
 
     pub fn has_class(&self, name: &str) -> bool {
@@ -162,28 +138,16 @@ impl ModelFacts {
 
     /// Class names with the model prefix removed.
     fn stems(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.classes.iter().map(|c| {
-            (
-                c.as_str(),
-                c.strip_prefix(self.prefix.as_str()).unwrap_or(c),
-            )
-        })
+        self.classes.iter().map(|c| (c.as_str(), c.strip_prefix(self.prefix.as_str()).unwrap_or(c)))
     }
 
     /// The category and the evidence for it.
     pub fn category(&self) -> (Category, Vec<String>) {
         let pick = |f: &dyn Fn(&str) -> bool| -> Vec<String> {
-            self.stems()
-                .filter(|(_, s)| f(s))
-                .map(|(c, _)| c.to_string())
-                .collect()
+            self.stems().filter(|(_, s)| f(s)).map(|(c, _)| c.to_string()).collect()
         };
-        let vision = pick(&|s| {
-            s.contains("Vision")
-                || s.contains("Visual")
-                || s.contains("Image")
-                || s.contains("MultiModal")
-        });
+        let vision =
+            pick(&|s| s.contains("Vision") || s.contains("Visual") || s.contains("Image") || s.contains("MultiModal"));
         let audio = pick(&|s| s.contains("Audio"));
         let experts = pick(&|s| {
             s.ends_with("Experts")
@@ -193,21 +157,13 @@ impl ModelFacts {
                 || s.contains("MoeBlock")
         });
         let omni = pick(&|s| s.contains("Thinker") || s.contains("Talker"));
-        let cond_gen: Vec<String> = self
-            .all
-            .iter()
-            .filter(|c| c.ends_with("ForConditionalGeneration"))
-            .cloned()
-            .collect();
+        let cond_gen: Vec<String> =
+            self.all.iter().filter(|c| c.ends_with("ForConditionalGeneration")).cloned().collect();
         let mut evidence = Vec::new();
         let mut note = |what: &str, names: &[String]| {
             if !names.is_empty() {
                 let shown: Vec<&str> = names.iter().take(4).map(String::as_str).collect();
-                let more = if names.len() > 4 {
-                    format!(" (+{})", names.len() - 4)
-                } else {
-                    String::new()
-                };
+                let more = if names.len() > 4 { format!(" (+{})", names.len() - 4) } else { String::new() };
                 evidence.push(format!("{what}: {}{more}", shown.join(", ")));
             }
         };
@@ -235,15 +191,8 @@ impl ModelFacts {
 
     /// A method of a class of this module, found along its bases (the
     /// function and the class that defines it).
-    pub fn method(
-        &self,
-        version: &Version,
-        class: &str,
-        method: &str,
-    ) -> Option<(String, FunctionInfo)> {
-        let c = version
-            .class(&self.module, class)
-            .filter(|c| c.module == self.module)?;
+    pub fn method(&self, version: &Version, class: &str, method: &str) -> Option<(String, FunctionInfo)> {
+        let c = version.class(&self.module, class).filter(|c| c.module == self.module)?;
         let lineage = version.lineage(&c);
         let (owner, f) = lineage.method(method)?;
         Some((owner.name().to_string(), FunctionInfo::of(f, &owner.file)))
@@ -251,31 +200,19 @@ impl ModelFacts {
 
     /// The signature of what a patch target names: a function, a method, or
     /// a class's `__init__`.
-    pub fn target_signature(
-        &self,
-        version: &Version,
-        target: &str,
-        is_class: bool,
-    ) -> Option<Signature> {
+    pub fn target_signature(&self, version: &Version, target: &str, is_class: bool) -> Option<Signature> {
         if is_class {
-            return self
-                .method(version, target, "__init__")
-                .map(|(_, f)| f.signature);
+            return self.method(version, target, "__init__").map(|(_, f)| f.signature);
         }
         match target.split_once('.') {
-            Some((class, method)) => self
-                .method(version, class, method)
-                .map(|(_, f)| f.signature),
-            None => modules::function(&self.file, target)
-                .map(|f| FunctionInfo::of(f, &self.file).signature),
+            Some((class, method)) => self.method(version, class, method).map(|(_, f)| f.signature),
+            None => modules::function(&self.file, target).map(|f| FunctionInfo::of(f, &self.file).signature),
         }
     }
 
     /// The source text of a class's own method (for the norm check).
     pub fn method_text(&self, version: &Version, class: &str, method: &str) -> Option<String> {
-        let c = version
-            .class(&self.module, class)
-            .filter(|c| c.module == self.module)?;
+        let c = version.class(&self.module, class).filter(|c| c.module == self.module)?;
         let lineage = version.lineage(&c);
         let (owner, f) = lineage.method(method)?;
         Some(owner.file.text[f.range()].to_string())
@@ -284,9 +221,7 @@ impl ModelFacts {
     /// `1 + weight` RMSNorm (Gemma, Qwen3-Next): the forward scales by
     /// `1 + self.weight` (or `1.0 + …`, `self.weight + 1`).
     pub fn norm_is_one_plus_weight(&self, version: &Version, class: &str) -> Option<usize> {
-        let c = version
-            .class(&self.module, class)
-            .filter(|c| c.module == self.module)?;
+        let c = version.class(&self.module, class).filter(|c| c.module == self.module)?;
         let lineage = version.lineage(&c);
         let (owner, f) = lineage.method("forward")?;
         let text = &owner.file.text[f.range()];

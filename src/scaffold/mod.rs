@@ -58,12 +58,7 @@ pub struct NewArgs {
     #[arg(long, value_name = "MODEL")]
     pub like: Option<String>,
     /// Backends to write configs for.
-    #[arg(
-        long,
-        value_name = "gpu|npu|gpu,npu",
-        value_delimiter = ',',
-        default_value = "gpu"
-    )]
+    #[arg(long, value_name = "gpu|npu|gpu,npu", value_delimiter = ',', default_value = "gpu")]
     pub backend: Vec<String>,
     /// The model category (default: detected from the upstream module).
     #[arg(long, value_enum, default_value = "auto")]
@@ -141,16 +136,10 @@ pub struct NewError {
 
 impl NewError {
     fn usage(m: impl Into<String>) -> Self {
-        NewError {
-            message: m.into(),
-            usage: true,
-        }
+        NewError { message: m.into(), usage: true }
     }
     fn failed(m: impl Into<String>) -> Self {
-        NewError {
-            message: m.into(),
-            usage: false,
-        }
+        NewError { message: m.into(), usage: false }
     }
     pub fn exit_code(&self) -> i32 {
         if self.usage { 2 } else { 1 }
@@ -193,22 +182,10 @@ fn project_configs(project: &Project, package: &str) -> Vec<ProjectConfig> {
         let Some(hf_name) = crate::reference::model::hf_name_of(&rest[1..1 + end], package) else {
             continue;
         };
-        let file = c
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let backend = file
-            .strip_suffix("_patch_gen_config.py")
-            .and_then(|s| s.rsplit('_').next())
-            .unwrap_or("gpu")
-            .to_string();
-        out.push(ProjectConfig {
-            module: c.module,
-            path: c.path,
-            backend,
-            hf_name,
-        });
+        let file = c.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let backend =
+            file.strip_suffix("_patch_gen_config.py").and_then(|s| s.rsplit('_').next()).unwrap_or("gpu").to_string();
+        out.push(ProjectConfig { module: c.module, path: c.path, backend, hf_name });
     }
     out
 }
@@ -216,11 +193,7 @@ fn project_configs(project: &Project, package: &str) -> Vec<ProjectConfig> {
 /// The leading `#` comment block of a file (its licence header).
 fn licence(text: &str) -> String {
     let lines: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).collect();
-    if lines.is_empty() {
-        String::new()
-    } else {
-        lines.join("\n") + "\n"
-    }
+    if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" }
 }
 
 /// `from X import PatchConfig` as the template writes it.
@@ -228,9 +201,7 @@ fn patch_config_import(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix("from ")?;
         let (module, names) = rest.split_once(" import ")?;
-        names
-            .contains("PatchConfig")
-            .then(|| format!("from {} import PatchConfig", module.trim()))
+        names.contains("PatchConfig").then(|| format!("from {} import PatchConfig", module.trim()))
     })
 }
 
@@ -245,12 +216,7 @@ fn top_level_imports(text: &str) -> Vec<String> {
         .syntax()
         .body
         .iter()
-        .filter(|s| {
-            matches!(
-                s,
-                ruff_python_ast::Stmt::Import(_) | ruff_python_ast::Stmt::ImportFrom(_)
-            )
-        })
+        .filter(|s| matches!(s, ruff_python_ast::Stmt::Import(_) | ruff_python_ast::Stmt::ImportFrom(_)))
         .map(|s| text[s.range()].to_string())
         .filter(|s| !s.contains("PatchConfig"))
         .collect()
@@ -260,23 +226,15 @@ fn top_level_imports(text: &str) -> Vec<String> {
 fn init_import_line(dirs: &[PathBuf], name: &str) -> Option<String> {
     dirs.iter().find_map(|d| {
         let text = std::fs::read_to_string(d.join("__init__.py")).ok()?;
-        text.lines()
-            .find(|l| l.starts_with("from ") && l.ends_with(&format!("import {name}")))
-            .map(str::to_string)
+        text.lines().find(|l| l.starts_with("from ") && l.ends_with(&format!("import {name}"))).map(str::to_string)
     })
 }
 
 /// The line importing `OpSlot` and the line declaring the `rms_norm` slot
 /// in a plan's post-import blocks, stripped.
 fn opslot_lines(blocks: &[String]) -> Option<(String, String)> {
-    let line = |pat: &str| {
-        blocks
-            .iter()
-            .flat_map(|b| b.lines())
-            .map(str::trim)
-            .find(|l| l.contains(pat))
-            .map(str::to_string)
-    };
+    let line =
+        |pat: &str| blocks.iter().flat_map(|b| b.lines()).map(str::trim).find(|l| l.contains(pat)).map(str::to_string);
     Some((line("import OpSlot")?, line("OpSlot(\"rms_norm\"")?))
 }
 
@@ -291,11 +249,7 @@ fn rms_norm_variant(blocks: &[String]) -> Option<String> {
 
 fn version_of(ctx: &Context, project: &Project, cwd: &Path) -> Version {
     let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
-    let location = search
-        .entries
-        .first()
-        .map(|e| e.path().to_path_buf())
-        .unwrap_or_default();
+    let location = search.entries.first().map(|e| e.path().to_path_buf()).unwrap_or_default();
     Version::new(Upstream {
         arg: "search path".into(),
         version: ctx.transformers_version().to_string(),
@@ -313,11 +267,7 @@ fn default_architecture(facts: &ModelFacts, classes: &[String]) -> String {
             return c;
         }
     }
-    classes
-        .iter()
-        .find(|c| c.contains("For"))
-        .cloned()
-        .unwrap_or_else(|| format!("{p}Model"))
+    classes.iter().find(|c| c.contains("For")).cloned().unwrap_or_else(|| format!("{p}Model"))
 }
 
 /// Run `new`.
@@ -347,28 +297,11 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         CategoryArg::OmniMoe => Category::OmniMoe,
     };
     if args.category != CategoryArg::Auto {
-        evidence.insert(
-            0,
-            format!(
-                "--category {} (detected: {})",
-                category.as_str(),
-                detected.as_str()
-            ),
-        );
+        evidence.insert(0, format!("--category {} (detected: {})", category.as_str(), detected.as_str()));
     }
-    let backends: Vec<String> = args
-        .backend
-        .iter()
-        .map(|b| b.trim().to_string())
-        .filter(|b| !b.is_empty())
-        .collect();
-    if let Some(b) = backends
-        .iter()
-        .find(|b| !matches!(b.as_str(), "gpu" | "npu"))
-    {
-        return Err(NewError::usage(format!(
-            "--backend {b}: expected gpu, npu or gpu,npu"
-        )));
+    let backends: Vec<String> = args.backend.iter().map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+    if let Some(b) = backends.iter().find(|b| !matches!(b.as_str(), "gpu" | "npu")) {
+        return Err(NewError::usage(format!("--backend {b}: expected gpu, npu or gpu,npu")));
     }
     let configs = project_configs(&project, &args.package);
     if let Some(c) = configs.iter().find(|c| c.hf_name == m) {
@@ -383,10 +316,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     // Template: --like, else the category's reference model the project has.
     let by_name = |name: &str| -> Option<String> {
         let dir = project.settings.search_root.join(name);
-        configs
-            .iter()
-            .find(|c| c.hf_name == name || c.path.parent() == Some(dir.as_path()))
-            .map(|c| c.hf_name.clone())
+        configs.iter().find(|c| c.hf_name == name || c.path.parent() == Some(dir.as_path())).map(|c| c.hf_name.clone())
     };
     let (template, template_reason) = match &args.like {
         Some(like) => match by_name(like) {
@@ -401,10 +331,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             }
         },
         None => match category.templates().iter().find_map(|t| by_name(t)) {
-            Some(t) => (
-                Some(t.clone()),
-                format!("the protocol's reference model for {}", category.as_str()),
-            ),
+            Some(t) => (Some(t.clone()), format!("the protocol's reference model for {}", category.as_str())),
             None => (
                 None,
                 format!(
@@ -419,40 +346,22 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         Some(t) => Some(ModelFacts::read(&version, &args.package, t).map_err(NewError::failed)?),
         None => None,
     };
-    let rel = |p: &Path| {
-        p.strip_prefix(&project.root)
-            .unwrap_or(p)
-            .display()
-            .to_string()
-    };
+    let rel = |p: &Path| p.strip_prefix(&project.root).unwrap_or(p).display().to_string();
     let partial_rotary = configuration.as_ref().and_then(|c| c.partial_rotary());
     let donor = || -> Option<NormDonor> {
-        for c in configs
-            .iter()
-            .filter(|c| c.backend == "gpu" && Some(&c.hf_name) != template.as_ref())
-        {
+        for c in configs.iter().filter(|c| c.backend == "gpu" && Some(&c.hf_name) != template.as_ref()) {
             let Ok(f) = ModelFacts::read(&version, &args.package, &c.hf_name) else {
                 continue;
             };
-            let norms = [
-                format!("{}RMSNorm", f.prefix),
-                format!("{}TextRMSNorm", f.prefix),
-            ];
-            let Some(norm) = norms
-                .iter()
-                .find(|n| f.norm_is_one_plus_weight(&version, n).is_some())
-            else {
+            let norms = [format!("{}RMSNorm", f.prefix), format!("{}TextRMSNorm", f.prefix)];
+            let Some(norm) = norms.iter().find(|n| f.norm_is_one_plus_weight(&version, n).is_some()) else {
                 continue;
             };
             let Ok((plan, _, _)) = ctx.evaluate(&c.module, "config") else {
                 continue;
             };
             let target = format!("{norm}.forward");
-            if let Some(p) = plan
-                .patches
-                .iter()
-                .find(|p| p.target == target && p.replacement.is_some())
-            {
+            if let Some(p) = plan.patches.iter().find(|p| p.target == target && p.replacement.is_some()) {
                 return Some(NormDonor {
                     config_module: c.module.clone(),
                     prefix: f.prefix.clone(),
@@ -467,32 +376,19 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let mut warnings = Vec::new();
     let mut files: Vec<PlannedFile> = Vec::new();
     let mut plans = Vec::new();
-    let any_config_text = configs
-        .first()
-        .and_then(|c| std::fs::read_to_string(&c.path).ok())
-        .unwrap_or_default();
+    let any_config_text = configs.first().and_then(|c| std::fs::read_to_string(&c.path).ok()).unwrap_or_default();
     for backend in &backends {
-        let module = format!(
-            "{}.{m}.{m}_{backend}_patch_gen_config",
-            project.settings.package_prefix
-        );
+        let module = format!("{}.{m}.{m}_{backend}_patch_gen_config", project.settings.package_prefix);
         let path = model_dir.join(format!("{m}_{backend}_patch_gen_config.py"));
-        let template_config = template.as_ref().and_then(|t| {
-            configs
-                .iter()
-                .find(|c| &c.hf_name == t && &c.backend == backend)
-        });
+        let template_config =
+            template.as_ref().and_then(|t| configs.iter().find(|c| &c.hf_name == t && &c.backend == backend));
         if template.is_some() && template_config.is_none() {
-            warnings.push(format!(
-                "the template has no {backend} config: {backend} not written"
-            ));
+            warnings.push(format!("the template has no {backend} config: {backend} not written"));
             continue;
         }
         let (retargeted, template_text) = match (template_config, &template_facts) {
             (Some(tc), Some(tf)) => {
-                let (plan, _, _) = ctx
-                    .evaluate(&tc.module, "config")
-                    .map_err(|e| NewError::failed(e.to_string()))?;
+                let (plan, _, _) = ctx.evaluate(&tc.module, "config").map_err(|e| NewError::failed(e.to_string()))?;
                 let r = Retarget {
                     template: &plan,
                     template_facts: tf,
@@ -528,13 +424,8 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         };
         let source_module = facts.module.clone();
         let target_file = format!("patched_modeling_{m}_{backend}.py");
-        let import = patch_config_import(&template_text)
-            .unwrap_or_else(|| "from patchgen import PatchConfig".into());
-        let template_imports = if template_config.is_some() {
-            top_level_imports(&template_text)
-        } else {
-            Vec::new()
-        };
+        let import = patch_config_import(&template_text).unwrap_or_else(|| "from patchgen import PatchConfig".into());
+        let template_imports = if template_config.is_some() { top_level_imports(&template_text) } else { Vec::new() };
         let head = render::ConfigHead {
             template_imports,
             licence: licence(&template_text),
@@ -546,32 +437,15 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             description,
         };
         let text = render::config(&head, &retargeted);
-        files.push(PlannedFile {
-            path: path.clone(),
-            what: format!("{backend} patch-gen config"),
-            text,
-        });
+        files.push(PlannedFile { path: path.clone(), what: format!("{backend} patch-gen config"), text });
         warnings.extend(retargeted.warnings.iter().cloned());
-        plans.push(BackendPlan {
-            backend: backend.clone(),
-            module,
-            template_config: from,
-            retargeted,
-            head,
-            path,
-        });
+        plans.push(BackendPlan { backend: backend.clone(), module, template_config: from, retargeted, head, path });
     }
     if plans.is_empty() {
-        return Err(NewError::failed(format!(
-            "no config to write: {}",
-            warnings.join("; ")
-        )));
+        return Err(NewError::failed(format!("no config to write: {}", warnings.join("; "))));
     }
     // __init__.py
-    let excluded: Vec<String> = plans
-        .iter()
-        .flat_map(|p| p.retargeted.exclude.iter().cloned())
-        .collect();
+    let excluded: Vec<String> = plans.iter().flat_map(|p| p.retargeted.exclude.iter().cloned()).collect();
     let classes: Vec<String> = facts
         .all
         .iter()
@@ -582,29 +456,14 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let default_arch = default_architecture(&facts, &classes);
     let mut sibling_dirs: Vec<PathBuf> = template
         .iter()
-        .filter_map(|t| {
-            configs
-                .iter()
-                .find(|c| &c.hf_name == t)
-                .and_then(|c| c.path.parent().map(Path::to_path_buf))
-        })
+        .filter_map(|t| configs.iter().find(|c| &c.hf_name == t).and_then(|c| c.path.parent().map(Path::to_path_buf)))
         .collect();
-    sibling_dirs.extend(
-        configs
-            .iter()
-            .filter_map(|c| c.path.parent().map(Path::to_path_buf)),
-    );
+    sibling_dirs.extend(configs.iter().filter_map(|c| c.path.parent().map(Path::to_path_buf)));
     let registry = init_import_line(&sibling_dirs, "MODELING_REGISTRY");
     let written_backends: Vec<String> = plans.iter().map(|p| p.backend.clone()).collect();
-    let npu = if written_backends.len() > 1 {
-        init_import_line(&sibling_dirs, "IS_NPU_AVAILABLE")
-    } else {
-        None
-    };
+    let npu = if written_backends.len() > 1 { init_import_line(&sibling_dirs, "IS_NPU_AVAILABLE") } else { None };
     let mut next_steps = Vec::new();
-    let main_config = configuration
-        .as_ref()
-        .and_then(|c| c.main(&facts.prefix, m));
+    let main_config = configuration.as_ref().and_then(|c| c.main(&facts.prefix, m));
     match &registry {
         Some(reg) if !classes.is_empty() => {
             let mut keys: Vec<(String, Vec<String>, String)> = Vec::new();
@@ -622,21 +481,13 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                     .and_then(|c| c.class(&format!("{}TextConfig", facts.prefix)))
                     .and_then(|c| c.model_type.clone())
             {
-                let text_classes: Vec<String> = classes
-                    .iter()
-                    .filter(|c| c.contains("Text") || **c == causal)
-                    .cloned()
-                    .collect();
+                let text_classes: Vec<String> =
+                    classes.iter().filter(|c| c.contains("Text") || **c == causal).cloned().collect();
                 keys.push((t, text_classes, causal));
             }
             let regs: Vec<render::Registration<'_>> = keys
                 .iter()
-                .map(|(k, c, d)| render::Registration {
-                    key: k,
-                    classes: c,
-                    default: d,
-                    prefix: &facts.prefix,
-                })
+                .map(|(k, c, d)| render::Registration { key: k, classes: c, default: d, prefix: &facts.prefix })
                 .collect();
             let lic = files.first().map(|f| licence(&f.text)).unwrap_or_default();
             let text = render::init_py(&lic, reg, npu.as_deref(), m, &written_backends, &regs);
@@ -646,7 +497,9 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 text,
             });
             if written_backends.len() > 1 && npu.is_none() {
-                warnings.push("no project __init__.py imports IS_NPU_AVAILABLE: __init__.py imports the GPU module only".into());
+                warnings.push(
+                    "no project __init__.py imports IS_NPU_AVAILABLE: __init__.py imports the GPU module only".into(),
+                );
             }
         }
         _ => {
@@ -659,10 +512,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
     }
     // Toy config.
-    let toy_dir = project
-        .root
-        .join("tests/toy_config")
-        .join(format!("{m}_toy"));
+    let toy_dir = project.root.join("tests/toy_config").join(format!("{m}_toy"));
     match (configuration.as_ref(), main_config) {
         (Some(cm), Some(mc)) => {
             let toy = toy::toy_config(cm, mc, &default_arch);
@@ -678,18 +528,13 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 text: toy::readme(m, &mc.name, &origin, &version.upstream.version, &toy),
             });
         }
-        _ => warnings.push(format!(
-            "no configuration_{m}.py config class found: no toy config written"
-        )),
+        _ => warnings.push(format!("no configuration_{m}.py config class found: no toy config written")),
     }
     // MoE needs.
     let mut moe_needs = Vec::new();
     if category.is_moe() {
-        let experts: Vec<&String> = facts
-            .classes
-            .iter()
-            .filter(|c| c.ends_with("Experts") || c.ends_with("NaiveMoe"))
-            .collect();
+        let experts: Vec<&String> =
+            facts.classes.iter().filter(|c| c.ends_with("Experts") || c.ends_with("NaiveMoe")).collect();
         let patched: Vec<&str> = plans
             .iter()
             .flat_map(|p| p.retargeted.carried.iter())
@@ -697,20 +542,14 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             .map(|c| c.target.as_str())
             .collect();
         if experts.is_empty() {
-            moe_needs.push(
-                "experts replacement: no `*Experts` class upstream; check the MoE block by hand"
-                    .into(),
-            );
+            moe_needs.push("experts replacement: no `*Experts` class upstream; check the MoE block by hand".into());
         } else if patched.is_empty() {
             moe_needs.push(format!(
                 "experts replacement: {} not patched (the template's experts patch had no counterpart)",
                 experts.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ));
         } else {
-            moe_needs.push(format!(
-                "experts replacement: carried ({})",
-                patched.join(", ")
-            ));
+            moe_needs.push(format!("experts replacement: carried ({})", patched.join(", ")));
         }
         let tdir = template
             .as_ref()
@@ -743,10 +582,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     files.retain(|f| {
         let keep = !f.path.exists();
         if !keep {
-            warnings.push(format!(
-                "{}: already exists, not overwritten",
-                f.path.display()
-            ));
+            warnings.push(format!("{}: already exists, not overwritten", f.path.display()));
         }
         keep
     });
@@ -802,9 +638,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         if f.path.extension().is_some_and(|e| e == "py") && !f.text.is_empty() {
             match ctx.ruff.normalize(&f.text, &f.path) {
                 Ok(t) => f.text = t,
-                Err(e) => report
-                    .warnings
-                    .push(format!("{}: ruff: {e}", f.path.display())),
+                Err(e) => report.warnings.push(format!("{}: ruff: {e}", f.path.display())),
             }
         }
     }
@@ -813,13 +647,8 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             .map_err(|e| NewError::failed(format!("{}: cannot write: {e}", f.path.display())))?;
     }
     for i in 0..report.backends.len() {
-        let result = generate_pruning(
-            &project,
-            &opts.cwd,
-            &mut report.backends[i],
-            template_facts.as_ref(),
-            &facts.module,
-        );
+        let result =
+            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts.module);
         report.generation.push(result);
     }
     report.lint = "not run: the lint engine is not part of this build".into();
@@ -856,35 +685,25 @@ fn generate_pruning(
     template: Option<&ModelFacts>,
     new_module: &str,
 ) -> GenerationResult {
-    let fail = |module: &str, message: String| GenerationResult {
-        module: module.to_string(),
-        ok: false,
-        message,
-    };
+    let fail = |module: &str, message: String| GenerationResult { module: module.to_string(), ok: false, message };
     for _ in 0..MAX_ROUNDS {
         let ctx = Context::new(project.clone(), cwd, None);
         let raw = render::config(&plan.head, &plan.retargeted);
         let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
         if let Err(e) = crate::atomic::write(&plan.path, &text) {
-            return fail(
-                &plan.module,
-                format!("{}: cannot write: {e}", plan.path.display()),
-            );
+            return fail(&plan.module, format!("{}: cannot write: {e}", plan.path.display()));
         }
         match ctx.generate(&plan.module, "config", None) {
             Ok(g) => {
-                let written = crate::atomic::write(&g.py_path, &g.py)
-                    .and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
+                let written =
+                    crate::atomic::write(&g.py_path, &g.py).and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
                 return match written {
                     Ok(()) => GenerationResult {
                         module: plan.module.clone(),
                         ok: true,
                         message: format!("generated {}", g.py_path.display()),
                     },
-                    Err(e) => fail(
-                        &plan.module,
-                        format!("{}: cannot write: {e}", g.py_path.display()),
-                    ),
+                    Err(e) => fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display())),
                 };
             }
             Err(crate::pipeline::Failure::Ruff {
@@ -892,27 +711,17 @@ fn generate_pruning(
                 py_path,
             }) if template.is_some() => {
                 let names = undefined_names(&diagnostics);
-                if names.is_empty()
-                    || !plan
-                        .retargeted
-                        .resolve_missing(&names, template.unwrap(), new_module)
-                {
+                if names.is_empty() || !plan.retargeted.resolve_missing(&names, template.unwrap(), new_module) {
                     return fail(
                         &plan.module,
-                        format!(
-                            "{}: ruff rejected the generated file:\n{diagnostics}",
-                            py_path.display()
-                        ),
+                        format!("{}: ruff rejected the generated file:\n{diagnostics}", py_path.display()),
                     );
                 }
             }
             Err(e) => return fail(&plan.module, e.to_string()),
         }
     }
-    fail(
-        &plan.module,
-        format!("still failing after {MAX_ROUNDS} rounds of pruning"),
-    )
+    fail(&plan.module, format!("still failing after {MAX_ROUNDS} rounds of pruning"))
 }
 
 /// The report as text.
@@ -924,12 +733,7 @@ pub fn render_text(r: &Report) -> String {
     for e in &r.category_evidence {
         let _ = writeln!(out, "  evidence: {e}");
     }
-    let _ = writeln!(
-        out,
-        "template: {} ({})",
-        r.template.as_deref().unwrap_or("built-in skeleton"),
-        r.template_reason
-    );
+    let _ = writeln!(out, "template: {} ({})", r.template.as_deref().unwrap_or("built-in skeleton"), r.template_reason);
     for b in &r.backends {
         let rt = &b.retargeted;
         let _ = writeln!(
@@ -941,11 +745,7 @@ pub fn render_text(r: &Report) -> String {
             rt.dropped.len()
         );
         for c in &rt.carried {
-            let _ = writeln!(
-                out,
-                "  reuse   {} ← {}.{}",
-                c.target, c.import_module, c.import_name
-            );
+            let _ = writeln!(out, "  reuse   {} ← {}.{}", c.target, c.import_module, c.import_name);
             for n in &c.notes {
                 let _ = writeln!(out, "          note: {n}");
             }
@@ -1007,8 +807,7 @@ pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
         #[arg(long, value_enum, default_value = "text")]
         format: crate::cli::Format,
     }
-    let argv =
-        std::iter::once(std::ffi::OsString::from("patchgen new")).chain(argv.iter().cloned());
+    let argv = std::iter::once(std::ffi::OsString::from("patchgen new")).chain(argv.iter().cloned());
     let cli = match <Cli as clap::Parser>::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -1024,23 +823,13 @@ pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
             return 2;
         }
     };
-    match run(&Options {
-        args: cli.args,
-        cwd,
-    }) {
+    match run(&Options { args: cli.args, cwd }) {
         Ok(report) => {
             match cli.format {
                 crate::cli::Format::Text => print!("{}", render_text(&report)),
-                crate::cli::Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).unwrap_or_default()
-                ),
+                crate::cli::Format::Json => println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default()),
             }
-            if report.generation.iter().all(|g| g.ok) {
-                0
-            } else {
-                1
-            }
+            if report.generation.iter().all(|g| g.ok) { 0 } else { 1 }
         }
         Err(e) => {
             eprintln!("patchgen new: error: {e}");

@@ -32,12 +32,7 @@ pub struct ConfigHead {
     pub description: String,
 }
 
-fn render_call(
-    out: &mut String,
-    c: &Carried,
-    alias: &str,
-    shared_map: Option<&[(String, String)]>,
-) {
+fn render_call(out: &mut String, c: &Carried, alias: &str, shared_map: Option<&[(String, String)]>) {
     for l in &c.header {
         let _ = writeln!(out, "{l}");
     }
@@ -62,20 +57,14 @@ fn render_call(
 }
 
 fn dict(map: &[(String, String)]) -> String {
-    let items: Vec<String> = map
-        .iter()
-        .map(|(k, v)| format!("{}: {}", py_str(k), py_str(v)))
-        .collect();
+    let items: Vec<String> = map.iter().map(|(k, v)| format!("{}: {}", py_str(k), py_str(v))).collect();
     format!("{{{}}}", items.join(", "))
 }
 
 /// A triple-quoted block, indented by four spaces.
 fn block_literal(text: &str) -> String {
     let body = crate::pytext::dedent(text);
-    let body = body
-        .trim_matches('\n')
-        .replace('\\', "\\\\")
-        .replace("\"\"\"", "\\\"\\\"\\\"");
+    let body = body.trim_matches('\n').replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"");
     let mut out = String::from("    \"\"\"\n");
     for line in body.lines() {
         if line.trim().is_empty() {
@@ -95,11 +84,7 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
         out.push_str(head.licence.trim_end());
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "\"\"\"\n{}\n\nRegen command:\n{}\n\"\"\"\n",
-        head.title, head.regen
-    );
+    let _ = writeln!(out, "\"\"\"\n{}\n\nRegen command:\n{}\n\"\"\"\n", head.title, head.regen);
     // Reuse imports, grouped by module, names aliased when they clash.
     let mut aliases: Vec<String> = Vec::new();
     let mut by_module: Vec<(String, Vec<(String, String)>)> = Vec::new();
@@ -164,14 +149,7 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
     for spec in &r.imports {
         let mut args = vec![py_str(&spec.module)];
         if let Some(names) = &spec.names {
-            args.push(format!(
-                "names=[{}]",
-                names
-                    .iter()
-                    .map(|n| py_str(n))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            args.push(format!("names=[{}]", names.iter().map(|n| py_str(n)).collect::<Vec<_>>().join(", ")));
         }
         if let Some(a) = &spec.alias {
             args.push(format!("alias={}", py_str(a)));
@@ -182,11 +160,7 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
         let _ = writeln!(out, "config.add_import({})", args.join(", "));
     }
     for b in &r.post_import_blocks {
-        let _ = writeln!(
-            out,
-            "config.add_post_import_block(\n{}\n)",
-            block_literal(b)
-        );
+        let _ = writeln!(out, "config.add_post_import_block(\n{}\n)", block_literal(b));
     }
     if !r.drop_import_names.is_empty() {
         let names: Vec<String> = r.drop_import_names.iter().map(|n| py_str(n)).collect();
@@ -260,29 +234,16 @@ pub fn init_py(
         let fname = format!("register_{}_modeling", reg.key.replace(['-', '.'], "_"));
         let _ = writeln!(out, "\n@MODELING_REGISTRY.register({})", py_str(reg.key));
         let _ = writeln!(out, "def {fname}(architecture: str):");
-        let _ = writeln!(
-            out,
-            "    # `get_model_class` passes `config.architectures[0]`, which can be None."
-        );
-        let _ = writeln!(
-            out,
-            "    architecture = architecture or {}",
-            py_str(reg.default)
-        );
+        let _ = writeln!(out, "    # `get_model_class` passes `config.architectures[0]`, which can be None.");
+        let _ = writeln!(out, "    architecture = architecture or {}", py_str(reg.default));
         let import = |backend: &str, indent: &str, out: &mut String| {
-            let _ = writeln!(
-                out,
-                "{indent}from .generated.patched_modeling_{hf_name}_{backend} import ("
-            );
+            let _ = writeln!(out, "{indent}from .generated.patched_modeling_{hf_name}_{backend} import (");
             for c in reg.classes {
                 let _ = writeln!(out, "{indent}    {c},");
             }
             let _ = writeln!(out, "{indent})");
         };
-        if npu_import.is_some()
-            && backends.iter().any(|b| b == "npu")
-            && backends.iter().any(|b| b == "gpu")
-        {
+        if npu_import.is_some() && backends.iter().any(|b| b == "npu") && backends.iter().any(|b| b == "gpu") {
             let _ = writeln!(out, "    if IS_NPU_AVAILABLE:");
             import("npu", "        ", &mut out);
             let _ = writeln!(out, "    else:");
@@ -291,20 +252,13 @@ pub fn init_py(
             import(&backends[0], "    ", &mut out);
         }
         out.push('\n');
-        let mut tests: Vec<(&str, &String)> = reg
-            .classes
-            .iter()
-            .map(|c| (c.strip_prefix(reg.prefix).unwrap_or(c), c))
-            .collect();
+        let mut tests: Vec<(&str, &String)> =
+            reg.classes.iter().map(|c| (c.strip_prefix(reg.prefix).unwrap_or(c), c)).collect();
         // Most specific first: a longer architecture test can contain a shorter one.
         tests.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
         for (i, (stem, class)) in tests.iter().enumerate() {
             let kw = if i == 0 { "if" } else { "elif" };
-            let _ = writeln!(
-                out,
-                "    {kw} {} in architecture:\n        return {class}",
-                py_str(stem)
-            );
+            let _ = writeln!(out, "    {kw} {} in architecture:\n        return {class}", py_str(stem));
         }
         let _ = writeln!(out, "    else:\n        return {}\n", reg.default);
     }
@@ -320,27 +274,17 @@ mod tests {
 
     #[test]
     fn init_tests_most_specific_first_and_guards_none() {
-        let classes: Vec<String> = [
-            "ToyModel",
-            "ToyForCausalLM",
-            "ToyForSequenceClassification",
-            "ToyTextModel",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let classes: Vec<String> = ["ToyModel", "ToyForCausalLM", "ToyForSequenceClassification", "ToyTextModel"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let text = init_py(
             "",
             "from ...loader import MODELING_REGISTRY",
             None,
             "toy",
             &["gpu".to_string()],
-            &[Registration {
-                key: "toy",
-                classes: &classes,
-                default: "ToyForCausalLM",
-                prefix: "Toy",
-            }],
+            &[Registration { key: "toy", classes: &classes, default: "ToyForCausalLM", prefix: "Toy" }],
         );
         let pos = |s: &str| text.find(s).unwrap();
         assert!(pos("\"ForSequenceClassification\" in") < pos("\"ForCausalLM\" in"));

@@ -148,12 +148,7 @@ fn replacement_signature(source: &str, is_class: bool) -> Option<Signature> {
     signature::of_replacement(&parsed.syntax().body, &text, is_class)
 }
 
-fn signature_todo(
-    target: &str,
-    upstream: &Signature,
-    replacement: &Signature,
-    name: &str,
-) -> Option<String> {
+fn signature_todo(target: &str, upstream: &Signature, replacement: &Signature, name: &str) -> Option<String> {
     let d = compare::signatures(upstream, replacement, None)?;
     if d.removed.is_empty()
         && d.added.is_empty()
@@ -174,11 +169,7 @@ fn signature_todo(
         parts.push(format!("upstream `{a}` is `{b}` in the replacement"));
     }
     for (n, a, b) in &d.kind_changed {
-        parts.push(format!(
-            "`{n}` is {} upstream, {} in the replacement",
-            a.as_str(),
-            b.as_str()
-        ));
+        parts.push(format!("`{n}` is {} upstream, {} in the replacement", a.as_str(), b.as_str()));
     }
     if d.reordered.is_some() {
         parts.push("positional order differs".into());
@@ -219,23 +210,15 @@ impl Retarget<'_> {
                 }
                 // A method the template injects (absent from its upstream) is
                 // injected into the new class too.
-                let (tclass, _) = template_target
-                    .split_once('.')
-                    .unwrap_or((template_target, ""));
+                let (tclass, _) = template_target.split_once('.').unwrap_or((template_target, ""));
                 self.new.method(self.version, class, method).is_some()
-                    || self
-                        .template_facts
-                        .method(self.version, tclass, method)
-                        .is_none()
+                    || self.template_facts.method(self.version, tclass, method).is_none()
             }
         }
     }
 
     pub fn run(&self) -> Retargeted {
-        let (from, to) = (
-            self.template_facts.prefix.as_str(),
-            self.new.prefix.as_str(),
-        );
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
         let mut out = Retargeted::default();
         let mut rotary = "none".to_string();
         let mut mlp = "none".to_string();
@@ -252,11 +235,7 @@ impl Retarget<'_> {
                 });
             };
             let Some(replacement) = &p.replacement else {
-                drop(
-                    &mut out,
-                    "no replacement object to reuse (external or source-only patch)".into(),
-                    false,
-                );
+                drop(&mut out, "no replacement object to reuse (external or source-only patch)".into(), false);
                 continue;
             };
             if p.patch_type == PatchType::InitModification {
@@ -264,11 +243,7 @@ impl Retarget<'_> {
                 continue;
             }
             if !self.counterpart(p, &target, &p.target) {
-                drop(
-                    &mut out,
-                    format!("`{target}` does not exist in {}", self.new.module),
-                    false,
-                );
+                drop(&mut out, format!("`{target}` does not exist in {}", self.new.module), false);
                 continue;
             }
             let class = class_of(p.patch_type, &target);
@@ -283,8 +258,7 @@ impl Retarget<'_> {
                     let reason = format!(
                         "not replaced: {evidence}; the fused RoPE kernel rotates the full head_dim and gives NaN on partial rotary / mrope_interleaved"
                     );
-                    out.exception_comments
-                        .push(format!("apply_rotary_pos_emb is {reason}."));
+                    out.exception_comments.push(format!("apply_rotary_pos_emb is {reason}."));
                     drop(&mut out, reason, true);
                     continue;
                 }
@@ -311,10 +285,7 @@ impl Retarget<'_> {
             if let Some(c) = class.filter(|c| is_main(c, to, "RMSNorm")) {
                 let new_one_plus = self.new.norm_is_one_plus_weight(self.version, c);
                 let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
-                let template_one_plus = self
-                    .template_facts
-                    .norm_is_one_plus_weight(self.version, tclass)
-                    .is_some();
+                let template_one_plus = self.template_facts.norm_is_one_plus_weight(self.version, tclass).is_some();
                 match (new_one_plus, template_one_plus) {
                     (Some(line), false) => {
                         let here = format!("{}:{line}", self.new.file.path.display());
@@ -346,9 +317,8 @@ impl Retarget<'_> {
                     }
                     (Some(_), true) => norm = "1+weight".into(),
                     (None, true) => {
-                        let reason = format!(
-                            "not replaced: the template's norm computes `1 + weight` and `{c}` does not"
-                        );
+                        let reason =
+                            format!("not replaced: the template's norm computes `1 + weight` and `{c}` does not");
                         norm = "none (standard norm, template has the 1+weight variant)".into();
                         out.exception_comments.push(format!("{c} is {reason}."));
                         drop(&mut out, reason, true);
@@ -357,10 +327,7 @@ impl Retarget<'_> {
                     (None, false) => norm = "standard".into(),
                 }
             }
-            let replacement = patch
-                .replacement
-                .clone()
-                .unwrap_or_else(|| replacement.clone());
+            let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
             let name_map = compose_name_map(&patch, &prefix_from, to);
             let is_class = p.patch_type == PatchType::ClassReplacement;
             let mut todos = Vec::new();
@@ -373,10 +340,7 @@ impl Retarget<'_> {
             }
             let (comments, _) = split_leading_comments(&replacement.source);
             let header: Vec<String> = comments.iter().map(|l| l.trim_end().to_string()).collect();
-            let description = patch
-                .description
-                .as_ref()
-                .map(|d| apply_name_map(d, Some(&name_map)));
+            let description = patch.description.as_ref().map(|d| apply_name_map(d, Some(&name_map)));
             let source = apply_name_map(&replacement.source, Some(&name_map));
             out.carried.push(Carried {
                 source,
@@ -397,12 +361,7 @@ impl Retarget<'_> {
             && let Some((block, variant)) = self.add_one_plus_norm(&mut out, &mut norm)
         {
             // The template declares a standard slot nothing uses now: re-aim it.
-            match self
-                .template
-                .post_import_blocks
-                .iter()
-                .any(|b| b.contains("OpSlot(\"rms_norm\","))
-            {
+            match self.template.post_import_blocks.iter().any(|b| b.contains("OpSlot(\"rms_norm\",")) {
                 true => opslot_variant = Some(("standard".into(), variant)),
                 false => extra_block = Some(block),
             }
@@ -451,18 +410,11 @@ impl Retarget<'_> {
                 // reused one would define the template's names).
                 Some(o) if from != to && o.source.contains(from) => {
                     let source = crate::pytext::dedent(&strip_patch_decorators(&o.source));
-                    out.helpers.push(Helper::Copy {
-                        name: o.name.clone(),
-                        source: apply_name_map(&source, Some(&map)),
-                    });
+                    out.helpers
+                        .push(Helper::Copy { name: o.name.clone(), source: apply_name_map(&source, Some(&map)) });
                 }
-                Some(o) => out.helpers.push(Helper::Import {
-                    module: o.module.clone(),
-                    name: o.name.clone(),
-                }),
-                None => out
-                    .warnings
-                    .push("a template helper has no source; not carried".into()),
+                Some(o) => out.helpers.push(Helper::Import { module: o.module.clone(), name: o.name.clone() }),
+                None => out.warnings.push("a template helper has no source; not carried".into()),
             }
         }
         if !self.template.positioned_helpers.is_empty() {
@@ -488,17 +440,11 @@ impl Retarget<'_> {
     /// The template leaves the norm alone but the new one computes
     /// `1 + weight`: reuse a project config's `1 + weight` norm patch, with
     /// the OpSlot declaration it relies on. Returns that declaration block.
-    fn add_one_plus_norm(
-        &self,
-        out: &mut Retargeted,
-        norm: &mut String,
-    ) -> Option<(String, String)> {
+    fn add_one_plus_norm(&self, out: &mut Retargeted, norm: &mut String) -> Option<(String, String)> {
         let to = self.new.prefix.as_str();
         let class = [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")]
             .into_iter()
-            .find(|c| {
-                self.new.has_class(c) && self.new.norm_is_one_plus_weight(self.version, c).is_some()
-            })?;
+            .find(|c| self.new.has_class(c) && self.new.norm_is_one_plus_weight(self.version, c).is_some())?;
         let donor = (self.norm_donor)()?;
         let replacement = donor.patch.replacement.clone()?;
         let variant = donor.opslot_variant.clone()?;
@@ -524,14 +470,8 @@ impl Retarget<'_> {
                 donor.config_module, self.template.config_module
             )],
         });
-        let has_opslot = self
-            .template
-            .post_import_blocks
-            .iter()
-            .any(|b| b.contains("import OpSlot"));
-        let mut block = String::from(
-            "# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n",
-        );
+        let has_opslot = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"));
+        let mut block = String::from("# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n");
         if !has_opslot {
             block.push_str(&import_line);
             block.push('\n');
@@ -556,10 +496,9 @@ fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
     use ruff_python_ast::Stmt;
     for stmt in template.file.body() {
         if let Stmt::ImportFrom(i) = stmt
-            && i.names.iter().any(|a| {
-                a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name
-                    && a.name.id.as_str() == name
-            })
+            && i.names
+                .iter()
+                .any(|a| a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name && a.name.id.as_str() == name)
         {
             let from = i.module.as_ref().map(|m| m.id.to_string());
             return if i.level > 0 {
@@ -576,31 +515,24 @@ impl Retargeted {
     /// Names the generated file uses but nothing defines (ruff F821): import
     /// each from where the template's upstream gets it, else drop the
     /// carried patches that use it. `true` when something changed.
-    pub fn resolve_missing(
-        &mut self,
-        names: &[String],
-        template: &ModelFacts,
-        new_module: &str,
-    ) -> bool {
+    pub fn resolve_missing(&mut self, names: &[String], template: &ModelFacts, new_module: &str) -> bool {
         let mut changed = false;
         for name in names {
             if let Some(i) = self.exclude.iter().position(|e| e == name) {
                 self.exclude.remove(i);
-                self.warnings.push(format!("`{name}` kept in the output (the template excludes its counterpart, this model uses it)"));
+                self.warnings.push(format!(
+                    "`{name}` kept in the output (the template excludes its counterpart, this model uses it)"
+                ));
                 changed = true;
                 continue;
             }
-            let already = self
-                .imports
-                .iter()
-                .any(|i| i.names.iter().flatten().any(|n| n == name));
+            let already = self.imports.iter().any(|i| i.names.iter().flatten().any(|n| n == name));
             if !already
                 && !name.contains(&template.prefix)
                 && let Some(module) = template_binding(template, name)
             {
-                self.warnings.push(format!(
-                    "`{name}` is imported from {module}, where the template's upstream gets it"
-                ));
+                self.warnings
+                    .push(format!("`{name}` is imported from {module}, where the template's upstream gets it"));
                 self.imports.push(crate::config::plan::ImportSpec {
                     module,
                     names: Some(vec![name.clone()]),
@@ -610,18 +542,14 @@ impl Retargeted {
                 changed = true;
                 continue;
             }
-            let (users, kept): (Vec<Carried>, Vec<Carried>) = std::mem::take(&mut self.carried)
-                .into_iter()
-                .partition(|c| uses_name(&c.source, name));
+            let (users, kept): (Vec<Carried>, Vec<Carried>) =
+                std::mem::take(&mut self.carried).into_iter().partition(|c| uses_name(&c.source, name));
             self.carried = kept;
             for c in users {
                 self.dropped.push(Dropped {
                     template_target: c.template_target.clone(),
                     target: c.target.clone(),
-                    reason: format!(
-                        "the reused `{}` uses `{name}`, which {new_module} does not define",
-                        c.import_name
-                    ),
+                    reason: format!("the reused `{}` uses `{name}`, which {new_module} does not define", c.import_name),
                     exception: false,
                 });
                 changed = true;
@@ -637,14 +565,8 @@ mod tests {
 
     #[test]
     fn renames_and_name_maps() {
-        assert_eq!(
-            rename("Qwen3RMSNorm.forward", "Qwen3", "Mistral"),
-            "MistralRMSNorm.forward"
-        );
-        assert_eq!(
-            rename("apply_rotary_pos_emb", "Qwen3", "Mistral"),
-            "apply_rotary_pos_emb"
-        );
+        assert_eq!(rename("Qwen3RMSNorm.forward", "Qwen3", "Mistral"), "MistralRMSNorm.forward");
+        assert_eq!(rename("apply_rotary_pos_emb", "Qwen3", "Mistral"), "apply_rotary_pos_emb");
         let p = Patch {
             patch_type: PatchType::MethodOverride,
             target: "Qwen3_5MoeX.forward".into(),
@@ -653,17 +575,11 @@ mod tests {
             description: None,
             replacement_source: None,
             name_map: Some(vec![("Qwen3_5".into(), "Qwen3_5Moe".into())]),
-            registered_at: crate::config::plan::Loc {
-                path: "c.py".into(),
-                line: 1,
-            },
+            registered_at: crate::config::plan::Loc { path: "c.py".into(), line: 1 },
         };
         assert_eq!(
             compose_name_map(&p, "Qwen3_5Moe", "Glm"),
-            [
-                ("Qwen3_5".to_string(), "Glm".to_string()),
-                ("Qwen3_5Moe".to_string(), "Glm".to_string())
-            ]
+            [("Qwen3_5".to_string(), "Glm".to_string()), ("Qwen3_5Moe".to_string(), "Glm".to_string())]
         );
     }
 

@@ -15,11 +15,7 @@ pub struct Entry {
 /// The entries for model `m` (the HF module name, also the test id).
 pub fn entries(m: &str, category: Category, causal_class: &str) -> Vec<Entry> {
     let moe = if category.is_moe() { "True" } else { "False" };
-    let e2e_id = if category.is_multimodal() {
-        m.replace('_', "")
-    } else {
-        m.to_string()
-    };
+    let e2e_id = if category.is_multimodal() { m.replace('_', "") } else { m.to_string() };
     let mut out = vec![Entry {
         file: "tests/models/test_models_patch.py",
         table: "TEST_CASES",
@@ -39,16 +35,12 @@ pub fn entries(m: &str, category: Category, causal_class: &str) -> Vec<Entry> {
         out.push(Entry {
             file: "tests/e2e/test_e2e_parallel.py",
             table: "the VL/omni case list of the closest sibling (id without underscores)",
-            text: format!(
-                "    # id \"{e2e_id}\": mirror the sibling's entry; these lists have 5 or 6 fields"
-            ),
+            text: format!("    # id \"{e2e_id}\": mirror the sibling's entry; these lists have 5 or 6 fields"),
         });
         out.push(Entry {
             file: "tests/models/test_vlm_trainer.py",
             table: "_FREEZE_VIT_VLM_CASES",
-            text: format!(
-                "    pytest.param(\"./tests/toy_config/{m}_toy/config.json\", id=\"{m}\"),"
-            ),
+            text: format!("    pytest.param(\"./tests/toy_config/{m}_toy/config.json\", id=\"{m}\"),"),
         });
         let (table, batch) = if matches!(category, Category::Omni | Category::OmniMoe) {
             ("_omni_cases", "_omni_batch")
@@ -61,22 +53,12 @@ pub fn entries(m: &str, category: Category, causal_class: &str) -> Vec<Entry> {
             text: format!("    pytest.param(\"{m}\", \"./tests/toy_config/{m}_toy\", partial({batch}, patch_size=16), id=\"{m}\"),"),
         });
     }
-    let overrides = if category.is_moe() {
-        ", config_overrides={\"_experts_implementation\": \"eager\"}"
-    } else {
-        ""
-    };
-    let kind = if causal_class.ends_with("ForConditionalGeneration") {
-        "conditional_generation"
-    } else {
-        "causal_lm"
-    };
+    let overrides = if category.is_moe() { ", config_overrides={\"_experts_implementation\": \"eager\"}" } else { "" };
+    let kind = if causal_class.ends_with("ForConditionalGeneration") { "conditional_generation" } else { "causal_lm" };
     out.push(Entry {
         file: "tests/models/test_models_logits_equal_v5.py",
         table: "CASES",
-        text: format!(
-            "    Case(\"{m}-eager\", _toy(\"{m}_toy\"), \"{causal_class}\", \"{kind}\"{overrides}),"
-        ),
+        text: format!("    Case(\"{m}-eager\", _toy(\"{m}_toy\"), \"{causal_class}\", \"{kind}\"{overrides}),"),
     });
     out.push(Entry {
         file: "tests/models/utils.py",

@@ -21,12 +21,7 @@ struct SelfAttrs<'n> {
 }
 
 /// Calls that create an attribute named by their first argument.
-const REGISTERING_METHODS: &[&str] = &[
-    "register_buffer",
-    "register_parameter",
-    "add_module",
-    "register_module",
-];
+const REGISTERING_METHODS: &[&str] = &["register_buffer", "register_parameter", "add_module", "register_module"];
 
 fn string_arg(call: &ruff_python_ast::ExprCall, index: usize) -> Option<String> {
     match call.arguments.args.get(index)? {
@@ -45,28 +40,19 @@ impl<'a> Visitor<'a> for SelfAttrs<'_> {
     fn visit_expr(&mut self, expr: &'a Expr) {
         match expr {
             Expr::Attribute(a) if self.is_receiver(&a.value) => {
-                let map = if a.ctx == ExprContext::Load {
-                    &mut self.reads
-                } else {
-                    &mut self.writes
-                };
+                let map = if a.ctx == ExprContext::Load { &mut self.reads } else { &mut self.writes };
                 map.entry(a.attr.id.to_string()).or_insert(a.start());
             }
             Expr::Call(call) => {
                 let created = match &*call.func {
                     Expr::Attribute(a)
-                        if self.is_receiver(&a.value)
-                            && REGISTERING_METHODS.contains(&a.attr.id.as_str()) =>
+                        if self.is_receiver(&a.value) && REGISTERING_METHODS.contains(&a.attr.id.as_str()) =>
                     {
                         string_arg(call, 0)
                     }
                     Expr::Name(n)
                         if n.id.as_str() == "setattr"
-                            && call
-                                .arguments
-                                .args
-                                .first()
-                                .is_some_and(|r| self.is_receiver(r)) =>
+                            && call.arguments.args.first().is_some_and(|r| self.is_receiver(r)) =>
                     {
                         string_arg(call, 1)
                     }
@@ -84,21 +70,12 @@ impl<'a> Visitor<'a> for SelfAttrs<'_> {
 
 /// The name of a method's first parameter (`self`), if it has one.
 fn receiver(f: &StmtFunctionDef) -> Option<&str> {
-    f.parameters
-        .posonlyargs
-        .iter()
-        .chain(&f.parameters.args)
-        .next()
-        .map(|p| p.parameter.name.id.as_str())
+    f.parameters.posonlyargs.iter().chain(&f.parameters.args).next().map(|p| p.parameter.name.id.as_str())
 }
 
 fn scan(f: &StmtFunctionDef) -> Option<SelfAttrs<'_>> {
     let receiver = receiver(f)?;
-    let mut v = SelfAttrs {
-        receiver,
-        reads: BTreeMap::new(),
-        writes: BTreeMap::new(),
-    };
+    let mut v = SelfAttrs { receiver, reads: BTreeMap::new(), writes: BTreeMap::new() };
     v.visit_body(&f.body);
     Some(v)
 }
@@ -113,24 +90,13 @@ pub struct MethodAttrs {
 
 /// `self.<attr>` use of the first function in a replacement's source.
 pub fn of_replacement(body: &[Stmt]) -> MethodAttrs {
-    let Some(f) = body.iter().find_map(|s| {
-        if let Stmt::FunctionDef(f) = s {
-            Some(f)
-        } else {
-            None
-        }
-    }) else {
+    let Some(f) = body.iter().find_map(|s| if let Stmt::FunctionDef(f) = s { Some(f) } else { None }) else {
         return MethodAttrs::default();
     };
-    let Some(v) = scan(f) else {
-        return MethodAttrs::default();
-    };
+    let Some(v) = scan(f) else { return MethodAttrs::default() };
     let mut reads = v.reads;
     reads.retain(|name, _| !v.writes.contains_key(name));
-    MethodAttrs {
-        reads,
-        writes: v.writes,
-    }
+    MethodAttrs { reads, writes: v.writes }
 }
 
 /// Where an attribute a class provides is defined: `(class, line)`.
@@ -142,8 +108,7 @@ pub fn provided(lineage: &Lineage) -> Provided {
     for class in &lineage.classes {
         let file = &class.file;
         let mut add = |name: String, at: TextSize| {
-            out.entry(name)
-                .or_insert_with(|| (class.name().to_string(), file.line_of(at)));
+            out.entry(name).or_insert_with(|| (class.name().to_string(), file.line_of(at)));
         };
         for (name, at) in super::names::bound_in(&class.def().body) {
             add(name, at);
@@ -169,10 +134,7 @@ mod tests {
         let src = "def forward(self, x):\n    self.cache = x\n    y = self.proj(x) + self.cache\n    self.register_buffer('buf', y)\n    return self.norm(y)\n";
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let a = of_replacement(&parsed.syntax().body);
-        assert_eq!(
-            a.reads.keys().collect::<Vec<_>>(),
-            ["norm", "proj", "register_buffer"]
-        );
+        assert_eq!(a.reads.keys().collect::<Vec<_>>(), ["norm", "proj", "register_buffer"]);
         assert_eq!(a.writes.keys().collect::<Vec<_>>(), ["buf", "cache"]);
     }
 }

@@ -25,39 +25,20 @@ pub struct SignatureDiff {
 
 /// `None` when the contract is the same (annotations are not compared:
 /// `Optional[X]` → `X | None` is not a change for callers).
-pub fn signatures(
-    from: &Signature,
-    to: &Signature,
-    replacement: Option<&Signature>,
-) -> Option<SignatureDiff> {
-    let mut d = SignatureDiff {
-        from: from.clone(),
-        to: to.clone(),
-        ..Default::default()
-    };
-    let mut removed: Vec<(usize, &str)> = from
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !to.has(&p.name))
-        .map(|(i, p)| (i, p.name.as_str()))
-        .collect();
-    let mut added: Vec<(usize, &str)> = to
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !from.has(&p.name))
-        .map(|(i, p)| (i, p.name.as_str()))
-        .collect();
+pub fn signatures(from: &Signature, to: &Signature, replacement: Option<&Signature>) -> Option<SignatureDiff> {
+    let mut d = SignatureDiff { from: from.clone(), to: to.clone(), ..Default::default() };
+    let mut removed: Vec<(usize, &str)> =
+        from.params.iter().enumerate().filter(|(_, p)| !to.has(&p.name)).map(|(i, p)| (i, p.name.as_str())).collect();
+    let mut added: Vec<(usize, &str)> =
+        to.params.iter().enumerate().filter(|(_, p)| !from.has(&p.name)).map(|(i, p)| (i, p.name.as_str())).collect();
     removed.retain(|&(i, old)| {
         let (was, now) = (&from.params[i], |j: usize| &to.params[j]);
-        let pair = added.iter().position(|&(j, _)| {
-            j == i && now(j).kind == was.kind && now(j).default.is_some() == was.default.is_some()
-        });
+        let pair = added
+            .iter()
+            .position(|&(j, _)| j == i && now(j).kind == was.kind && now(j).default.is_some() == was.default.is_some());
         match pair {
             Some(k) => {
-                d.renamed
-                    .push((old.to_string(), added.remove(k).1.to_string()));
+                d.renamed.push((old.to_string(), added.remove(k).1.to_string()));
                 false
             }
             None => true,
@@ -69,9 +50,7 @@ pub fn signatures(
     let positional = |s: &Signature, other: &Signature| -> Vec<String> {
         s.params
             .iter()
-            .filter(|p| {
-                p.kind.is_positional() && other.get(&p.name).is_some_and(|o| o.kind.is_positional())
-            })
+            .filter(|p| p.kind.is_positional() && other.get(&p.name).is_some_and(|o| o.kind.is_positional()))
             .map(|p| p.name.clone())
             .collect()
     };
@@ -85,8 +64,7 @@ pub fn signatures(
             d.kind_changed.push((p.name.clone(), p.kind, q.kind));
         }
         if p.default != q.default {
-            d.default_changed
-                .push((p.name.clone(), p.default.clone(), q.default.clone()));
+            d.default_changed.push((p.name.clone(), p.default.clone(), q.default.clone()));
         }
     }
     if d.removed.is_empty()
@@ -99,12 +77,8 @@ pub fn signatures(
         return None;
     }
     if let Some(r) = replacement {
-        d.replacement_stale = r
-            .params
-            .iter()
-            .filter(|p| from.has(&p.name) && !to.has(&p.name))
-            .map(|p| p.name.clone())
-            .collect();
+        d.replacement_stale =
+            r.params.iter().filter(|p| from.has(&p.name) && !to.has(&p.name)).map(|p| p.name.clone()).collect();
     }
     Some(d)
 }
@@ -129,16 +103,8 @@ pub fn decorators(from: &[DecoratorInfo], to: &[DecoratorInfo]) -> Option<Decora
         }
     }
     for name in names {
-        let old: Vec<&str> = from
-            .iter()
-            .filter(|x| x.name == name)
-            .map(|x| x.text.as_str())
-            .collect();
-        let new: Vec<&str> = to
-            .iter()
-            .filter(|x| x.name == name)
-            .map(|x| x.text.as_str())
-            .collect();
+        let old: Vec<&str> = from.iter().filter(|x| x.name == name).map(|x| x.text.as_str()).collect();
+        let new: Vec<&str> = to.iter().filter(|x| x.name == name).map(|x| x.text.as_str()).collect();
         for i in 0..old.len().max(new.len()) {
             match (old.get(i), new.get(i)) {
                 (Some(a), Some(b)) if a != b => d.changed.push((a.to_string(), b.to_string())),
@@ -159,10 +125,7 @@ pub struct BasesDiff {
 }
 
 pub fn bases(from: &[String], to: &[String]) -> Option<BasesDiff> {
-    (from != to).then(|| BasesDiff {
-        from: from.to_vec(),
-        to: to.to_vec(),
-    })
+    (from != to).then(|| BasesDiff { from: from.to_vec(), to: to.to_vec() })
 }
 
 #[cfg(test)]
@@ -176,24 +139,13 @@ mod tests {
 
     #[test]
     fn same_signature_is_no_change() {
-        assert_eq!(
-            signatures(
-                &sig("self, x: int=1"),
-                &sig("self, x: 'int | None' = 1"),
-                None
-            ),
-            None
-        );
+        assert_eq!(signatures(&sig("self, x: int=1"), &sig("self, x: 'int | None' = 1"), None), None);
     }
 
     #[test]
     fn removed_added_renamed() {
-        let d = signatures(
-            &sig("self, a, b, c=None"),
-            &sig("self, a, bb, c=None, d=1"),
-            Some(&sig("self, a, b, c")),
-        )
-        .unwrap();
+        let d = signatures(&sig("self, a, b, c=None"), &sig("self, a, bb, c=None, d=1"), Some(&sig("self, a, b, c")))
+            .unwrap();
         assert_eq!(d.renamed, [("b".to_string(), "bb".to_string())]);
         assert_eq!(d.added, ["d"]);
         assert!(d.removed.is_empty());
@@ -203,66 +155,32 @@ mod tests {
 
     #[test]
     fn reorder_kind_and_default() {
-        let d = signatures(
-            &sig("self, a, b=1, c=2"),
-            &sig("self, b=3, a=None, *, c=2"),
-            None,
-        )
-        .unwrap();
+        let d = signatures(&sig("self, a, b=1, c=2"), &sig("self, b=3, a=None, *, c=2"), None).unwrap();
         assert_eq!(
             d.reordered,
-            Some((
-                vec!["self".into(), "a".into(), "b".into()],
-                vec!["self".into(), "b".into(), "a".into()]
-            ))
+            Some((vec!["self".into(), "a".into(), "b".into()], vec!["self".into(), "b".into(), "a".into()]))
         );
-        assert_eq!(
-            d.kind_changed,
-            [(
-                "c".to_string(),
-                ParamKind::PositionalOrKeyword,
-                ParamKind::KeywordOnly
-            )]
-        );
+        assert_eq!(d.kind_changed, [("c".to_string(), ParamKind::PositionalOrKeyword, ParamKind::KeywordOnly)]);
         assert_eq!(
             d.default_changed,
             [
                 ("a".to_string(), None, Some("None".to_string())),
-                (
-                    "b".to_string(),
-                    Some("1".to_string()),
-                    Some("3".to_string())
-                )
+                ("b".to_string(), Some("1".to_string()), Some("3".to_string()))
             ]
         );
     }
 
     #[test]
     fn decorators_by_name() {
-        let info = |name: &str, text: &str| DecoratorInfo {
-            name: name.into(),
-            text: text.into(),
-        };
+        let info = |name: &str, text: &str| DecoratorInfo { name: name.into(), text: text.into() };
         let d = decorators(
-            &[
-                info("auto_docstring", "@auto_docstring"),
-                info("can_return_tuple", "@can_return_tuple"),
-            ],
-            &[
-                info("auto_docstring", "@auto_docstring(custom_intro='x')"),
-                info("capture_outputs", "@capture_outputs"),
-            ],
+            &[info("auto_docstring", "@auto_docstring"), info("can_return_tuple", "@can_return_tuple")],
+            &[info("auto_docstring", "@auto_docstring(custom_intro='x')"), info("capture_outputs", "@capture_outputs")],
         )
         .unwrap();
         assert_eq!(d.removed, ["@can_return_tuple"]);
         assert_eq!(d.added, ["@capture_outputs"]);
-        assert_eq!(
-            d.changed,
-            [(
-                "@auto_docstring".to_string(),
-                "@auto_docstring(custom_intro='x')".to_string()
-            )]
-        );
+        assert_eq!(d.changed, [("@auto_docstring".to_string(), "@auto_docstring(custom_intro='x')".to_string())]);
         assert_eq!(decorators(&[info("a", "@a")], &[info("a", "@a")]), None);
     }
 }

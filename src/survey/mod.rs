@@ -137,33 +137,20 @@ const STACK_SIZE: usize = 256 << 20;
 pub fn survey(opts: &Options) -> Result<Report, UsageError> {
     let project = Project::find(&opts.project_dir).map_err(|e| UsageError(e.to_string()))?;
     let cache = WheelCache {
-        dir: opts
-            .cache_dir
-            .clone()
-            .unwrap_or_else(|| WheelCache::default_dir(&project.root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&project.root)),
         package: opts.package.clone(),
         download: opts.download,
     };
     let resolve = |flag: &str, arg: &str| {
-        source::resolve(arg, &opts.project_dir, &cache)
-            .map_err(|e| UsageError(format!("--{flag} {e}")))
+        source::resolve(arg, &opts.project_dir, &cache).map_err(|e| UsageError(format!("--{flag} {e}")))
     };
     let from = Version::new(resolve("from", &opts.from)?);
     let to = Version::new(resolve("to", &opts.to)?);
     let ctx = Context::new(project, &opts.project_dir, None);
     let modules: Vec<String> = if opts.configs.is_empty() {
-        ctx.project
-            .discover()
-            .map_err(|e| UsageError(e.to_string()))?
-            .into_iter()
-            .map(|c| c.module)
-            .collect()
+        ctx.project.discover().map_err(|e| UsageError(e.to_string()))?.into_iter().map(|c| c.module).collect()
     } else {
-        let modules: Vec<String> = opts
-            .configs
-            .iter()
-            .map(|m| ctx.project.normalize_module(m))
-            .collect();
+        let modules: Vec<String> = opts.configs.iter().map(|m| ctx.project.normalize_module(m)).collect();
         if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
             return Err(UsageError(format!(
                 "--config {m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
@@ -177,9 +164,7 @@ pub fn survey(opts: &Options) -> Result<Report, UsageError> {
     if let Some(j) = opts.jobs.filter(|&j| j > 0) {
         pool = pool.num_threads(j);
     }
-    let pool = pool
-        .build()
-        .map_err(|e| UsageError(format!("cannot start worker threads: {e}")))?;
+    let pool = pool.build().map_err(|e| UsageError(format!("cannot start worker threads: {e}")))?;
     let configs: Vec<Option<ConfigReport>> = pool.install(|| {
         modules
             .par_iter()
@@ -196,12 +181,7 @@ pub fn survey(opts: &Options) -> Result<Report, UsageError> {
                         Ok(f) => (f, None),
                         Err(e) => (Vec::new(), Some(e)),
                     };
-                    Some(ConfigReport {
-                        module: m.clone(),
-                        source_module: plan.source_module.clone(),
-                        findings,
-                        error,
-                    })
+                    Some(ConfigReport { module: m.clone(), source_module: plan.source_module.clone(), findings, error })
                 }
             })
             .collect()
@@ -240,11 +220,7 @@ pub fn run_cli(args: &[OsString]) -> i32 {
     // Paths are relative to the working directory, whatever --project says.
     let from_cwd = |arg: &str| {
         let p = cwd.join(arg);
-        if p.exists() {
-            p.to_string_lossy().into_owned()
-        } else {
-            arg.to_string()
-        }
+        if p.exists() { p.to_string_lossy().into_owned() } else { arg.to_string() }
     };
     let (from, to) = (from_cwd(&cli.from), from_cwd(&cli.to));
     let project_dir = match cli.project {

@@ -69,9 +69,7 @@ pub struct Lineage {
 impl Lineage {
     /// The class that defines `method` first along the chain.
     pub fn method(&self, method: &str) -> Option<(&ClassRef, &StmtFunctionDef)> {
-        self.classes
-            .iter()
-            .find_map(|c| c.own_method(method).map(|f| (c, f)))
+        self.classes.iter().find_map(|c| c.own_method(method).map(|f| (c, f)))
     }
 }
 
@@ -89,10 +87,7 @@ pub fn function<'f>(file: &'f ParsedFile, name: &str) -> Option<&'f StmtFunction
 
 impl Version {
     pub fn new(upstream: Upstream) -> Version {
-        Version {
-            upstream,
-            modules: Mutex::new(HashMap::new()),
-        }
+        Version { upstream, modules: Mutex::new(HashMap::new()) }
     }
 
     /// The parsed source of `module` (a `.py` file, as the generator reads it).
@@ -102,24 +97,13 @@ impl Version {
             map.entry(module.to_string()).or_default().clone()
         };
         slot.get_or_init(|| {
-            let source = self
-                .upstream
-                .search
-                .find_module(module)
-                .map_err(|e| match e {
-                    UpstreamError::NotFound { .. } => ModuleError::NotFound,
-                    other => ModuleError::Broken(other.to_string()),
-                })?;
-            ParsedFile::parse(source.origin.clone(), &source.text)
-                .map(Arc::new)
-                .map_err(|e| {
-                    ModuleError::Broken(format!(
-                        "{}:{}: syntax error: {}",
-                        source.origin.display(),
-                        e.line,
-                        e.message
-                    ))
-                })
+            let source = self.upstream.search.find_module(module).map_err(|e| match e {
+                UpstreamError::NotFound { .. } => ModuleError::NotFound,
+                other => ModuleError::Broken(other.to_string()),
+            })?;
+            ParsedFile::parse(source.origin.clone(), &source.text).map(Arc::new).map_err(|e| {
+                ModuleError::Broken(format!("{}:{}: syntax error: {}", source.origin.display(), e.line, e.message))
+            })
         })
         .clone()
     }
@@ -136,15 +120,8 @@ impl Version {
         }
         let file = self.module(module).ok()?;
         let body = file.body();
-        if let Some(index) = body
-            .iter()
-            .rposition(|s| matches!(s, Stmt::ClassDef(c) if c.name.id.as_str() == name))
-        {
-            return Some(ClassRef {
-                file: file.clone(),
-                module: module.to_string(),
-                index,
-            });
+        if let Some(index) = body.iter().rposition(|s| matches!(s, Stmt::ClassDef(c) if c.name.id.as_str() == name)) {
+            return Some(ClassRef { file: file.clone(), module: module.to_string(), index });
         }
         let (from, original) = imported_from(module, body, name)?;
         self.class_at_depth(&from, &original, depth + 1)
@@ -152,27 +129,17 @@ impl Version {
 
     /// `class` and the bases it inherits from.
     pub fn lineage(&self, class: &ClassRef) -> Lineage {
-        let mut out = Lineage {
-            classes: Vec::new(),
-            unresolved: Vec::new(),
-        };
+        let mut out = Lineage { classes: Vec::new(), unresolved: Vec::new() };
         self.walk_bases(class, 0, &mut out);
         out
     }
 
     fn walk_bases(&self, class: &ClassRef, depth: usize, out: &mut Lineage) {
-        if depth > MAX_DEPTH
-            || out
-                .classes
-                .iter()
-                .any(|c| c.module == class.module && c.name() == class.name())
-        {
+        if depth > MAX_DEPTH || out.classes.iter().any(|c| c.module == class.module && c.name() == class.name()) {
             return;
         }
         out.classes.push(class.clone());
-        let Some(args) = &class.def().arguments else {
-            return;
-        };
+        let Some(args) = &class.def().arguments else { return };
         for base in args.args.iter() {
             let found = match base {
                 Expr::Name(n) => self.class(&class.module, n.id.as_str()),
@@ -220,21 +187,10 @@ mod tests {
 
     #[test]
     fn relative_imports_resolve_from_the_module() {
-        let parsed = ParsedFile::parse(
-            "m.py".into(),
-            "from ..llama.modeling_llama import LlamaMLP as MLP\n",
-        )
-        .unwrap();
+        let parsed = ParsedFile::parse("m.py".into(), "from ..llama.modeling_llama import LlamaMLP as MLP\n").unwrap();
         assert_eq!(
-            imported_from(
-                "transformers.models.qwen3.modeling_qwen3",
-                parsed.body(),
-                "MLP"
-            ),
-            Some((
-                "transformers.models.llama.modeling_llama".into(),
-                "LlamaMLP".into()
-            ))
+            imported_from("transformers.models.qwen3.modeling_qwen3", parsed.body(), "MLP"),
+            Some(("transformers.models.llama.modeling_llama".into(), "LlamaMLP".into()))
         );
         assert_eq!(imported_from("a.b", parsed.body(), "LlamaMLP"), None);
     }

@@ -207,10 +207,7 @@ impl<'a> Visitor<'a> for Binder {
                 for a in &i.names {
                     match &a.asname {
                         Some(n) => self.bind(&n.id, stmt.start()),
-                        None => self.bind(
-                            a.name.id.split('.').next().unwrap_or_default(),
-                            stmt.start(),
-                        ),
+                        None => self.bind(a.name.id.split('.').next().unwrap_or_default(), stmt.start()),
                     }
                 }
             }
@@ -239,11 +236,7 @@ impl<'a> Visitor<'a> for Binder {
     fn visit_expr(&mut self, expr: &'a Expr) {
         match expr {
             Expr::Name(n) if n.ctx != ExprContext::Load => self.bind(&n.id, n.start()),
-            Expr::Lambda(_)
-            | Expr::ListComp(_)
-            | Expr::SetComp(_)
-            | Expr::DictComp(_)
-            | Expr::Generator(_) => {}
+            Expr::Lambda(_) | Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {}
             _ => visitor::walk_expr(self, expr),
         }
     }
@@ -341,9 +334,7 @@ impl FreeNames {
     }
 
     fn comprehension(&mut self, generators: &[ruff_python_ast::Comprehension], elts: &[&Expr]) {
-        let Some(first) = generators.first() else {
-            return;
-        };
+        let Some(first) = generators.first() else { return };
         self.visit_expr(&first.iter);
         let mut names = HashSet::new();
         for g in generators {
@@ -368,11 +359,8 @@ impl FreeNames {
 }
 
 fn is_literal_subscript(expr: &Expr) -> bool {
-    let Expr::Subscript(s) = expr else {
-        return false;
-    };
-    super::signature::dotted_name(&s.value)
-        .is_some_and(|n| n == "Literal" || n.ends_with(".Literal"))
+    let Expr::Subscript(s) = expr else { return false };
+    super::signature::dotted_name(&s.value).is_some_and(|n| n == "Literal" || n.ends_with(".Literal"))
 }
 
 impl<'a> Visitor<'a> for FreeNames {
@@ -417,10 +405,7 @@ impl<'a> Visitor<'a> for FreeNames {
             Expr::Lambda(l) => {
                 let names = match &l.parameters {
                     Some(p) => {
-                        for d in p
-                            .iter_non_variadic_params()
-                            .filter_map(|p| p.default.as_deref())
-                        {
+                        for d in p.iter_non_variadic_params().filter_map(|p| p.default.as_deref()) {
                             self.visit_expr(d);
                         }
                         parameter_names(p).collect()
@@ -468,10 +453,7 @@ impl<'a> Visitor<'a> for FreeNames {
 pub fn free_names(body: &[Stmt]) -> BTreeMap<String, TextSize> {
     let module_names = bound_in(body).into_iter().map(|(n, _)| n).collect();
     let mut f = FreeNames {
-        scopes: vec![Scope {
-            names: module_names,
-            is_class: false,
-        }],
+        scopes: vec![Scope { names: module_names, is_class: false }],
         free: BTreeMap::new(),
         in_annotation: false,
     };
@@ -527,9 +509,7 @@ mod tests {
     #[test]
     fn module_level_bindings_count() {
         assert_eq!(
-            free(
-                "X = 1\ntry:\n    import torch\nexcept ImportError:\n    torch = None\nY = X + torch.a + Z\n"
-            ),
+            free("X = 1\ntry:\n    import torch\nexcept ImportError:\n    torch = None\nY = X + torch.a + Z\n"),
             ["Z"]
         );
     }

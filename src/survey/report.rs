@@ -83,11 +83,7 @@ pub struct Site {
 impl Site {
     /// `modeling_x.py:12` (`in Base`).
     fn short(&self) -> String {
-        let file = self
-            .origin
-            .rsplit(['/', '!'])
-            .next()
-            .unwrap_or(&self.origin);
+        let file = self.origin.rsplit(['/', '!']).next().unwrap_or(&self.origin);
         match &self.owner {
             Some(o) => format!("{file}:{} (in {o})", self.line),
             None => format!("{file}:{}", self.line),
@@ -140,9 +136,7 @@ pub struct Finding {
 impl Finding {
     /// Something a pin bump must look at.
     pub fn drifted(&self) -> bool {
-        self.kind.is_drift()
-            || !self.details.missing_names.is_empty()
-            || !self.details.missing_attributes.is_empty()
+        self.kind.is_drift() || !self.details.missing_names.is_empty() || !self.details.missing_attributes.is_empty()
     }
 }
 
@@ -177,24 +171,16 @@ impl Report {
     }
 
     pub fn errors(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.configs
-            .iter()
-            .filter_map(|c| c.error.as_deref().map(|e| (c.module.as_str(), e)))
+        self.configs.iter().filter_map(|c| c.error.as_deref().map(|e| (c.module.as_str(), e)))
     }
 
     /// 0: nothing drifted; 1: something drifted or a config failed.
     pub fn exit_code(&self) -> i32 {
-        if self.findings().any(Finding::drifted) || self.errors().next().is_some() {
-            1
-        } else {
-            0
-        }
+        if self.findings().any(Finding::drifted) || self.errors().next().is_some() { 1 } else { 0 }
     }
 
     fn count(&self, kind: Kind) -> usize {
-        self.findings()
-            .filter(|f| f.kind == kind && is_target(f))
-            .count()
+        self.findings().filter(|f| f.kind == kind && is_target(f)).count()
     }
 
     /// `12 signature_changed, 3 removed, …` over targets, non-zero kinds only.
@@ -218,10 +204,7 @@ impl Report {
             let _ = write!(s, ": {}", self.kind_counts());
         }
         let names: usize = self.findings().map(|f| f.details.missing_names.len()).sum();
-        let attrs: usize = self
-            .findings()
-            .map(|f| f.details.missing_attributes.len())
-            .sum();
+        let attrs: usize = self.findings().map(|f| f.details.missing_attributes.len()).sum();
         if names > 0 {
             let _ = write!(s, "; {names} missing name(s)");
         }
@@ -238,18 +221,12 @@ impl Report {
     }
 
     fn title(&self) -> String {
-        format!(
-            "{} {} → {}",
-            self.package, self.from.version, self.to.version
-        )
+        format!("{} {} → {}", self.package, self.from.version, self.to.version)
     }
 }
 
 fn is_target(f: &Finding) -> bool {
-    matches!(
-        f.patch,
-        PatchKind::OverrideMethod | PatchKind::ReplaceClass | PatchKind::ReplaceFunction
-    )
+    matches!(f.patch, PatchKind::OverrideMethod | PatchKind::ReplaceClass | PatchKind::ReplaceFunction)
 }
 
 /// The detail lines of a finding, in the order a reader needs them. For
@@ -261,11 +238,7 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
     let d = &f.details;
     let mut out = Vec::new();
     if let Some(s) = &d.signature {
-        let what = if f.patch == PatchKind::ReplaceClass {
-            format!("{} ", code("__init__"))
-        } else {
-            String::new()
-        };
+        let what = if f.patch == PatchKind::ReplaceClass { format!("{} ", code("__init__")) } else { String::new() };
         if !markdown {
             out.push(format!("{what}{from}: {}", s.from));
             out.push(format!("{what}{to}: {}", s.to));
@@ -287,28 +260,14 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
             ));
         }
         for (n, a, b) in &s.kind_changed {
-            out.push(format!(
-                "{what}kind of {}: {} → {}",
-                code(n),
-                a.as_str(),
-                b.as_str()
-            ));
+            out.push(format!("{what}kind of {}: {} → {}", code(n), a.as_str(), b.as_str()));
         }
         for (n, a, b) in &s.default_changed {
-            let default =
-                |v: &Option<String>| v.as_deref().map(&code).unwrap_or_else(|| "(none)".into());
-            out.push(format!(
-                "{what}default of {}: {} → {}",
-                code(n),
-                default(a),
-                default(b)
-            ));
+            let default = |v: &Option<String>| v.as_deref().map(&code).unwrap_or_else(|| "(none)".into());
+            out.push(format!("{what}default of {}: {} → {}", code(n), default(a), default(b)));
         }
         if !s.replacement_stale.is_empty() {
-            out.push(format!(
-                "the replacement still declares: {}",
-                list(&s.replacement_stale)
-            ));
+            out.push(format!("the replacement still declares: {}", list(&s.replacement_stale)));
         }
     }
     if let Some(b) = &d.bases {
@@ -326,20 +285,14 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
             out.push(format!("decorator added: {}", code(&abbreviate(a))));
         }
         for (a, b) in &dec.changed {
-            out.push(format!(
-                "decorator changed: {} → {}",
-                code(&abbreviate(a)),
-                code(&abbreviate(b))
-            ));
+            out.push(format!("decorator changed: {} → {}", code(&abbreviate(a)), code(&abbreviate(b))));
         }
     }
     for n in &d.missing_names {
         match &n.from {
-            Some(site) => out.push(format!(
-                "name `{}` no longer defined or imported (was {} in {from})",
-                n.name,
-                site.short()
-            )),
+            Some(site) => {
+                out.push(format!("name `{}` no longer defined or imported (was {} in {from})", n.name, site.short()))
+            }
             None => out.push(format!("name `{}` no longer defined or imported", n.name)),
         }
     }
@@ -350,15 +303,9 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
         ));
     }
     match (f.kind, &d.from, &d.to) {
-        (Kind::Removed, Some(a), None) => {
-            out.push(format!("was {} in {from}; not in {to}", a.short()))
-        }
-        (Kind::NewUpstream, None, Some(b)) => {
-            out.push(format!("now defined upstream: {} in {to}", b.short()))
-        }
-        (_, Some(a), Some(b)) if a.owner != b.owner => {
-            out.push(format!("{from}: {}; {to}: {}", a.short(), b.short()))
-        }
+        (Kind::Removed, Some(a), None) => out.push(format!("was {} in {from}; not in {to}", a.short())),
+        (Kind::NewUpstream, None, Some(b)) => out.push(format!("now defined upstream: {} in {to}", b.short())),
+        (_, Some(a), Some(b)) if a.owner != b.owner => out.push(format!("{from}: {}; {to}: {}", a.short(), b.short())),
         _ => {}
     }
     out
@@ -381,11 +328,7 @@ pub fn text(report: &Report, verbose: bool) -> String {
     let _ = writeln!(out, "  from: {}", report.from.location);
     let _ = writeln!(out, "  to:   {}", report.to.location);
     for c in &report.configs {
-        let shown: Vec<&Finding> = c
-            .findings
-            .iter()
-            .filter(|f| verbose || f.drifted())
-            .collect();
+        let shown: Vec<&Finding> = c.findings.iter().filter(|f| verbose || f.drifted()).collect();
         if shown.is_empty() && c.error.is_none() && !verbose {
             continue;
         }
@@ -400,29 +343,15 @@ pub fn text(report: &Report, verbose: bool) -> String {
             }
         }
         for f in &shown {
-            let _ = writeln!(
-                out,
-                "  {:<19} {:<17} {}",
-                f.kind.as_str(),
-                f.patch.as_str(),
-                f.target
-            );
+            let _ = writeln!(out, "  {:<19} {:<17} {}", f.kind.as_str(), f.patch.as_str(), f.target);
             for line in detail_lines(f, from, to, false) {
                 let _ = writeln!(out, "      {line}");
             }
         }
         let quiet = c.findings.len() - shown.len();
         if quiet > 0 {
-            let unchanged = c
-                .findings
-                .iter()
-                .filter(|f| !f.drifted() && f.kind == Kind::Unchanged)
-                .count();
-            let _ = writeln!(
-                out,
-                "  ({unchanged} unchanged, {} added by config)",
-                quiet - unchanged
-            );
+            let unchanged = c.findings.iter().filter(|f| !f.drifted() && f.kind == Kind::Unchanged).count();
+            let _ = writeln!(out, "  ({unchanged} unchanged, {} added by config)", quiet - unchanged);
         }
     }
     let _ = writeln!(out, "\n{}", report.summary());
@@ -432,26 +361,15 @@ pub fn text(report: &Report, verbose: bool) -> String {
 /// The dotted prefix every config shares (`veomni.models.transformers.`).
 fn common_prefix(report: &Report) -> String {
     let mut modules = report.configs.iter().map(|c| c.module.as_str());
-    let Some(first) = modules.next() else {
-        return String::new();
-    };
+    let Some(first) = modules.next() else { return String::new() };
     let mut parts: Vec<&str> = first.split('.').collect();
     parts.pop();
     for m in modules {
         let other: Vec<&str> = m.split('.').collect();
-        let n = parts
-            .iter()
-            .zip(&other)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(other.len().saturating_sub(1));
+        let n = parts.iter().zip(&other).take_while(|(a, b)| a == b).count().min(other.len().saturating_sub(1));
         parts.truncate(n);
     }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("{}.", parts.join("."))
-    }
+    if parts.is_empty() { String::new() } else { format!("{}.", parts.join(".")) }
 }
 
 fn md_cell(s: &str) -> String {
@@ -460,11 +378,7 @@ fn md_cell(s: &str) -> String {
 
 /// A code span (table cells escape their pipes afterwards).
 fn md_code(s: &str) -> String {
-    if s.contains('`') {
-        format!("`` {s} ``")
-    } else {
-        format!("`{s}`")
-    }
+    if s.contains('`') { format!("`` {s} ``") } else { format!("`{s}`") }
 }
 
 pub fn markdown(report: &Report) -> String {
@@ -478,24 +392,15 @@ pub fn markdown(report: &Report) -> String {
         out.push_str("No patch target drifted.\n");
     } else {
         if !prefix.is_empty() {
-            let _ = writeln!(
-                out,
-                "Configs are under `{}`.\n",
-                prefix.trim_end_matches('.')
-            );
+            let _ = writeln!(out, "Configs are under `{}`.\n", prefix.trim_end_matches('.'));
         }
         out.push_str("| Config | Target | Patch | Kind | Details |\n|---|---|---|---|---|\n");
         for f in drifted {
-            let details: Vec<String> = detail_lines(f, from, to, true)
-                .iter()
-                .map(|l| md_cell(l))
-                .collect();
+            let details: Vec<String> = detail_lines(f, from, to, true).iter().map(|l| md_cell(l)).collect();
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} |",
-                md_cell(&md_code(
-                    f.config.strip_prefix(&prefix).unwrap_or(&f.config)
-                )),
+                md_cell(&md_code(f.config.strip_prefix(&prefix).unwrap_or(&f.config))),
                 md_cell(&md_code(&f.target)),
                 f.patch.as_str(),
                 f.kind.as_str(),
@@ -583,11 +488,7 @@ fn site_json(site: &Option<Site>) -> Json {
 }
 
 fn pairs(v: &[(String, String)]) -> Json {
-    Json::Arr(
-        v.iter()
-            .map(|(a, b)| Json::Obj(vec![("from", Json::str(a)), ("to", Json::str(b))]))
-            .collect(),
-    )
+    Json::Arr(v.iter().map(|(a, b)| Json::Obj(vec![("from", Json::str(a)), ("to", Json::str(b))])).collect())
 }
 
 /// `{"name": …, "from": …, "to": …}`.
@@ -647,24 +548,13 @@ fn details_json(d: &Details) -> Json {
         ));
     }
     if let Some(b) = &d.bases {
-        o.push((
-            "bases",
-            Json::Obj(vec![
-                ("from", Json::strs(&b.from)),
-                ("to", Json::strs(&b.to)),
-            ]),
-        ));
+        o.push(("bases", Json::Obj(vec![("from", Json::strs(&b.from)), ("to", Json::strs(&b.to))])));
     }
     if !d.missing_names.is_empty() {
         let items = d
             .missing_names
             .iter()
-            .map(|n| {
-                Json::Obj(vec![
-                    ("name", Json::str(&n.name)),
-                    ("from", site_json(&n.from)),
-                ])
-            })
+            .map(|n| Json::Obj(vec![("name", Json::str(&n.name)), ("from", site_json(&n.from))]))
             .collect();
         o.push(("missing_names", Json::Arr(items)));
     }
@@ -699,10 +589,7 @@ pub fn json(report: &Report) -> String {
                 (
                     "registered_at",
                     Json::Obj(vec![
-                        (
-                            "file",
-                            Json::Str(f.registered_at.path.to_string_lossy().into_owned()),
-                        ),
+                        ("file", Json::Str(f.registered_at.path.to_string_lossy().into_owned())),
                         ("line", Json::Num(f.registered_at.line)),
                     ]),
                 ),
@@ -710,26 +597,15 @@ pub fn json(report: &Report) -> String {
             ])
         })
         .collect();
-    let errors = report
-        .errors()
-        .map(|(m, e)| Json::Obj(vec![("config", Json::str(m)), ("message", Json::str(e))]))
-        .collect();
+    let errors =
+        report.errors().map(|(m, e)| Json::Obj(vec![("config", Json::str(m)), ("message", Json::str(e))])).collect();
     let doc = Json::Obj(vec![
         ("package", Json::str(&report.package)),
         ("from", label(&report.from)),
         ("to", label(&report.to)),
         ("from_location", Json::str(&report.from.location)),
         ("to_location", Json::str(&report.to.location)),
-        (
-            "configs",
-            Json::Arr(
-                report
-                    .configs
-                    .iter()
-                    .map(|c| Json::str(&c.module))
-                    .collect(),
-            ),
-        ),
+        ("configs", Json::Arr(report.configs.iter().map(|c| Json::str(&c.module)).collect())),
         ("findings", Json::Arr(findings)),
         ("errors", Json::Arr(errors)),
     ]);

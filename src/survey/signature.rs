@@ -29,10 +29,7 @@ impl ParamKind {
 
     /// Passed by position (so its place in the list is part of the contract).
     pub fn is_positional(self) -> bool {
-        matches!(
-            self,
-            ParamKind::PositionalOnly | ParamKind::PositionalOrKeyword
-        )
+        matches!(self, ParamKind::PositionalOnly | ParamKind::PositionalOrKeyword)
     }
 }
 
@@ -57,42 +54,14 @@ impl Signature {
             kind,
             default: p.default.as_deref().map(|d| one_line(&text[d.range()])),
         };
-        let variadic = |p: &ruff_python_ast::Parameter, kind| Param {
-            name: p.name.id.to_string(),
-            kind,
-            default: None,
-        };
+        let variadic =
+            |p: &ruff_python_ast::Parameter, kind| Param { name: p.name.id.to_string(), kind, default: None };
         let mut params: Vec<Param> = Vec::new();
-        params.extend(
-            parameters
-                .posonlyargs
-                .iter()
-                .map(|p| with_default(p, ParamKind::PositionalOnly)),
-        );
-        params.extend(
-            parameters
-                .args
-                .iter()
-                .map(|p| with_default(p, ParamKind::PositionalOrKeyword)),
-        );
-        params.extend(
-            parameters
-                .vararg
-                .as_deref()
-                .map(|p| variadic(p, ParamKind::VarPositional)),
-        );
-        params.extend(
-            parameters
-                .kwonlyargs
-                .iter()
-                .map(|p| with_default(p, ParamKind::KeywordOnly)),
-        );
-        params.extend(
-            parameters
-                .kwarg
-                .as_deref()
-                .map(|p| variadic(p, ParamKind::VarKeyword)),
-        );
+        params.extend(parameters.posonlyargs.iter().map(|p| with_default(p, ParamKind::PositionalOnly)));
+        params.extend(parameters.args.iter().map(|p| with_default(p, ParamKind::PositionalOrKeyword)));
+        params.extend(parameters.vararg.as_deref().map(|p| variadic(p, ParamKind::VarPositional)));
+        params.extend(parameters.kwonlyargs.iter().map(|p| with_default(p, ParamKind::KeywordOnly)));
+        params.extend(parameters.kwarg.as_deref().map(|p| variadic(p, ParamKind::VarKeyword)));
         Signature { params }
     }
 
@@ -125,10 +94,7 @@ impl std::fmt::Display for Signature {
                 }
                 _ => parts.push(render_param(p)),
             }
-            let next_is_posonly = self
-                .params
-                .get(i + 1)
-                .is_some_and(|n| n.kind == ParamKind::PositionalOnly);
+            let next_is_posonly = self.params.get(i + 1).is_some_and(|n| n.kind == ParamKind::PositionalOnly);
             if p.kind == ParamKind::PositionalOnly && !next_is_posonly {
                 parts.push("/".into());
             }
@@ -225,25 +191,15 @@ impl FunctionInfo {
 /// A class's base-class list as source text (keywords such as
 /// `metaclass=` included).
 pub fn bases(class: &StmtClassDef, text: &str) -> Vec<String> {
-    let Some(args) = &class.arguments else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = args
-        .args
-        .iter()
-        .map(|a| one_line(&text[a.range()]))
-        .collect();
+    let Some(args) = &class.arguments else { return Vec::new() };
+    let mut out: Vec<String> = args.args.iter().map(|a| one_line(&text[a.range()])).collect();
     out.extend(args.keywords.iter().map(|k| one_line(&text[k.range()])));
     out
 }
 
 /// The parameter list of the first function of a replacement's parsed
 /// source (`text`), or of the `__init__` of its first class.
-pub fn of_replacement(
-    body: &[ruff_python_ast::Stmt],
-    text: &str,
-    class_init: bool,
-) -> Option<Signature> {
+pub fn of_replacement(body: &[ruff_python_ast::Stmt], text: &str, class_init: bool) -> Option<Signature> {
     use ruff_python_ast::Stmt;
     for stmt in body {
         match stmt {
@@ -299,27 +255,16 @@ mod tests {
 
     #[test]
     fn bare_star_is_rendered() {
-        assert_eq!(
-            sig("def f(self, *, x=None): pass").to_string(),
-            "(self, *, x=None)"
-        );
+        assert_eq!(sig("def f(self, *, x=None): pass").to_string(), "(self, *, x=None)");
     }
 
     #[test]
     fn decorator_names_drop_call_arguments() {
         let src = "@a.b(1)\n@c\ndef f(): pass\n";
         let parsed = ruff_python_parser::parse_module(src).unwrap();
-        let ruff_python_ast::Stmt::FunctionDef(f) = &parsed.syntax().body[0] else {
-            panic!()
-        };
+        let ruff_python_ast::Stmt::FunctionDef(f) = &parsed.syntax().body[0] else { panic!() };
         let d = decorators(&f.decorator_list, src);
-        assert_eq!(
-            d[0],
-            DecoratorInfo {
-                name: "a.b".into(),
-                text: "@a.b(1)".into()
-            }
-        );
+        assert_eq!(d[0], DecoratorInfo { name: "a.b".into(), text: "@a.b(1)".into() });
         assert_eq!(d[1].name, "c");
     }
 

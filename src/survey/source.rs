@@ -73,10 +73,7 @@ impl WheelCache {
         }
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("{}: cannot create the wheel cache: {e}", self.dir.display()))?;
-        eprintln!(
-            "fetching {requirement} into {} (pip download)",
-            self.dir.display()
-        );
+        eprintln!("fetching {requirement} into {} (pip download)", self.dir.display());
         let output = Command::new("python3")
             .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", &requirement, "-d"])
             .arg(&self.dir)
@@ -88,12 +85,8 @@ impl WheelCache {
                 String::from_utf8_lossy(&output.stderr).trim_end()
             ));
         }
-        self.find(version).ok_or_else(|| {
-            format!(
-                "pip downloaded {requirement} but no wheel of it is in {}",
-                self.dir.display()
-            )
-        })
+        self.find(version)
+            .ok_or_else(|| format!("pip downloaded {requirement} but no wheel of it is in {}", self.dir.display()))
     }
 }
 
@@ -106,9 +99,7 @@ fn wheel_name(package: &str) -> String {
 /// characters PEP 440 versions use.
 fn looks_like_version(arg: &str) -> bool {
     arg.starts_with(|c: char| c.is_ascii_digit())
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '!' | '-' | '_'))
+        && arg.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '!' | '-' | '_'))
 }
 
 /// Resolve one `--from`/`--to` argument; `Err` is a usage error.
@@ -119,11 +110,7 @@ pub fn resolve(arg: &str, cwd: &Path, cache: &WheelCache) -> Result<Upstream, St
             if !path.extension().is_some_and(|e| e == "whl" || e == "zip") {
                 return Err(format!("{arg}: not a directory or a .whl file"));
             }
-            let v = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.split('-').nth(1))
-                .map(str::to_string);
+            let v = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).map(str::to_string);
             (path, v)
         } else {
             (package_parent(&path, &cache.package), None)
@@ -138,32 +125,19 @@ pub fn resolve(arg: &str, cwd: &Path, cache: &WheelCache) -> Result<Upstream, St
     };
     let search = SearchPath::new(vec![location.clone()]);
     let init = format!("{}.__init__", cache.package);
-    let version = search
-        .find_module(&init)
-        .ok()
-        .and_then(|s| parse_version(&s.text))
-        .or(file_version)
-        .unwrap_or_else(|| {
-            location
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| arg.to_string())
+    let version =
+        search.find_module(&init).ok().and_then(|s| parse_version(&s.text)).or(file_version).unwrap_or_else(|| {
+            location.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.to_string())
         });
-    Ok(Upstream {
-        arg: arg.to_string(),
-        version,
-        location,
-        search,
-    })
+    Ok(Upstream { arg: arg.to_string(), version, location, search })
 }
 
 /// A directory that is the package itself (`.../site-packages/transformers`)
 /// stands for the directory holding it.
 fn package_parent(dir: &Path, package: &str) -> PathBuf {
     let top = package.split('.').next().unwrap_or(package);
-    let is_package = !dir.join(top).is_dir()
-        && dir.join("__init__.py").is_file()
-        && dir.file_name().is_some_and(|n| n == top);
+    let is_package =
+        !dir.join(top).is_dir() && dir.join("__init__.py").is_file() && dir.file_name().is_some_and(|n| n == top);
     match dir.parent() {
         Some(parent) if is_package => parent.to_path_buf(),
         _ => dir.to_path_buf(),
@@ -185,28 +159,12 @@ mod tests {
     #[test]
     fn cache_lookup_matches_name_and_version() {
         let dir = tempfile::tempdir().unwrap();
-        for name in [
-            "toy_lib-1.0-py3-none-any.whl",
-            "toy_lib-1.0.1-py3-none-any.whl",
-            "other-1.0-py3-none-any.whl",
-        ] {
+        for name in ["toy_lib-1.0-py3-none-any.whl", "toy_lib-1.0.1-py3-none-any.whl", "other-1.0-py3-none-any.whl"] {
             std::fs::write(dir.path().join(name), b"").unwrap();
         }
-        let cache = WheelCache {
-            dir: dir.path().to_path_buf(),
-            package: "toy-lib".into(),
-            download: false,
-        };
-        assert_eq!(
-            cache.find("1.0").unwrap().file_name().unwrap(),
-            "toy_lib-1.0-py3-none-any.whl"
-        );
+        let cache = WheelCache { dir: dir.path().to_path_buf(), package: "toy-lib".into(), download: false };
+        assert_eq!(cache.find("1.0").unwrap().file_name().unwrap(), "toy_lib-1.0-py3-none-any.whl");
         assert!(cache.find("2.0").is_none());
-        assert!(
-            cache
-                .wheel("2.0")
-                .unwrap_err()
-                .contains("no wheel of toy-lib==2.0")
-        );
+        assert!(cache.wheel("2.0").unwrap_err().contains("no wheel of toy-lib==2.0"));
     }
 }

@@ -43,40 +43,21 @@ fn load(version: &Version, module: &str) -> Result<Upstream, String> {
 }
 
 fn site(file: &ParsedFile, line: usize, owner: Option<String>) -> Site {
-    Site {
-        origin: file.path.to_string_lossy().into_owned(),
-        line,
-        owner,
-    }
+    Site { origin: file.path.to_string_lossy().into_owned(), line, owner }
 }
 
-fn find(
-    version: &Version,
-    module: &str,
-    file: &Upstream,
-    patch_type: PatchType,
-    target: &str,
-) -> Option<Found> {
+fn find(version: &Version, module: &str, file: &Upstream, patch_type: PatchType, target: &str) -> Option<Found> {
     let file = file.as_ref()?;
     match patch_type {
         PatchType::FunctionReplacement => {
             let f = modules::function(file, target)?;
             let info = FunctionInfo::of(f, file);
-            Some(Found {
-                site: site(file, info.line, None),
-                function: Some(info),
-                class: None,
-            })
+            Some(Found { site: site(file, info.line, None), function: Some(info), class: None })
         }
         PatchType::ClassReplacement => {
-            let class = version
-                .class(module, target)
-                .filter(|c| c.module == module)?;
+            let class = version.class(module, target).filter(|c| c.module == module)?;
             let def = class.def();
-            let init = version
-                .lineage(&class)
-                .method("__init__")
-                .map(|(_, f)| FunctionInfo::of(f, &class.file));
+            let init = version.lineage(&class).method("__init__").map(|(_, f)| FunctionInfo::of(f, &class.file));
             Some(Found {
                 site: site(file, file.line_of(def.start()), None),
                 function: init,
@@ -88,19 +69,13 @@ fn find(
         }
         PatchType::MethodOverride => {
             let (class_name, method) = target.split_once('.')?;
-            let class = version
-                .class(module, class_name)
-                .filter(|c| c.module == module)?;
+            let class = version.class(module, class_name).filter(|c| c.module == module)?;
             let lineage = version.lineage(&class);
             let (owner, f) = lineage.method(method)?;
             let info = FunctionInfo::of(f, &owner.file);
-            let inherited = (owner.module != class.module || owner.name() != class.name())
-                .then(|| owner.name().to_string());
-            Some(Found {
-                site: site(&owner.file, info.line, inherited),
-                function: Some(info),
-                class: None,
-            })
+            let inherited =
+                (owner.module != class.module || owner.name() != class.name()).then(|| owner.name().to_string());
+            Some(Found { site: site(&owner.file, info.line, inherited), function: Some(info), class: None })
         }
         _ => None,
     }
@@ -141,9 +116,7 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
         fn visit_stmt(&mut self, stmt: &'a Stmt) {
             if matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)) {
                 for (name, _) in names::bound_in(std::slice::from_ref(stmt)) {
-                    self.0
-                        .entry(name)
-                        .or_insert_with(|| self.1.line_of(stmt.start()));
+                    self.0.entry(name).or_insert_with(|| self.1.line_of(stmt.start()));
                 }
             }
             ruff_python_ast::statement_visitor::walk_stmt(self, stmt);
@@ -175,11 +148,7 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
             }
         }
     }
-    for helper in plan
-        .helpers
-        .iter()
-        .chain(plan.positioned_helpers.iter().map(|h| &h.helper))
-    {
+    for helper in plan.helpers.iter().chain(plan.positioned_helpers.iter().map(|h| &h.helper)) {
         if let Some(body) = helper.object.as_ref().and_then(helper_body) {
             for (name, _) in names::bound_in(&body.syntax().body) {
                 out.entry(name).or_insert(None);
@@ -189,9 +158,7 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
     out
 }
 
-fn helper_body(
-    object: &SourceObject,
-) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
+fn helper_body(object: &SourceObject) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
     ruff_python_parser::parse_module(&strip_patch_decorators(&pytext::dedent(&object.source))).ok()
 }
 
@@ -209,13 +176,8 @@ impl NameCheck {
             .filter(|n| !self.new.contains_key(n))
             .filter_map(|n| {
                 let line = self.old.get(&n)?;
-                let from = line.and_then(|l| {
-                    self.old_origin.as_ref().map(|o| Site {
-                        origin: o.clone(),
-                        line: l,
-                        owner: None,
-                    })
-                });
+                let from = line
+                    .and_then(|l| self.old_origin.as_ref().map(|o| Site { origin: o.clone(), line: l, owner: None }));
                 Some(MissingName { name: n, from })
             })
             .collect()
@@ -229,16 +191,11 @@ fn targets(plan: &PatchPlan) -> Vec<&Patch> {
     for p in &plan.patches {
         if !matches!(
             p.patch_type,
-            PatchType::MethodOverride
-                | PatchType::ClassReplacement
-                | PatchType::FunctionReplacement
+            PatchType::MethodOverride | PatchType::ClassReplacement | PatchType::FunctionReplacement
         ) {
             continue;
         }
-        match out
-            .iter_mut()
-            .find(|q| q.patch_type == p.patch_type && q.target == p.target)
-        {
+        match out.iter_mut().find(|q| q.patch_type == p.patch_type && q.target == p.target) {
             Some(slot) => *slot = p,
             None => out.push(p),
         }
@@ -251,9 +208,7 @@ fn targets(plan: &PatchPlan) -> Vec<&Patch> {
 fn config_attributes(plan: &PatchPlan, class: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for p in targets(plan) {
-        let Some((c, method)) = p.target.split_once('.') else {
-            continue;
-        };
+        let Some((c, method)) = p.target.split_once('.') else { continue };
         if p.patch_type != PatchType::MethodOverride || c != class {
             continue;
         }
@@ -278,14 +233,8 @@ pub fn survey(plan: &PatchPlan, from: &Version, to: &Version) -> Result<Vec<Find
         ));
     }
     let names = NameCheck {
-        old: old
-            .as_ref()
-            .map(|f| module_names(plan, f))
-            .unwrap_or_default(),
-        new: new
-            .as_ref()
-            .map(|f| module_names(plan, f))
-            .unwrap_or_default(),
+        old: old.as_ref().map(|f| module_names(plan, f)).unwrap_or_default(),
+        new: new.as_ref().map(|f| module_names(plan, f)).unwrap_or_default(),
         old_origin: old.as_ref().map(|f| f.path.to_string_lossy().into_owned()),
     };
     let mut findings = Vec::new();
@@ -308,10 +257,7 @@ fn target_finding(
     let module = plan.source_module.as_str();
     let a = find(from, module, old, patch.patch_type, &patch.target);
     let b = find(to, module, new, patch.patch_type, &patch.target);
-    let replacement = patch
-        .replacement
-        .as_ref()
-        .and_then(|r| Prepared::of(patch, r));
+    let replacement = patch.replacement.as_ref().and_then(|r| Prepared::of(patch, r));
     let body = replacement.as_ref().map(Prepared::body).unwrap_or(&[]);
     let mut details = Details::default();
     let kind = match (&a, &b) {
@@ -320,25 +266,15 @@ fn target_finding(
         (None, Some(_)) => Kind::NewUpstream,
         (Some(a), Some(b)) => {
             let is_class = patch.patch_type == PatchType::ClassReplacement;
-            let replacement_sig = replacement
-                .as_ref()
-                .and_then(|r| signature::of_replacement(r.body(), &r.text, is_class));
-            let sig = |f: &Found| {
-                f.function
-                    .as_ref()
-                    .map(|f| f.signature.clone())
-                    .unwrap_or_default()
-            };
+            let replacement_sig =
+                replacement.as_ref().and_then(|r| signature::of_replacement(r.body(), &r.text, is_class));
+            let sig = |f: &Found| f.function.as_ref().map(|f| f.signature.clone()).unwrap_or_default();
             if a.function.is_some() || b.function.is_some() {
                 details.signature = compare::signatures(&sig(a), &sig(b), replacement_sig.as_ref());
             }
             let decorators = |f: &Found| match &f.class {
                 Some((d, _)) => d.clone(),
-                None => f
-                    .function
-                    .as_ref()
-                    .map(|f| f.decorators.clone())
-                    .unwrap_or_default(),
+                None => f.function.as_ref().map(|f| f.decorators.clone()).unwrap_or_default(),
             };
             details.decorators = compare::decorators(&decorators(a), &decorators(b));
             if let (Some((_, x)), Some((_, y))) = (&a.class, &b.class) {
@@ -382,28 +318,17 @@ fn missing_attributes(
     to: &Version,
     body: &[Stmt],
 ) -> Vec<MissingAttr> {
-    let Some((class, _)) = patch.target.split_once('.') else {
-        return Vec::new();
-    };
+    let Some((class, _)) = patch.target.split_once('.') else { return Vec::new() };
     let module = plan.source_module.as_str();
-    let provided = |v: &Version| {
-        v.class(module, class)
-            .map(|c| attrs::provided(&v.lineage(&c)))
-    };
-    let (Some(old), Some(new)) = (provided(from), provided(to)) else {
-        return Vec::new();
-    };
+    let provided = |v: &Version| v.class(module, class).map(|c| attrs::provided(&v.lineage(&c)));
+    let (Some(old), Some(new)) = (provided(from), provided(to)) else { return Vec::new() };
     let own = config_attributes(plan, class);
     attrs::of_replacement(body)
         .reads
         .into_keys()
         .filter(|n| !new.contains_key(n) && !own.contains(n))
         .filter_map(|n| {
-            old.get(&n).map(|(owner, line)| MissingAttr {
-                name: n.clone(),
-                owner: owner.clone(),
-                line: *line,
-            })
+            old.get(&n).map(|(owner, line)| MissingAttr { name: n.clone(), owner: owner.clone(), line: *line })
         })
         .collect()
 }
@@ -411,30 +336,22 @@ fn missing_attributes(
 /// Helpers and post-import blocks that use names the new module no longer has.
 fn config_code_findings(plan: &PatchPlan, names: &NameCheck) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut push =
-        |patch: PatchKind, target: String, body: &[Stmt], at: crate::config::plan::Loc| {
-            let missing = names.missing(body);
-            if !missing.is_empty() {
-                out.push(Finding {
-                    config: plan.config_module.clone(),
-                    target,
-                    patch,
-                    kind: Kind::AddedByConfig,
-                    registered_at: at,
-                    details: Details {
-                        missing_names: missing,
-                        ..Default::default()
-                    },
-                });
-            }
-        };
-    let config_file = crate::config::plan::Loc {
-        path: plan.config_path.clone(),
-        line: 0,
+    let mut push = |patch: PatchKind, target: String, body: &[Stmt], at: crate::config::plan::Loc| {
+        let missing = names.missing(body);
+        if !missing.is_empty() {
+            out.push(Finding {
+                config: plan.config_module.clone(),
+                target,
+                patch,
+                kind: Kind::AddedByConfig,
+                registered_at: at,
+                details: Details { missing_names: missing, ..Default::default() },
+            });
+        }
     };
+    let config_file = crate::config::plan::Loc { path: plan.config_path.clone(), line: 0 };
     for (i, block) in plan.post_import_blocks.iter().enumerate() {
-        if let Ok(parsed) = ruff_python_parser::parse_module(pytext::strip(&pytext::dedent(block)))
-        {
+        if let Ok(parsed) = ruff_python_parser::parse_module(pytext::strip(&pytext::dedent(block))) {
             push(
                 PatchKind::AddPostImportBlock,
                 format!("post-import block {}", i + 1),
@@ -447,22 +364,11 @@ fn config_code_findings(plan: &PatchPlan, names: &NameCheck) -> Vec<Finding> {
         .helpers
         .iter()
         .map(|h| (PatchKind::AddHelper, h))
-        .chain(
-            plan.positioned_helpers
-                .iter()
-                .map(|h| (PatchKind::AddHelperAfter, &h.helper)),
-        );
+        .chain(plan.positioned_helpers.iter().map(|h| (PatchKind::AddHelperAfter, &h.helper)));
     for (kind, helper) in helpers {
-        let Some(object) = &helper.object else {
-            continue;
-        };
+        let Some(object) = &helper.object else { continue };
         if let Some(parsed) = helper_body(object) {
-            push(
-                kind,
-                object.name.clone(),
-                &parsed.syntax().body,
-                object.defined_at.clone(),
-            );
+            push(kind, object.name.clone(), &parsed.syntax().body, object.defined_at.clone());
         }
     }
     out

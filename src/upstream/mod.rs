@@ -14,10 +14,7 @@ use std::sync::{Mutex, OnceLock};
 /// One place modules are looked up.
 pub enum Entry {
     Dir(PathBuf),
-    Archive {
-        path: PathBuf,
-        names: OnceLock<Option<HashMap<String, usize>>>,
-    },
+    Archive { path: PathBuf, names: OnceLock<Option<HashMap<String, usize>>> },
 }
 
 impl Entry {
@@ -38,18 +35,9 @@ pub struct UpstreamSource {
 
 #[derive(Debug)]
 pub enum UpstreamError {
-    NotFound {
-        module: String,
-        searched: Vec<PathBuf>,
-    },
-    NotUtf8 {
-        origin: PathBuf,
-        line: usize,
-    },
-    Io {
-        origin: PathBuf,
-        message: String,
-    },
+    NotFound { module: String, searched: Vec<PathBuf> },
+    NotUtf8 { origin: PathBuf, line: usize },
+    Io { origin: PathBuf, message: String },
 }
 
 impl std::fmt::Display for UpstreamError {
@@ -66,11 +54,7 @@ impl std::fmt::Display for UpstreamError {
                 )
             }
             UpstreamError::NotUtf8 { origin, line } => {
-                write!(
-                    f,
-                    "{}:{line}: upstream file is not valid UTF-8",
-                    origin.display()
-                )
+                write!(f, "{}:{line}: upstream file is not valid UTF-8", origin.display())
             }
             UpstreamError::Io { origin, message } => write!(f, "{}: {message}", origin.display()),
         }
@@ -85,16 +69,11 @@ pub struct SearchPath {
 fn site_packages(venv: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for lib in ["lib", "lib64"] {
-        let Ok(rd) = std::fs::read_dir(venv.join(lib)) else {
-            continue;
-        };
+        let Ok(rd) = std::fs::read_dir(venv.join(lib)) else { continue };
         let mut dirs: Vec<PathBuf> = rd
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("python"))
-            })
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python")))
             .map(|p| p.join("site-packages"))
             .filter(|p| p.is_dir())
             .collect();
@@ -115,20 +94,15 @@ impl SearchPath {
             if entries.iter().any(|e| e.path() == p) {
                 continue;
             }
-            let is_archive = p.is_file() && p.extension().is_some_and(|e| e == "whl" || e == "zip");
+            let is_archive = p.is_file()
+                && p.extension().is_some_and(|e| e == "whl" || e == "zip");
             entries.push(if is_archive {
-                Entry::Archive {
-                    path: p,
-                    names: OnceLock::new(),
-                }
+                Entry::Archive { path: p, names: OnceLock::new() }
             } else {
                 Entry::Dir(p)
             });
         }
-        SearchPath {
-            entries,
-            archives: Mutex::new(HashMap::new()),
-        }
+        SearchPath { entries, archives: Mutex::new(HashMap::new()) }
     }
 
     /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
@@ -154,9 +128,7 @@ impl SearchPath {
     }
 
     fn archive_names(entry: &Entry) -> Option<&HashMap<String, usize>> {
-        let Entry::Archive { path, names } = entry else {
-            return None;
-        };
+        let Entry::Archive { path, names } = entry else { return None };
         names
             .get_or_init(|| {
                 let file = File::open(path).ok()?;
@@ -172,11 +144,7 @@ impl SearchPath {
             .as_ref()
     }
 
-    fn read_member(
-        &self,
-        entry: &Entry,
-        rel: &str,
-    ) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
+    fn read_member(&self, entry: &Entry, rel: &str) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
         match entry {
             Entry::Dir(dir) => {
                 let file = dir.join(rel);
@@ -186,10 +154,7 @@ impl SearchPath {
                 Some(
                     std::fs::read(&file)
                         .map(|b| (file.clone(), b))
-                        .map_err(|e| UpstreamError::Io {
-                            origin: file,
-                            message: e.to_string(),
-                        }),
+                        .map_err(|e| UpstreamError::Io { origin: file, message: e.to_string() }),
                 )
             }
             Entry::Archive { path, .. } => {
@@ -198,21 +163,13 @@ impl SearchPath {
                 let origin = PathBuf::from(format!("{}!{rel}", path.display()));
                 let read = || -> std::io::Result<Vec<u8>> {
                     let file = File::open(path)?;
-                    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
-                        .map_err(std::io::Error::other)?;
+                    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(std::io::Error::other)?;
                     let mut member = zip.by_index(idx).map_err(std::io::Error::other)?;
                     let mut buf = Vec::new();
                     member.read_to_end(&mut buf)?;
                     Ok(buf)
                 };
-                Some(
-                    read()
-                        .map(|b| (origin.clone(), b))
-                        .map_err(|e| UpstreamError::Io {
-                            origin,
-                            message: e.to_string(),
-                        }),
-                )
+                Some(read().map(|b| (origin.clone(), b)).map_err(|e| UpstreamError::Io { origin, message: e.to_string() }))
             }
         }
     }
@@ -224,19 +181,12 @@ impl SearchPath {
         for entry in &self.entries {
             if let Some(found) = self.read_member(entry, &rel) {
                 let (origin, bytes) = found?;
-                let bytes = bytes
-                    .strip_prefix(b"\xef\xbb\xbf")
-                    .map(|b| b.to_vec())
-                    .unwrap_or(bytes);
+                let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").map(|b| b.to_vec()).unwrap_or(bytes);
                 return match String::from_utf8(bytes) {
                     Ok(text) => Ok(UpstreamSource { origin, text }),
                     Err(e) => {
                         let valid = e.utf8_error().valid_up_to();
-                        let line = e.as_bytes()[..valid]
-                            .iter()
-                            .filter(|&&b| b == b'\n')
-                            .count()
-                            + 1;
+                        let line = e.as_bytes()[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
                         Err(UpstreamError::NotUtf8 { origin, line })
                     }
                 };
@@ -244,11 +194,7 @@ impl SearchPath {
         }
         Err(UpstreamError::NotFound {
             module: module.to_string(),
-            searched: self
-                .entries
-                .iter()
-                .map(|e| e.path().to_path_buf())
-                .collect(),
+            searched: self.entries.iter().map(|e| e.path().to_path_buf()).collect(),
         })
     }
 
@@ -269,13 +215,9 @@ impl SearchPath {
 /// The string assigned to `__version__` at module level.
 pub fn parse_version(init: &str) -> Option<String> {
     for line in init.lines() {
-        let Some(rest) = line.strip_prefix("__version__") else {
-            continue;
-        };
+        let Some(rest) = line.strip_prefix("__version__") else { continue };
         let rest = rest.trim_start();
-        let Some(rest) = rest.strip_prefix('=') else {
-            continue;
-        };
+        let Some(rest) = rest.strip_prefix('=') else { continue };
         let rest = rest.trim();
         let quote = rest.chars().next()?;
         if quote != '"' && quote != '\'' {
@@ -294,10 +236,7 @@ mod tests {
 
     #[test]
     fn reads_version_assignments() {
-        assert_eq!(
-            parse_version("x = 1\n__version__ = \"5.9.0\"\n").as_deref(),
-            Some("5.9.0")
-        );
+        assert_eq!(parse_version("x = 1\n__version__ = \"5.9.0\"\n").as_deref(), Some("5.9.0"));
         assert_eq!(parse_version("__version__='1.2'").as_deref(), Some("1.2"));
         assert_eq!(parse_version("no version"), None);
     }

@@ -25,33 +25,12 @@ pub struct Wheel {
 /// Why a wheel member could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WheelError {
-    Open {
-        path: PathBuf,
-        message: String,
-    },
-    NoRecord {
-        path: PathBuf,
-    },
-    Missing {
-        path: PathBuf,
-        member: String,
-    },
-    NotInRecord {
-        path: PathBuf,
-        member: String,
-    },
-    HashMismatch {
-        path: PathBuf,
-        member: String,
-        expected: String,
-        actual: String,
-    },
-    SizeMismatch {
-        path: PathBuf,
-        member: String,
-        expected: u64,
-        actual: u64,
-    },
+    Open { path: PathBuf, message: String },
+    NoRecord { path: PathBuf },
+    Missing { path: PathBuf, member: String },
+    NotInRecord { path: PathBuf, member: String },
+    HashMismatch { path: PathBuf, member: String, expected: String, actual: String },
+    SizeMismatch { path: PathBuf, member: String, expected: u64, actual: u64 },
 }
 
 impl std::fmt::Display for WheelError {
@@ -73,22 +52,12 @@ impl std::fmt::Display for WheelError {
                 "{}: `{member}` is not listed in the wheel's RECORD, so it cannot be verified\n  help: the wheel was altered; delete it from the wheel cache and fetch it again",
                 path.display()
             ),
-            WheelError::HashMismatch {
-                path,
-                member,
-                expected,
-                actual,
-            } => write!(
+            WheelError::HashMismatch { path, member, expected, actual } => write!(
                 f,
                 "{}: `{member}` does not match the wheel's RECORD (RECORD sha256={expected}, file sha256={actual})\n  help: the wheel is corrupt or was altered; delete it from the wheel cache and fetch it again",
                 path.display()
             ),
-            WheelError::SizeMismatch {
-                path,
-                member,
-                expected,
-                actual,
-            } => write!(
+            WheelError::SizeMismatch { path, member, expected, actual } => write!(
                 f,
                 "{}: `{member}` is {actual} bytes but the wheel's RECORD says {expected}\n  help: the wheel is corrupt or was altered; delete it from the wheel cache and fetch it again",
                 path.display()
@@ -139,13 +108,9 @@ fn csv_fields(line: &str) -> Vec<String> {
 
 impl Wheel {
     pub fn open(path: &Path) -> Result<Wheel, WheelError> {
-        let open_err = |message: String| WheelError::Open {
-            path: path.to_path_buf(),
-            message,
-        };
+        let open_err = |message: String| WheelError::Open { path: path.to_path_buf(), message };
         let file = File::open(path).map_err(|e| open_err(e.to_string()))?;
-        let mut zip =
-            zip::ZipArchive::new(BufReader::new(file)).map_err(|e| open_err(e.to_string()))?;
+        let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| open_err(e.to_string()))?;
         let mut index = HashMap::new();
         for i in 0..zip.len() {
             if let Some(Ok(name)) = zip.name_for_index(i) {
@@ -157,21 +122,13 @@ impl Wheel {
             .filter(|n| n.ends_with(".dist-info/RECORD") && n.matches('/').count() == 1)
             .min()
             .cloned()
-            .ok_or_else(|| WheelError::NoRecord {
-                path: path.to_path_buf(),
-            })?;
+            .ok_or_else(|| WheelError::NoRecord { path: path.to_path_buf() })?;
         let mut text = String::new();
         zip.by_index(index[&record_name])
             .map_err(|e| open_err(e.to_string()))?
             .read_to_string(&mut text)
             .map_err(|e| open_err(format!("{record_name}: {e}")))?;
-        Ok(Wheel {
-            path: path.to_path_buf(),
-            zip,
-            index,
-            record: parse_record(&text),
-            record_name,
-        })
+        Ok(Wheel { path: path.to_path_buf(), zip, index, record: parse_record(&text), record_name })
     }
 
     /// Every member name.
@@ -187,11 +144,7 @@ impl Wheel {
     pub fn subdirs(&self, dir: &str) -> BTreeSet<String> {
         let prefix = format!("{}/", dir.trim_end_matches('/'));
         self.names()
-            .filter_map(|n| {
-                n.strip_prefix(&prefix)?
-                    .split_once('/')
-                    .map(|(d, _)| d.to_string())
-            })
+            .filter_map(|n| n.strip_prefix(&prefix)?.split_once('/').map(|(d, _)| d.to_string()))
             .filter(|d| !d.is_empty() && d != "__pycache__")
             .collect()
     }
@@ -200,10 +153,7 @@ impl Wheel {
     pub fn files_in(&self, dir: &str) -> BTreeSet<String> {
         let prefix = format!("{}/", dir.trim_end_matches('/'));
         self.names()
-            .filter_map(|n| {
-                n.strip_prefix(&prefix)
-                    .filter(|rest| !rest.is_empty() && !rest.contains('/'))
-            })
+            .filter_map(|n| n.strip_prefix(&prefix).filter(|rest| !rest.is_empty() && !rest.contains('/')))
             .map(str::to_string)
             .collect()
     }
@@ -213,32 +163,23 @@ impl Wheel {
         let err_path = self.path.clone();
         let Some((expected, size)) = self.record.get(member).cloned() else {
             return Err(if self.contains(member) {
-                WheelError::NotInRecord {
-                    path: err_path,
-                    member: member.into(),
-                }
+                WheelError::NotInRecord { path: err_path, member: member.into() }
             } else {
-                WheelError::Missing {
-                    path: err_path,
-                    member: member.into(),
-                }
+                WheelError::Missing { path: err_path, member: member.into() }
             });
         };
-        let idx = *self.index.get(member).ok_or_else(|| WheelError::Missing {
-            path: err_path.clone(),
-            member: member.into(),
-        })?;
-        let mut entry = self.zip.by_index(idx).map_err(|_| WheelError::Missing {
-            path: err_path.clone(),
-            member: member.into(),
-        })?;
+        let idx = *self
+            .index
+            .get(member)
+            .ok_or_else(|| WheelError::Missing { path: err_path.clone(), member: member.into() })?;
+        let mut entry = self
+            .zip
+            .by_index(idx)
+            .map_err(|_| WheelError::Missing { path: err_path.clone(), member: member.into() })?;
         let mut bytes = Vec::new();
         entry
             .read_to_end(&mut bytes)
-            .map_err(|e| WheelError::Open {
-                path: err_path.clone(),
-                message: format!("{member}: {e}"),
-            })?;
+            .map_err(|e| WheelError::Open { path: err_path.clone(), message: format!("{member}: {e}") })?;
         if let Some(size) = size.filter(|&s| s != bytes.len() as u64) {
             return Err(WheelError::SizeMismatch {
                 path: err_path,
@@ -249,12 +190,7 @@ impl Wheel {
         }
         let actual = record_digest(&bytes);
         if actual != expected {
-            return Err(WheelError::HashMismatch {
-                path: err_path,
-                member: member.into(),
-                expected,
-                actual,
-            });
+            return Err(WheelError::HashMismatch { path: err_path, member: member.into(), expected, actual });
         }
         Ok(bytes)
     }
@@ -267,16 +203,12 @@ mod tests {
     #[test]
     fn digest_is_urlsafe_without_padding() {
         // python3 -c "import hashlib,base64;print(base64.urlsafe_b64encode(hashlib.sha256(b'abc').digest()).rstrip(b'='))"
-        assert_eq!(
-            record_digest(b"abc"),
-            "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"
-        );
+        assert_eq!(record_digest(b"abc"), "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
     }
 
     #[test]
     fn record_rows_with_quotes() {
-        let r =
-            parse_record("a.py,sha256=xyz,12\n\"we,ird.py\",sha256=q,3\npkg.dist-info/RECORD,,\n");
+        let r = parse_record("a.py,sha256=xyz,12\n\"we,ird.py\",sha256=q,3\npkg.dist-info/RECORD,,\n");
         assert_eq!(r["a.py"], ("xyz".to_string(), Some(12)));
         assert_eq!(r["we,ird.py"].0, "q");
         assert!(!r.contains_key("pkg.dist-info/RECORD"));

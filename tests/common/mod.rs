@@ -23,9 +23,7 @@ pub struct Output {
 
 fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 impl TestEnv {
@@ -62,13 +60,7 @@ impl TestEnv {
         self.patchgen_env(dir, pythonpath, args, &[])
     }
 
-    pub fn patchgen_env(
-        &self,
-        dir: &Path,
-        pythonpath: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Output {
+    pub fn patchgen_env(&self, dir: &Path, pythonpath: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(&self.bin);
         cmd.args(args)
             .current_dir(dir)
@@ -180,11 +172,7 @@ pub fn first_difference(expected: &[u8], got: &[u8]) -> String {
             return format!("line {}:\n  expected: {a:?}\n  got:      {b:?}", i + 1);
         }
     }
-    format!(
-        "lengths differ: expected {} lines, got {}",
-        e.lines().count(),
-        g.lines().count()
-    )
+    format!("lengths differ: expected {} lines, got {}", e.lines().count(), g.lines().count())
 }
 
 /// A small project in a temporary directory.
@@ -221,11 +209,7 @@ impl MiniProject {
     }
 
     pub fn pythonpath(&self) -> String {
-        format!(
-            "{}:{}",
-            self.path().display(),
-            self.path().join("upstream").display()
-        )
+        format!("{}:{}", self.path().display(), self.path().join("upstream").display())
     }
 
     pub fn run(&self, args: &[&str]) -> Output {

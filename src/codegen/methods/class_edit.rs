@@ -8,9 +8,9 @@ use ruff_python_ast::{Stmt, StmtClassDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::is_empty_body_node;
-use crate::codegen::CodegenError;
 use crate::codegen::text::{indent_preserved_source, indent_width, split_leading_comments};
-use crate::config::source::{ParsedFile, keyword_line};
+use crate::codegen::CodegenError;
+use crate::config::source::{keyword_line, ParsedFile};
 use crate::pytext;
 
 /// Python's `lst[a:b]` for non-negative bounds.
@@ -26,16 +26,8 @@ fn slice(lines: &[&str], a: usize, b: usize) -> Vec<String> {
 /// Lines are 0-based indexes into the segment's lines; ends are exclusive.
 #[derive(Debug, Clone, PartialEq)]
 enum Member {
-    Method {
-        name: String,
-        start: usize,
-        decorator_start: usize,
-        end: usize,
-    },
-    Empty {
-        start: usize,
-        end: usize,
-    },
+    Method { name: String, start: usize, decorator_start: usize, end: usize },
+    Empty { start: usize, end: usize },
     Other,
 }
 
@@ -47,21 +39,13 @@ impl Member {
     fn shifted(&self, delta: isize) -> Member {
         let s = |l: usize| to_line(l as isize + delta);
         match self {
-            Member::Method {
-                name,
-                start,
-                decorator_start,
-                end,
-            } => Member::Method {
+            Member::Method { name, start, decorator_start, end } => Member::Method {
                 name: name.clone(),
                 start: s(*start),
                 decorator_start: s(*decorator_start),
                 end: s(*end),
             },
-            Member::Empty { start, end } => Member::Empty {
-                start: s(*start),
-                end: s(*end),
-            },
+            Member::Empty { start, end } => Member::Empty { start: s(*start), end: s(*end) },
             Member::Other => Member::Other,
         }
     }
@@ -83,17 +67,12 @@ pub(super) struct ClassShape {
 /// is the first thing on its line and that line does not continue the one
 /// above (after a backslash, the indentation is the line above's).
 fn own_line_indent(file: &ParsedFile, offset: TextSize) -> Option<String> {
-    let line_start = file.text[..usize::from(offset)]
-        .rfind('\n')
-        .map_or(0, |i| i + 1);
+    let line_start = file.text[..usize::from(offset)].rfind('\n').map_or(0, |i| i + 1);
     if line_start >= 2 && file.text.as_bytes()[line_start - 2] == b'\\' {
         return None;
     }
     let prefix = &file.text[line_start..usize::from(offset)];
-    prefix
-        .bytes()
-        .all(|b| b == b' ' || b == b'\t')
-        .then(|| prefix.to_string())
+    prefix.bytes().all(|b| b == b' ' || b == b'\t').then(|| prefix.to_string())
 }
 
 impl ClassShape {
@@ -102,10 +81,7 @@ impl ClassShape {
     fn read(file: &ParsedFile, class_def: &StmtClassDef, first_line: usize) -> ClassShape {
         ClassShape {
             class_start: keyword_line(file, class_def.name.start()) - first_line,
-            body_indent: class_def
-                .body
-                .first()
-                .and_then(|s| own_line_indent(file, s.start())),
+            body_indent: class_def.body.first().and_then(|s| own_line_indent(file, s.start())),
             members: Self::members(file, &class_def.body, first_line as isize),
         }
     }
@@ -123,19 +99,11 @@ impl ClassShape {
                     Member::Method {
                         name: f.name.id.to_string(),
                         start: kw,
-                        decorator_start: f
-                            .decorator_list
-                            .iter()
-                            .map(|d| start(d.expression.start()))
-                            .min()
-                            .unwrap_or(kw),
+                        decorator_start: f.decorator_list.iter().map(|d| start(d.expression.start())).min().unwrap_or(kw),
                         end: end(f.end()),
                     }
                 }
-                s if is_empty_body_node(s) => Member::Empty {
-                    start: start(s.start()),
-                    end: end(s.end()),
-                },
+                s if is_empty_body_node(s) => Member::Empty { start: start(s.start()), end: end(s.end()) },
                 _ => Member::Other,
             })
             .collect()
@@ -146,13 +114,7 @@ impl ClassShape {
     pub(super) fn parse(source: &str) -> Option<ClassShape> {
         let file = ParsedFile::parse(Default::default(), source).ok()?;
         // `ast.walk` is breadth-first: the first class is a top-level one.
-        let class_def = file.body().iter().find_map(|s| {
-            if let Stmt::ClassDef(c) = s {
-                Some(c)
-            } else {
-                None
-            }
-        })?;
+        let class_def = file.body().iter().find_map(|s| if let Stmt::ClassDef(c) = s { Some(c) } else { None })?;
         Some(Self::read(&file, class_def, 1))
     }
 }
@@ -206,15 +168,8 @@ impl ClassEdit {
     /// Start from a class segment's lines, with its shape when known
     /// (from the upstream module's parse).
     pub(super) fn new(lines: Vec<String>, shape: Option<ClassShape>) -> ClassEdit {
-        debug_assert!(
-            lines
-                .iter()
-                .all(|l| pytext::splitlines(l).len() <= 1 && !l.contains('\n'))
-        );
-        ClassEdit {
-            text: lines,
-            known: shape.map_or(Known::Unparsed, Known::Shape),
-        }
+        debug_assert!(lines.iter().all(|l| pytext::splitlines(l).len() <= 1 && !l.contains('\n')));
+        ClassEdit { text: lines, known: shape.map_or(Known::Unparsed, Known::Shape) }
     }
 
     /// The class segment `source_lines[range]` of an upstream module, whose
@@ -231,12 +186,10 @@ impl ClassEdit {
         range: Range<usize>,
         after: usize,
     ) -> ClassEdit {
-        let lines: Vec<String> = source_lines[range.clone()]
-            .iter()
-            .map(|l| l.to_string())
-            .collect();
-        let standalone =
-            newline_only && range.start >= after && lines.last().is_some_and(|l| !continues(l));
+        let lines: Vec<String> = source_lines[range.clone()].iter().map(|l| l.to_string()).collect();
+        let standalone = newline_only
+            && range.start >= after
+            && lines.last().is_some_and(|l| !continues(l));
         let shape = standalone.then(|| ClassShape::read(upstream, class_def, range.start + 1));
         ClassEdit::new(lines, shape)
     }
@@ -244,10 +197,7 @@ impl ClassEdit {
     /// Always re-parse, as the reference does (for comparison in tests).
     #[cfg(test)]
     pub(super) fn reparsing(lines: Vec<String>) -> ClassEdit {
-        ClassEdit {
-            text: lines,
-            known: Known::Unparsed,
-        }
+        ClassEdit { text: lines, known: Known::Unparsed }
     }
 
     #[cfg(test)]
@@ -271,13 +221,7 @@ impl ClassEdit {
 
     fn resolve_splice(&mut self) {
         if let Known::Spliced(s) = &self.known {
-            self.known = splice_shape(
-                &s.shape,
-                &self.text,
-                s.spliced.clone(),
-                s.replaced.clone(),
-                s.removed,
-            );
+            self.known = splice_shape(&s.shape, &self.text, s.spliced.clone(), s.replaced.clone(), s.removed);
         }
     }
 
@@ -288,15 +232,10 @@ impl ClassEdit {
     }
 
     /// `_replace_method_body_with_preserved(text, method_name, preserved)`.
-    pub fn replace_method(
-        &mut self,
-        method_name: &str,
-        preserved: &str,
-    ) -> Result<(), CodegenError> {
+    pub fn replace_method(&mut self, method_name: &str, preserved: &str) -> Result<(), CodegenError> {
         self.resolve_splice();
         if self.known == Known::Unparsed {
-            self.known =
-                ClassShape::parse(&self.text.join("\n")).map_or(Known::Unusable, Known::Shape);
+            self.known = ClassShape::parse(&self.text.join("\n")).map_or(Known::Unusable, Known::Shape);
         }
         let Known::Shape(shape) = std::mem::replace(&mut self.known, Known::Unparsed) else {
             self.known = Known::Unusable;
@@ -309,18 +248,12 @@ impl ClassEdit {
                 help: Some("the upstream file contains form feeds or other characters Python treats as line breaks".into()),
             })
         };
-        let class_indent = source_lines
-            .get(shape.class_start)
-            .map(|l| indent_width(l))
-            .unwrap_or(0);
+        let class_indent = source_lines.get(shape.class_start).map(|l| indent_width(l)).unwrap_or(0);
 
         let method = shape.members.iter().enumerate().find_map(|(i, m)| match m {
-            Member::Method {
-                name,
-                start,
-                decorator_start,
-                end,
-            } if name == method_name => Some((i, *start, *decorator_start, *end)),
+            Member::Method { name, start, decorator_start, end } if name == method_name => {
+                Some((i, *start, *decorator_start, *end))
+            }
             _ => None,
         });
         if let Some((index, method_start, decorator_start, method_end)) = method {
@@ -340,16 +273,9 @@ impl ClassEdit {
             out.extend(slice(&source_lines, decorator_start, method_start));
             out.extend(indented_def);
             let spliced = decorator_start.min(out.len())..out.len();
-            let removed = method_end
-                .min(source_lines.len())
-                .saturating_sub(decorator_start);
+            let removed = method_end.min(source_lines.len()).saturating_sub(decorator_start);
             out.extend(slice(&source_lines, method_end, source_lines.len()));
-            self.known = Known::Spliced(Box::new(Splice {
-                shape,
-                spliced,
-                replaced: index..index + 1,
-                removed,
-            }));
+            self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: index..index + 1, removed }));
             self.text = out;
             return Ok(());
         }
@@ -386,12 +312,7 @@ impl ClassEdit {
         let spliced = out.len()..out.len() + indented.len();
         out.extend(indented);
         let n = shape.members.len();
-        self.known = Known::Spliced(Box::new(Splice {
-            shape,
-            spliced,
-            replaced: n..n,
-            removed: 0,
-        }));
+        self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: n..n, removed: 0 }));
         self.text = out;
         Ok(())
     }
@@ -421,8 +342,7 @@ fn splice_shape(
     let incremental = || -> Option<ClassShape> {
         let body_indent = shape.body_indent.as_deref().filter(|i| !i.is_empty())?;
         let new_lines = out.get(spliced.clone()).filter(|l| !l.is_empty())?;
-        if spliced.start == 0 || continues(&out[spliced.start - 1]) || continues(new_lines.last()?)
-        {
+        if spliced.start == 0 || continues(&out[spliced.start - 1]) || continues(new_lines.last()?) {
             return None;
         }
         let mut wrapper = String::from("class _:\n");
@@ -431,9 +351,7 @@ fn splice_shape(
             wrapper.push('\n');
         }
         let file = ParsedFile::parse(Default::default(), &wrapper).ok()?;
-        let [Stmt::ClassDef(class_def)] = file.body() else {
-            return None;
-        };
+        let [Stmt::ClassDef(class_def)] = file.body() else { return None };
         let first = class_def.body.first()?;
         if own_line_indent(&file, first.start()).as_deref() != Some(body_indent) {
             return None;
@@ -443,16 +361,8 @@ fn splice_shape(
         let delta = spliced.len() as isize - removed as isize;
         let mut members = shape.members[..replaced.start].to_vec();
         members.extend(added);
-        members.extend(
-            shape.members[replaced.end..]
-                .iter()
-                .map(|m| m.shifted(delta)),
-        );
-        Some(ClassShape {
-            class_start: shape.class_start,
-            body_indent: shape.body_indent.clone(),
-            members,
-        })
+        members.extend(shape.members[replaced.end..].iter().map(|m| m.shifted(delta)));
+        Some(ClassShape { class_start: shape.class_start, body_indent: shape.body_indent.clone(), members })
     };
     incremental().map_or(Known::Unparsed, Known::Shape)
 }

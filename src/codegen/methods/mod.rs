@@ -19,12 +19,7 @@ fn contains_function(body: &[Stmt]) -> bool {
     body.iter().any(|s| match s {
         Stmt::FunctionDef(_) => true,
         Stmt::ClassDef(c) => contains_function(&c.body),
-        Stmt::If(i) => {
-            contains_function(&i.body)
-                || i.elif_else_clauses
-                    .iter()
-                    .any(|c| contains_function(&c.body))
-        }
+        Stmt::If(i) => contains_function(&i.body) || i.elif_else_clauses.iter().any(|c| contains_function(&c.body)),
         Stmt::For(f) => contains_function(&f.body) || contains_function(&f.orelse),
         Stmt::While(w) => contains_function(&w.body) || contains_function(&w.orelse),
         Stmt::With(w) => contains_function(&w.body),
@@ -80,3 +75,4 @@ fn is_empty_body_node(stmt: &Stmt) -> bool {
         _ => false,
     }
 }
+

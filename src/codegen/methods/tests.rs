@@ -11,7 +11,7 @@ use ruff_text_size::Ranged;
 
 use super::class_edit::{ClassEdit, ClassShape};
 use crate::codegen::text::segment_range;
-use crate::config::source::{ParsedFile, keyword_line};
+use crate::config::source::{keyword_line, ParsedFile};
 use crate::pytext;
 
 const NAMES: [&str; 4] = ["forward", "__init__", "helper", "missing"];
@@ -44,13 +44,7 @@ const MEMBERS: [&str; 24] = [
     "\t\tz = 3",
 ];
 
-const HEADERS: [&str; 5] = [
-    "class A(Base):",
-    "class A(Base):  # note",
-    "@dataclass\nclass A:",
-    "# leading\n\nclass A(\n    Base,\n):",
-    "class A(Base): pass",
-];
+const HEADERS: [&str; 5] = ["class A(Base):", "class A(Base):  # note", "@dataclass\nclass A:", "# leading\n\nclass A(\n    Base,\n):", "class A(Base): pass"];
 
 const INDENTS: [&str; 3] = ["    ", "  ", "\t"];
 
@@ -91,11 +85,7 @@ fn class_source(header: &str, indent: &str, members: &[&str]) -> String {
 
 /// Apply `overrides` both ways; the texts and errors must agree, and every
 /// shape the fast way keeps must be the text's parse.
-fn compare(
-    lines: Vec<String>,
-    shape: Option<ClassShape>,
-    overrides: &[(&str, &str)],
-) -> Result<(), TestCaseError> {
+fn compare(lines: Vec<String>, shape: Option<ClassShape>, overrides: &[(&str, &str)]) -> Result<(), TestCaseError> {
     let mut fast = ClassEdit::new(lines.clone(), shape);
     let mut slow = ClassEdit::reparsing(lines);
     for (name, preserved) in overrides {
@@ -108,12 +98,7 @@ fn compare(
         let text = fast.clone_text();
         if let Some(kept) = fast.kept_shape() {
             let parsed = ClassShape::parse(&text);
-            prop_assert_eq!(
-                Some(kept),
-                parsed.as_ref(),
-                "kept shape differs from the parse of\n{}",
-                text
-            );
+            prop_assert_eq!(Some(kept), parsed.as_ref(), "kept shape differs from the parse of\n{}", text);
         }
     }
     prop_assert_eq!(fast.finish(), slow.finish());
@@ -121,10 +106,7 @@ fn compare(
 }
 
 fn lines_of(source: &str) -> Vec<String> {
-    pytext::splitlines(source)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
+    pytext::splitlines(source).into_iter().map(str::to_string).collect()
 }
 
 proptest! {
@@ -185,24 +167,13 @@ proptest! {
 #[test]
 fn keeps_the_shape_for_well_formed_overrides() {
     // The common case must not fall back to re-parsing.
-    let source = class_source(
-        "class A(Base):",
-        "    ",
-        &[MEMBERS[11], MEMBERS[8], MEMBERS[9]],
-    );
+    let source = class_source("class A(Base):", "    ", &[MEMBERS[11], MEMBERS[8], MEMBERS[9]]);
     let mut edit = ClassEdit::new(lines_of(&source), ClassShape::parse(&source));
     edit.replace_method("forward", REPLACEMENTS[3]).unwrap();
     edit.replace_method("__init__", REPLACEMENTS[19]).unwrap();
-    edit.replace_method("missing", "def missing(self):\n    return 0")
-        .unwrap();
+    edit.replace_method("missing", "def missing(self):\n    return 0").unwrap();
     assert!(edit.kept_shape().is_some());
     let text = edit.finish();
-    assert!(
-        text.contains("    def forward(self, x):\n        return x + 1\n    @property"),
-        "{text}"
-    );
-    assert!(
-        text.ends_with("\n\n    def missing(self):\n        return 0"),
-        "{text}"
-    );
+    assert!(text.contains("    def forward(self, x):\n        return x + 1\n    @property"), "{text}");
+    assert!(text.ends_with("\n\n    def missing(self):\n        return 0"), "{text}");
 }
