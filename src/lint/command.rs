@@ -297,7 +297,7 @@ fn run(
     found.retain(|d| !suppressed(shared, &root, d));
     let suppressed = before - found.len();
     sort(&mut found);
-    found.dedup();
+    let found = merge_same_line(found);
     let report = LintReport {
         upstream,
         configs: contexts.len(),
@@ -308,6 +308,31 @@ fn run(
     };
     std::mem::forget(contexts);
     report
+}
+
+/// One finding per (code, config line, message): a replacement shared by
+/// several configs (an NPU config reusing the GPU one's function) is one
+/// edit; the other configs' generated files are kept as related locations.
+fn merge_same_line(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(found.len());
+    for d in found {
+        match out
+            .iter_mut()
+            .rev()
+            .take_while(|o| o.location == d.location)
+            .find(|o| o.code == d.code && o.message == d.message)
+        {
+            Some(kept) => {
+                for r in d.related {
+                    if !kept.related.contains(&r) {
+                        kept.related.push(r);
+                    }
+                }
+            }
+            None => out.push(d),
+        }
+    }
+    out
 }
 
 fn sort(ds: &mut [Diagnostic]) {
