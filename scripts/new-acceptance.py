@@ -98,6 +98,8 @@ def run_new(copy, hf, patchgen, ruff):
     row["carried"] = len(report["backends"][0]["carried"])
     row["dropped"] = len(report["backends"][0]["dropped"])
     row["decisions"] = report["backends"][0]["decisions"]
+    m = re.search(r"(\d+) error\(s\)", report.get("lint", ""))
+    row["lint_errors"] = int(m.group(1)) if m else None
     return row, report
 
 
@@ -111,16 +113,16 @@ def new_models(tree, models, patchgen, ruff):
         rows.append(row)
         shutil.rmtree(work)
     yes = lambda b: "yes" if b else "**no**"
-    print("| model | category | template | carried / dropped | generates | ruff | py_compile | rotary | MLP | norm | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | category | template | carried / dropped | generates | ruff | py_compile | lint errors | rotary | MLP | norm | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print("| %s | | | | error: %s | | | | | | %.2f |" % (r["hf"], r["error"].replace("|", "/"), r["seconds"]))
+            print("| %s | | | | error: %s | | | | | | | %.2f |" % (r["hf"], r["error"].replace("|", "/"), r["seconds"]))
             continue
         d = r["decisions"]
-        print("| %s | %s | %s | %d / %d | %s | %s | %s | %s | %s | %s | %.2f |" % (
+        print("| %s | %s | %s | %d / %d | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
             r["hf"], r["category"], r["template"], r["carried"], r["dropped"], yes(r["generates"]), yes(r["ruff"]),
-            yes(r["py_compile"]), d["rotary"], d["mlp"], d["norm"], r["seconds"]))
+            yes(r["py_compile"]), r["lint_errors"], d["rotary"], d["mlp"], d["norm"], r["seconds"]))
     bad = [r for r in rows if "error" in r or not (r["generates"] and r["ruff"] and r["py_compile"])]
     for r in bad:
         print("<!-- %s: %s %s %s -->" % (r["hf"], r.get("error"), r.get("gen_msg"), r.get("ruff_out")), file=sys.stderr)
@@ -174,11 +176,11 @@ def leave_one_out(tree, patchgen, ruff):
         row["ours"] = decisions(ours_py, prefix) if os.path.exists(ours_py) else {}
         rows.append(row)
         shutil.rmtree(work)
-    print("| model (dir → HF) | category | template | generates | ruff | py_compile | real targets also patched | rotary real/ours | MLP real/ours | norm real/ours | agree | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model (dir → HF) | category | template | generates | ruff | py_compile | lint errors | real targets also patched | rotary real/ours | MLP real/ours | norm real/ours | agree | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
-            print("| %s → %s | | | error: %s | | | | | | | | %.2f |" % (r["dir"], r["hf"], r["error"].replace("|", "/"), r["seconds"]))
+            print("| %s → %s | | | error: %s | | | | | | | | | %.2f |" % (r["dir"], r["hf"], r["error"].replace("|", "/"), r["seconds"]))
             continue
         share = "%d/%d (%.0f%%)" % (r["shared_targets"], r["real_targets"], 100.0 * r["shared_targets"] / max(1, r["real_targets"]))
         cells = []
@@ -191,9 +193,9 @@ def leave_one_out(tree, patchgen, ruff):
             if real != "upstream" and real != ours:
                 agree = False
         yes = lambda b: "yes" if b else "**no**"
-        print("| %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
+        print("| %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
             r["dir"], r["hf"], r["category"], r["template"], yes(r["generates"]), yes(r["ruff"]), yes(r["py_compile"]),
-            share, cells[0], cells[1], cells[2], yes(agree), r["seconds"]))
+            r["lint_errors"], share, cells[0], cells[1], cells[2], yes(agree), r["seconds"]))
     bad = [r for r in rows if "error" in r or not (r["generates"] and r["ruff"] and r["py_compile"])]
     for r in bad:
         print("\n<!-- %s: %s -->" % (r["dir"], r.get("error") or r.get("ruff_out")), file=sys.stderr)

@@ -651,8 +651,48 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts.module);
         report.generation.push(result);
     }
-    report.lint = "not run: the lint engine is not part of this build".into();
+    report.lint = lint_written(&report, &opts.cwd);
     Ok(report)
+}
+
+/// `patchgen lint` over the configs just written: a one-line summary, the
+/// findings listed after it.
+fn lint_written(report: &Report, cwd: &Path) -> String {
+    use crate::diagnostics::Severity;
+    let modules: Vec<String> =
+        report.backends.iter().zip(&report.generation).filter(|(_, g)| g.ok).map(|(b, _)| b.module.clone()).collect();
+    if modules.is_empty() {
+        return "not run (nothing generated)".into();
+    }
+    let args = crate::lint::command::LintArgs {
+        modules,
+        select: None,
+        extend_select: Vec::new(),
+        ignore: Vec::new(),
+        upstream: None,
+        format: crate::lint::command::Format::Text,
+        statistics: false,
+        config_name: "config".into(),
+        project: None,
+        no_download: true,
+        jobs: None,
+    };
+    match crate::lint::command::lint(&args, cwd) {
+        Ok(r) => {
+            let errors = r.diagnostics.iter().filter(|d| d.severity == Severity::Error).count() + r.errors.len();
+            let mut out = format!(
+                "{} finding(s), {errors} error(s) ({} rules)",
+                r.diagnostics.len() + r.errors.len(),
+                r.rules.len()
+            );
+            for d in r.errors.iter().chain(r.diagnostics.iter()) {
+                let at = d.location.as_ref().map(|l| format!("{}:{}: ", l.path.display(), l.line)).unwrap_or_default();
+                out.push_str(&format!("\n  {at}{} {}", d.code, d.message));
+            }
+            out
+        }
+        Err(e) => format!("not run: {}", e.0),
+    }
 }
 
 /// How many times a config is pruned and regenerated at most.
