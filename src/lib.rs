@@ -23,6 +23,7 @@ pub mod pytext;
 pub mod reference;
 pub mod scaffold;
 pub mod suggest;
+pub mod settings;
 pub mod survey;
 pub mod timings;
 pub mod upstream;

@@ -96,6 +96,7 @@ fn args(model: &str) -> ReferenceArgs {
         also: Vec::new(),
         no_download: true,
         package: "transformers".into(),
+        format: Default::default(),
     }
 }
 

@@ -29,7 +29,10 @@ pub const DEFAULT_DIR: &str = ".agents_workspace/hf_reference";
 /// The extra kinds of file a multimodal model's reference includes.
 pub const MULTIMODAL_KINDS: [&str; 4] = ["configuration", "processing", "image_processing", "video_processing"];
 
-/// `patchgen reference` arguments.
+/// Write a model's upstream sources from the pinned wheel, RECORD-verified
+///
+/// Files go to `<reference-dir>/<m>/v<PIN>/` (default `.agents_workspace/hf_reference`);
+/// `--old A --new B` writes both versions, a unified diff and a per-symbol summary.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
 Examples:
@@ -63,6 +66,8 @@ pub struct ReferenceArgs {
     /// The distribution a version number names.
     #[arg(long, value_name = "NAME", default_value = "transformers")]
     pub package: String,
+    #[command(flatten)]
+    pub format: crate::cli::args::FormatArg,
 }
 
 /// Everything a run needs.
@@ -459,49 +464,37 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-/// `patchgen reference ARGS…`: prints the report, returns the exit code.
-pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
-    #[derive(clap::Parser, Debug)]
-    #[command(
-        name = "patchgen reference",
-        about = "Write a model's upstream sources from the pinned wheel (RECORD-verified)"
-    )]
-    struct Cli {
-        #[command(flatten)]
-        args: ReferenceArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "text")]
-        format: crate::cli::Format,
+impl crate::cli::Report for Report {
+    fn command(&self) -> &'static str {
+        "reference"
     }
-    let argv = std::iter::once(std::ffi::OsString::from("patchgen reference")).chain(argv.iter().cloned());
-    let cli = match <Cli as clap::Parser>::try_parse_from(argv) {
-        Ok(c) => c,
+    fn diagnostics(&self) -> Vec<&crate::diagnostics::Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::cli::printer::fields(self)
+    }
+    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        p.out(&render_text(self))
+    }
+    fn exit_status(&self) -> crate::cli::ExitStatus {
+        crate::cli::ExitStatus::Success
+    }
+}
+
+/// `patchgen reference`: run it and print the report.
+pub fn run_command(args: ReferenceArgs) -> crate::cli::ExitStatus {
+    use crate::cli::{ExitStatus, Printer};
+    let format = args.format.format.unwrap_or_default();
+    let mut printer = Printer::new(format);
+    let result = std::env::current_dir()
+        .map_err(|e| ReferenceError::usage(format!("cannot read the working directory: {e}")))
+        .and_then(|cwd| run(&Options { args, cwd, cache_dir: None }));
+    match result {
+        Ok(report) => printer.print(&report),
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("patchgen reference: error: cannot read the working directory: {e}");
-            return 2;
-        }
-    };
-    match run(&Options { args: cli.args, cwd, cache_dir: None }) {
-        Ok(report) => {
-            match cli.format {
-                crate::cli::Format::Text => print!("{}", render_text(&report)),
-                crate::cli::Format::Json => {
-                    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())
-                }
-            }
-            0
-        }
-        Err(e) => {
-            eprintln!("patchgen reference: error: {e}");
-            e.exit_code()
+            let written = printer.err(&format!("patchgen reference: error: {e}\n"));
+            printer.finish(written, if e.usage { ExitStatus::Error } else { ExitStatus::Failure })
         }
     }
 }

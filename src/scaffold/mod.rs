@@ -41,7 +41,10 @@ pub enum CategoryArg {
     OmniMoe,
 }
 
-/// `patchgen new` arguments.
+/// Scaffold a new model's config, __init__.py and toy config from the closest sibling
+///
+/// The category comes from the upstream module; the template is the project's config of the
+/// protocol's reference model for it (or `--like`); its patches are reused with a `name_map`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
 Examples:
@@ -69,6 +72,8 @@ pub struct NewArgs {
     /// The distribution the model comes from.
     #[arg(long, value_name = "NAME", default_value = "transformers")]
     pub package: String,
+    #[command(flatten)]
+    pub format: crate::cli::args::FormatArg,
 }
 
 pub struct Options {
@@ -833,47 +838,37 @@ pub fn render_text(r: &Report) -> String {
     out
 }
 
-/// `patchgen new ARGS…`: prints the report, returns the exit code.
-pub fn run_cli(argv: &[std::ffi::OsString]) -> i32 {
-    #[derive(clap::Parser, Debug)]
-    #[command(
-        name = "patchgen new",
-        about = "Scaffold a new model's config, __init__.py and toy config from the closest sibling"
-    )]
-    struct Cli {
-        #[command(flatten)]
-        args: NewArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "text")]
-        format: crate::cli::Format,
+impl crate::cli::Report for Report {
+    fn command(&self) -> &'static str {
+        "new"
     }
-    let argv = std::iter::once(std::ffi::OsString::from("patchgen new")).chain(argv.iter().cloned());
-    let cli = match <Cli as clap::Parser>::try_parse_from(argv) {
-        Ok(c) => c,
+    fn diagnostics(&self) -> Vec<&crate::diagnostics::Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::cli::printer::fields(self)
+    }
+    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        p.out(&render_text(self))
+    }
+    fn exit_status(&self) -> crate::cli::ExitStatus {
+        crate::cli::ExitStatus::failure_if(!self.generation.iter().all(|g| g.ok))
+    }
+}
+
+/// `patchgen new`: run it and print the report.
+pub fn run_command(args: NewArgs) -> crate::cli::ExitStatus {
+    use crate::cli::{ExitStatus, Printer};
+    let format = args.format.format.unwrap_or_default();
+    let mut printer = Printer::new(format);
+    let result = std::env::current_dir()
+        .map_err(|e| NewError::usage(format!("cannot read the working directory: {e}")))
+        .and_then(|cwd| run(&Options { args, cwd }));
+    match result {
+        Ok(report) => printer.print(&report),
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("patchgen new: error: cannot read the working directory: {e}");
-            return 2;
-        }
-    };
-    match run(&Options { args: cli.args, cwd }) {
-        Ok(report) => {
-            match cli.format {
-                crate::cli::Format::Text => print!("{}", render_text(&report)),
-                crate::cli::Format::Json => println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default()),
-            }
-            if report.generation.iter().all(|g| g.ok) { 0 } else { 1 }
-        }
-        Err(e) => {
-            eprintln!("patchgen new: error: {e}");
-            e.exit_code()
+            let written = printer.err(&format!("patchgen new: error: {e}\n"));
+            printer.finish(written, if e.usage { ExitStatus::Error } else { ExitStatus::Failure })
         }
     }
 }
