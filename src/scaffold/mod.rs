@@ -669,20 +669,7 @@ fn lint_written(report: &Report, cwd: &Path) -> String {
     if modules.is_empty() {
         return "not run (nothing generated)".into();
     }
-    let args = crate::lint::command::LintArgs {
-        modules,
-        select: None,
-        extend_select: Vec::new(),
-        ignore: Vec::new(),
-        upstream: None,
-        format: crate::lint::command::Format::Text,
-        statistics: false,
-        config_name: "config".into(),
-        project: None,
-        no_download: true,
-        jobs: None,
-    };
-    match crate::lint::command::lint(&args, cwd) {
+    match lint_modules(modules, cwd) {
         Ok(r) => {
             let errors = r.diagnostics.iter().filter(|d| d.severity == Severity::Error).count() + r.errors.len();
             let mut out = format!(
@@ -696,8 +683,50 @@ fn lint_written(report: &Report, cwd: &Path) -> String {
             }
             out
         }
-        Err(e) => format!("not run: {}", e.0),
+        Err(e) => format!("not run: {e}"),
     }
+}
+
+/// The lint report of `modules` with the project's default rules.
+fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command::LintReport, String> {
+    let args = crate::lint::command::LintArgs {
+        modules,
+        select: None,
+        extend_select: Vec::new(),
+        ignore: Vec::new(),
+        upstream: None,
+        format: crate::lint::command::Format::Text,
+        statistics: false,
+        config_name: "config".into(),
+        project: None,
+        no_download: true,
+        jobs: None,
+    };
+    crate::lint::command::lint(&args, cwd).map_err(|e| e.0)
+}
+
+/// Carried patches a lint error names (`\`<target>\`` or `\`<target>(`):
+/// their reuse breaks the upstream contract, so they are dropped.
+fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
+    use crate::diagnostics::Severity;
+    let Ok(report) = lint_modules(vec![plan.module.clone()], cwd) else { return false };
+    let mut changed = false;
+    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
+        let names = |t: &str| d.message.contains(&format!("`{t}`")) || d.message.contains(&format!("`{t}("));
+        let (hit, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target));
+        plan.retargeted.carried = kept;
+        for c in hit {
+            plan.retargeted.dropped.push(retarget::Dropped {
+                template_target: c.template_target.clone(),
+                target: c.target.clone(),
+                reason: format!("lint {} on the reuse: {}", d.code, d.message),
+                exception: false,
+            });
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// How many times a config is pruned and regenerated at most.
@@ -742,6 +771,9 @@ fn generate_pruning(
             Ok(g) => {
                 let written =
                     crate::atomic::write(&g.py_path, &g.py).and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
+                if written.is_ok() && template.is_some() && lint_rejected(plan, cwd) {
+                    continue;
+                }
                 return match written {
                     Ok(()) => GenerationResult {
                         module: plan.module.clone(),

@@ -512,6 +512,27 @@ fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
 }
 
 impl Retargeted {
+    /// After pruning: a decision to patch stands only while its patch is
+    /// still carried.
+    pub fn settle_decisions(&mut self, prefix: &str) {
+        let carried = |f: &dyn Fn(&str) -> bool| {
+            self.carried.iter().any(|c| f(c.target.split_once('.').map_or(c.target.as_str(), |(c, _)| c)))
+        };
+        let rotary = carried(&|t| t == "apply_rotary_pos_emb");
+        let mlp = carried(&|t| is_main(t, prefix, "MLP"));
+        let norm = carried(&|t| is_main(t, prefix, "RMSNorm"));
+        let d = &mut self.decisions;
+        if d.rotary == "replaced" && !rotary {
+            d.rotary = "none (pruned)".into();
+        }
+        if d.mlp == "patched" && !mlp {
+            d.mlp = "none (pruned)".into();
+        }
+        if (d.norm == "standard" || d.norm == "1+weight") && !norm {
+            d.norm = "none (pruned)".into();
+        }
+    }
+
     /// Names the generated file uses but nothing defines (ruff F821): import
     /// each from where the template's upstream gets it, else drop the
     /// carried patches that use it. `true` when something changed.
