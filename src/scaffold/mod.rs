@@ -654,6 +654,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     for i in 0..report.backends.len() {
         let result =
             generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts.module);
+        report.backends[i].retargeted.settle_decisions(&facts.prefix);
         report.generation.push(result);
     }
     report.lint = lint_written(&report, &opts.cwd);
