@@ -484,17 +484,11 @@ impl crate::cli::Report for Report {
 
 /// `patchgen reference`: run it and print the report.
 pub fn run_command(args: ReferenceArgs) -> crate::cli::ExitStatus {
-    use crate::cli::{ExitStatus, Printer};
+    use crate::cli::ExitStatus;
     let format = args.format.format.unwrap_or_default();
-    let mut printer = Printer::new(format);
-    let result = std::env::current_dir()
+    let outcome = std::env::current_dir()
         .map_err(|e| ReferenceError::usage(format!("cannot read the working directory: {e}")))
-        .and_then(|cwd| run(&Options { args, cwd, cache_dir: None }));
-    match result {
-        Ok(report) => printer.print(&report),
-        Err(e) => {
-            let written = printer.err(&format!("patchgen reference: error: {e}\n"));
-            printer.finish(written, if e.usage { ExitStatus::Error } else { ExitStatus::Failure })
-        }
-    }
+        .and_then(|cwd| run(&Options { args, cwd, cache_dir: None }))
+        .map_err(|e| (e.message, if e.usage { ExitStatus::Error } else { ExitStatus::Failure }));
+    crate::cli::printer::print_outcome(format, "reference", outcome)
 }

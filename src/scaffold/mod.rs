@@ -891,17 +891,11 @@ impl crate::cli::Report for Report {
 
 /// `patchgen new`: run it and print the report.
 pub fn run_command(args: NewArgs) -> crate::cli::ExitStatus {
-    use crate::cli::{ExitStatus, Printer};
+    use crate::cli::ExitStatus;
     let format = args.format.format.unwrap_or_default();
-    let mut printer = Printer::new(format);
-    let result = std::env::current_dir()
+    let outcome = std::env::current_dir()
         .map_err(|e| NewError::usage(format!("cannot read the working directory: {e}")))
-        .and_then(|cwd| run(&Options { args, cwd }));
-    match result {
-        Ok(report) => printer.print(&report),
-        Err(e) => {
-            let written = printer.err(&format!("patchgen new: error: {e}\n"));
-            printer.finish(written, if e.usage { ExitStatus::Error } else { ExitStatus::Failure })
-        }
-    }
+        .and_then(|cwd| run(&Options { args, cwd }))
+        .map_err(|e| (e.message, if e.usage { ExitStatus::Error } else { ExitStatus::Failure }));
+    crate::cli::printer::print_outcome(format, "new", outcome)
 }
