@@ -379,4 +379,6 @@ fn categories_come_with_their_evidence() {
     let missing = new(&p, &["qwen4"]);
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("transformers.models.qwen4.modeling_qwen4"), "{}", missing.stderr);
+    let help = missing.stderr.lines().find(|l| l.contains("nearest model names")).expect("suggestions");
+    assert!(help.contains("qwen3") && help.contains("qwen2"), "{help}");
 }

@@ -195,6 +195,34 @@ fn project_configs(project: &Project, package: &str) -> Vec<ProjectConfig> {
     out
 }
 
+/// The model directories of the first `<package>/models` on the search path.
+fn model_names(search: &SearchPath, package: &str) -> Vec<String> {
+    let dir = format!("{package}/models");
+    for entry in &search.entries {
+        match entry {
+            crate::upstream::Entry::Dir(d) => {
+                let Ok(rd) = std::fs::read_dir(d.join(&dir)) else { continue };
+                let mut names: Vec<String> = rd
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n != "__pycache__")
+                    .collect();
+                names.sort();
+                return names;
+            }
+            crate::upstream::Entry::Archive { path, .. } => {
+                let Ok(wheel) = crate::upstream::wheel::Wheel::open(path) else { continue };
+                let names = wheel.subdirs(&dir);
+                if !names.is_empty() {
+                    return names.into_iter().collect();
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
 /// The leading `#` comment block of a file (its licence header).
 fn licence(text: &str) -> String {
     let lines: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).collect();
@@ -283,6 +311,11 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let version = version_of(&ctx, &project, &opts.cwd);
     let m = args.model.as_str();
     let facts = ModelFacts::read(&version, &args.package, m).map_err(|e| {
+        let models = model_names(&version.upstream.search, &args.package);
+        let near = crate::suggest::nearest(m, models.iter().map(String::as_str), 5);
+        if !near.is_empty() {
+            return NewError::failed(format!("{e}\n  help: nearest model names: {}", near.join(", ")));
+        }
         NewError::failed(format!("{e}\n  help: put the {} package (or its wheel) on PYTHONPATH; `patchgen reference {m}` names the nearest models", args.package))
     })?;
     let configuration = version
