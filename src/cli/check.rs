@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::CheckArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session, pool};
+use super::run::{Fatal, Session};
 use crate::check::{FileCheck, FileStatus, check_generated};
 use crate::diagnostics::{Diagnostic, Location, Severity, codes};
 use crate::pipeline::{Context, Failure, Generated};
@@ -68,23 +68,7 @@ pub struct CheckReport {
 
 pub fn run(args: &CheckArgs) -> ExitStatus {
     let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    let mut session = match Session::start("check", &overrides) {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    let ctx = session.context();
-    if let Err(status) = session.preflight_ruff("check", &ctx, args.verbose) {
-        return status;
-    }
-    let report = pool(session.settings.jobs).install(|| check(&ctx, args));
-    let status = match report {
-        Ok(r) => session.finish(&r),
-        Err(fatal) => session.finish(&fatal),
-    };
-    // The process exits next: freeing every syntax tree one by one would
-    // only cost time (~5 % of a check's generation).
-    std::mem::forget(ctx);
-    status
+    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, _| check(ctx, args))
 }
 
 /// A config's outcome before its files are compared.

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::GenerateArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session, pool};
+use super::run::{Fatal, Session};
 use crate::config::PatchPlan;
 use crate::diagnostics::{Diagnostic, Severity, codes};
 use crate::pipeline::{Context, Failure, Generated};
@@ -81,24 +81,7 @@ pub struct GenerateReport {
 
 pub fn run(args: &GenerateArgs) -> ExitStatus {
     let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    let mut session = match Session::start("generate", &overrides) {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    let ctx = session.context();
-    if let Err(status) = session.preflight_ruff("generate", &ctx, args.verbose) {
-        return status;
-    }
-    let report = pool(session.settings.jobs).install(|| generate(&ctx, args));
-    let report = match report {
-        Ok(r) => r,
-        Err(fatal) => return session.finish(&fatal),
-    };
-    let status = session.finish(&report);
-    // The process exits next: freeing every syntax tree one by one would
-    // only cost time (~5 % of a check's generation).
-    std::mem::forget(ctx);
-    status
+    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, _| generate(ctx, args))
 }
 
 /// Generate what `args` asks for, writing files unless `--dry-run`.
