@@ -746,9 +746,20 @@ fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
     let Ok(report) = lint_modules(vec![plan.module.clone()], cwd) else { return false };
     let mut changed = false;
     for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
-        let names = |t: &str| d.message.contains(&format!("`{t}`")) || d.message.contains(&format!("`{t}("));
+        let names = |t: &str| {
+            d.message.contains(&format!("`{t}`"))
+                || d.message.contains(&format!("`{t}("))
+                || d.message.contains(&format!("\"{t}\""))
+        };
+        // Or the error points into the reused replacement's definition.
+        let inside = |c: &retarget::Carried| match (&c.defined_at, &d.location) {
+            (Some((path, start, end)), Some(l)) => {
+                crate::project::resolve(path) == crate::project::resolve(&l.path) && (*start..=*end).contains(&l.line)
+            }
+            _ => false,
+        };
         let (hit, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target));
+            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target) || inside(c));
         plan.retargeted.carried = kept;
         for c in hit {
             plan.retargeted.dropped.push(retarget::Dropped {

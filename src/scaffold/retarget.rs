@@ -37,6 +37,9 @@ pub struct Carried {
     /// The replacement's source under the new names (to find what it uses).
     #[serde(skip)]
     pub source: String,
+    /// Where the replacement is defined: file and 1-based line range.
+    #[serde(skip)]
+    pub defined_at: Option<(std::path::PathBuf, usize, usize)>,
 }
 
 /// A template patch left out, and why.
@@ -342,7 +345,9 @@ impl Retarget<'_> {
             let header: Vec<String> = comments.iter().map(|l| l.trim_end().to_string()).collect();
             let description = patch.description.as_ref().map(|d| apply_name_map(d, Some(&name_map)));
             let source = apply_name_map(&replacement.source, Some(&name_map));
+            let defined_at = defined_range(&replacement);
             out.carried.push(Carried {
+                defined_at,
                 source,
                 patch_type: type_name(p.patch_type),
                 target,
@@ -455,6 +460,7 @@ impl Retarget<'_> {
         let source = apply_name_map(&replacement.source, Some(&name_map));
         let (comments, _) = split_leading_comments(&replacement.source);
         out.carried.push(Carried {
+            defined_at: defined_range(&replacement),
             source,
             patch_type: "override_method",
             target: target.clone(),
@@ -479,6 +485,12 @@ impl Retarget<'_> {
         block.push_str(&decl_line);
         Some((block, variant))
     }
+}
+
+/// The file and line range a replacement's source spans.
+fn defined_range(r: &crate::config::plan::SourceObject) -> Option<(std::path::PathBuf, usize, usize)> {
+    let lines = r.source.lines().count();
+    (r.defined_at.line > 0).then(|| (r.defined_at.path.clone(), r.defined_at.line, r.defined_at.line + lines))
 }
 
 /// Whether `word` occurs in `text` as a whole identifier.
