@@ -60,6 +60,8 @@ fn help_of_every_command() {
         ("help_check", vec!["check", "--help"]),
         ("help_list", vec!["list", "--help"]),
         ("help_survey", vec!["survey", "--help"]),
+        ("help_reference", vec!["reference", "--help"]),
+        ("help_new", vec!["new", "--help"]),
         ("help_completions", vec!["completions", "--help"]),
         ("help_moe", vec!["moe", "--help"]),
         ("help_moe_inspect", vec!["moe", "inspect", "--help"]),
