@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::output::Style;
+use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{self, Sources};
-use crate::diagnostics::{Diagnostic, Severity};
 
 /// Output format shared by every command: `text` for people (the
 /// familiar lines; diagnostics with a source excerpt), `json` (one
@@ -184,9 +184,4 @@ impl Printer {
         }
         Ok(())
     }
-}
-
-/// Count of diagnostics at or above `severity`.
-pub fn count_at_least(diagnostics: &[Diagnostic], severity: Severity) -> usize {
-    diagnostics.iter().filter(|d| d.severity >= severity).count()
 }
