@@ -335,6 +335,7 @@ fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBu
     let file = File::open(path).map_err(io)?;
     // SAFETY: the file is ours, in a private temporary directory, and not
     // modified while mapped; only the header pages are touched.
+    #[allow(unsafe_code)]
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     let st = safetensors::SafeTensors::deserialize(&map)
         .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
