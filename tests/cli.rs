@@ -276,7 +276,11 @@ fn warning_and_note_name_their_config_and_place() {
     let github = p.run(&["check", "--format", "github"]);
     assert!(github.stdout.contains("PGW001") && !github.stdout.contains("PGI001"), "{}", github.stdout);
     let github = p.run(&["check", "-v", "--format", "github"]);
-    assert!(github.stdout.contains(&format!("::notice file={CONFIG},line=14,title=PGI001 injected-method::")), "{}", github.stdout);
+    assert!(
+        github.stdout.contains(&format!("::notice file={CONFIG},line=14,title=PGI001 injected-method::")),
+        "{}",
+        github.stdout
+    );
     let json = p.run(&["check", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     for d in doc["diagnostics"].as_array().unwrap() {
