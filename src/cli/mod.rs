@@ -20,9 +20,12 @@ Examples:
   patchgen --check                        drift gate: exit 1 if generated files are stale
   patchgen --check --fix                  rewrite the files that drifted
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target (see `patchgen survey --help`)
+  patchgen clean                          remove the result cache (.patchgen_cache/)
 
 Settings come from [tool.patchgen] in the nearest pyproject.toml:
-  search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff
+  search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff, cache-dir
+
+Results are cached in .patchgen_cache/ (PATCHGEN_CACHE_DIR or cache-dir to move it, --no-cache to bypass).
 
 Exit codes: 0 ok, 1 drift or a failed config, 2 usage or project-configuration error.";
 
@@ -75,6 +78,9 @@ struct Args {
     /// Output format for --list and --check
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Neither read nor write the result cache (.patchgen_cache/)
+    #[arg(long = "no-cache")]
+    no_cache: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,6 +111,7 @@ pub struct Settings {
     pub jobs: Option<usize>,
     pub ruff: Option<PathBuf>,
     pub format: Format,
+    pub no_cache: bool,
 }
 
 fn settings(args: Args) -> Result<Settings, String> {
@@ -134,6 +141,7 @@ fn settings(args: Args) -> Result<Settings, String> {
         jobs: args.jobs,
         ruff: args.ruff,
         format: args.format,
+        no_cache: args.no_cache,
     })
 }
 
@@ -141,6 +149,7 @@ fn settings(args: Args) -> Result<Settings, String> {
 fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
     match args.get(1)?.to_str()? {
         "survey" => Some(crate::survey::run_cli(&args[2..])),
+        "clean" => Some(run::clean(&args[2..])),
         _ => None,
     }
 }

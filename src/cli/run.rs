@@ -7,8 +7,9 @@ use rayon::prelude::*;
 
 use super::output::{json_str, Style};
 use super::{Command, Format, Settings};
-use crate::check::{check_generated, FileStatus};
+use crate::check::{check_generated, FileCheck, FileStatus};
 use crate::normalize::RuffError;
+use crate::pipeline::cached::{Compare, Expected, Note, Produced};
 use crate::pipeline::{Context, Failure, Generated};
 use crate::project::{ConfigFile, Project};
 
@@ -50,17 +51,74 @@ pub fn run(settings: &Settings) -> i32 {
             return code;
         }
     }
+    let cache = open_cache(&ctx, settings, &cwd, &style);
+    let cache = cache.as_ref();
     let pool = pool(settings.jobs);
     let code = pool.install(|| match &settings.command {
         Command::List => list(&ctx, settings, &style),
-        Command::One(module) => one(&ctx, settings, &style, module),
-        Command::All => all(&ctx, settings, &style),
-        Command::Check { modules, fix } => check(&ctx, settings, &style, modules, *fix),
+        Command::One(module) => one(&ctx, settings, &style, module, cache),
+        Command::All => all(&ctx, settings, &style, cache),
+        Command::Check { modules, fix } => check(&ctx, settings, &style, modules, *fix, cache),
     });
     // The process exits next: freeing every syntax tree one by one would
     // only cost time (~5 % of a check's generation).
     std::mem::forget(ctx);
     code
+}
+
+/// The result cache, unless `--no-cache` (or it cannot be used: then the
+/// run goes on without it, and `-v` says why).
+fn open_cache(ctx: &Context, settings: &Settings, cwd: &Path, style: &Style) -> Option<crate::cache::Cache> {
+    if settings.no_cache || settings.command == Command::List {
+        return None;
+    }
+    match crate::cache::Cache::open(&ctx.project.cache_dir(cwd)) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            if settings.verbose {
+                eprintln!("{} cache off: {e}", style.warn("note:"));
+            }
+            None
+        }
+    }
+}
+
+/// `patchgen clean`: remove the project's result cache.
+pub fn clean(args: &[std::ffi::OsString]) -> i32 {
+    if let Some(arg) = args.first() {
+        let arg = arg.to_string_lossy();
+        if arg == "-h" || arg == "--help" {
+            println!("Remove the result cache (.patchgen_cache/, or PATCHGEN_CACHE_DIR / [tool.patchgen] cache-dir).\n\nUsage: patchgen clean");
+            return 0;
+        }
+        eprintln!("patchgen: error: unexpected argument '{arg}' to clean\n\nUsage: patchgen clean");
+        return 2;
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("patchgen: error: cannot read the working directory: {e}");
+            return 2;
+        }
+    };
+    let project = match Project::find(&cwd) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("patchgen: {e}");
+            return 2;
+        }
+    };
+    let dir = project.cache_dir(&cwd);
+    match crate::cache::clean(&dir) {
+        Ok(c) => {
+            println!("Removed {} cache entr{} from {}", c.entries, if c.entries == 1 { "y" } else { "ies" }, c.dir.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("patchgen: error: {e}");
+            1
+        }
+    }
 }
 
 fn preflight_ruff(ctx: &Context, settings: &Settings) -> Result<(), i32> {
@@ -87,6 +145,8 @@ fn discover(ctx: &Context) -> Result<Vec<ConfigFile>, i32> {
 /// A config's outcome in a multi-config run.
 enum Outcome {
     Done(Box<Generated>),
+    /// Answered by the cache: the files on disk are the expected ones.
+    Cached(Box<Expected>),
     /// Evaluates fine but has no `config` PatchConfig: the reference skips it.
     NotAConfig,
     /// `optional=True` with its upstream module missing: skipped by `--check`.
@@ -94,17 +154,35 @@ enum Outcome {
     Failed(Failure),
 }
 
-fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
+fn run_many(
+    ctx: &Context,
+    settings: &Settings,
+    modules: &[String],
+    cache: Option<&crate::cache::Cache>,
+) -> Vec<(Outcome, f64, Note)> {
     // A drift check expects the checked-in `.py`: its `.diff` is taken while ruff runs.
     let checked_in = |job: &crate::pipeline::Job| match settings.command {
         Command::Check { .. } => crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty()),
         _ => None,
     };
-    ctx.generate_many_expecting(modules, &settings.config_name, &checked_in)
+    // A hit needs the files on disk to be the expected ones: as the drift
+    // gate compares them, or as generation would write them.
+    let compare = match settings.command {
+        Command::Check { .. } => Compare::AsCheck,
+        _ if settings.dry_run => Compare::Written { diff: false },
+        _ => Compare::Written { diff: settings.diff },
+    };
+    let cache = cache.map(|cache| crate::pipeline::cached::Use { cache, compare });
+    let output_dir = match settings.command {
+        Command::One(_) => settings.output_dir.as_deref(),
+        _ => None,
+    };
+    ctx.generate_many_cached(cache, modules, &settings.config_name, output_dir, &checked_in)
         .into_iter()
-        .map(|(result, secs)| {
+        .map(|(result, secs, note)| {
             let outcome = match result {
-                Ok(g) => Outcome::Done(Box::new(g)),
+                Ok(Produced::Fresh(g)) => Outcome::Done(g),
+                Ok(Produced::Cached(e)) => Outcome::Cached(e),
                 Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
                     Outcome::NotAConfig
                 }
@@ -113,26 +191,33 @@ fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outc
                 }
                 Err(f) => Outcome::Failed(f),
             };
-            (outcome, secs)
+            (outcome, secs, note)
         })
         .collect()
 }
 
-fn print_warnings(style: &Style, g: &Generated) {
-    for w in &g.warnings {
-        eprintln!("{} {}: {}", style.warn("warning:"), w.loc, w.message);
+/// `-v`: what the cache did for a config.
+fn print_note(style: &Style, settings: &Settings, note: &Note, pad: &str) {
+    if settings.verbose && *note != Note::Off {
+        eprintln!("{pad}{} {note}", style.dim("cache:"));
     }
-    print_injected(style, g, "");
+}
+
+fn print_warnings(style: &Style, warnings: &[String], injected: &[String]) {
+    for w in warnings {
+        eprintln!("{} {w}", style.warn("warning:"));
+    }
+    print_injected(style, injected, "");
 }
 
 /// One line naming the override targets that were injected, not overridden.
-fn print_injected(style: &Style, g: &Generated, pad: &str) {
-    if !g.injected.is_empty() {
+fn print_injected(style: &Style, injected: &[String], pad: &str) {
+    if !injected.is_empty() {
         eprintln!(
             "{pad}{} {} method(s) not found upstream, injected: {}",
             style.dim("note:"),
-            g.injected.len(),
-            g.injected.join(", ")
+            injected.len(),
+            injected.join(", ")
         );
     }
 }
@@ -209,70 +294,64 @@ fn indent(s: &str, n: usize) -> String {
     s.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
 }
 
-fn print_summary(plan: &crate::config::PatchPlan) {
-    println!("\n{}", "=".repeat(70));
-    println!("PATCH CONFIGURATION SUMMARY");
-    println!("{}", "=".repeat(70));
-    println!("\nSource: {}", plan.source_module);
-    println!("Target: {}", plan.target_file);
-    if !plan.description.is_empty() {
-        println!("Description: {}", plan.description);
-    }
-    println!("\nPatches ({}):", plan.patches.len());
-    for p in &plan.patches {
-        println!("  • [{}] {}", p.patch_type.value(), p.target);
-        if let Some(d) = p.description.as_ref().filter(|d| !d.is_empty()) {
-            println!("    └─ {d}");
-        }
-    }
-    if !plan.exclude.is_empty() {
-        println!("\nExcluded: {}", plan.exclude.join(", "));
-    }
-    if !plan.additional_imports.is_empty() {
-        println!("\nAdditional imports: {}", plan.additional_imports.len());
-    }
-    println!("{}", "=".repeat(70));
-}
-
-/// Write (or, for a dry run, describe) one config's files.
-fn emit(g: &Generated, settings: &Settings, style: &Style) -> Result<(), String> {
+/// Write (or, for a dry run, describe) one config's files. A cached
+/// config's files are already on disk as generation would write them.
+fn emit(g: &Outcome, settings: &Settings, style: &Style) -> Result<(), String> {
+    let e = match g {
+        Outcome::Done(g) => Expected::of(g),
+        Outcome::Cached(e) => (**e).clone(),
+        _ => unreachable!("only generated configs are emitted"),
+    };
     if settings.verbose {
-        print_summary(&g.plan);
-        println!("  Upstream: {}", g.upstream_origin.display());
+        println!("{}", e.summary);
+        println!("  Upstream: {}", e.upstream_origin.display());
     }
     if settings.dry_run {
         println!("\n[DRY RUN] Would generate:");
-        println!("  Output: {}", g.py_path.display());
+        println!("  Output: {}", e.py_path.display());
         if settings.diff {
-            println!("  Diff:   {}", g.diff_path.display());
+            println!("  Diff:   {}", e.diff_path.display());
         }
-        println!("  Source lines: ~{}", g.upstream_lines);
-        println!("  Patches to apply: {}", g.plan.patches.len());
+        println!("  Source lines: ~{}", e.upstream_lines);
+        println!("  Patches to apply: {}", e.patches);
         return Ok(());
     }
-    if g.output_dir.is_file() {
-        return Err(format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display()));
+    if let Outcome::Done(g) = g {
+        if g.output_dir.is_file() {
+            return Err(format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display()));
+        }
+        crate::atomic::write(&g.py_path, &g.py).map_err(|e| format!("{}: cannot write: {e}", g.py_path.display()))?;
     }
-    crate::atomic::write(&g.py_path, &g.py).map_err(|e| format!("{}: cannot write: {e}", g.py_path.display()))?;
-    println!("{} Generated: {}", style.ok("✓"), g.py_path.display());
-    println!("  Lines: {}", crate::pytext::splitlines(&g.py).len());
+    println!("{} Generated: {}", style.ok("✓"), e.py_path.display());
+    println!("  Lines: {}", e.py_lines);
     if settings.diff {
-        crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| format!("{}: cannot write: {e}", g.diff_path.display()))?;
-        println!("{} Diff: {}", style.ok("✓"), g.diff_path.display());
-        println!("  Lines: {}", crate::pytext::splitlines(&g.diff).len());
+        if let Outcome::Done(g) = g {
+            crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| format!("{}: cannot write: {e}", g.diff_path.display()))?;
+        }
+        println!("{} Diff: {}", style.ok("✓"), e.diff_path.display());
+        println!("  Lines: {}", e.diff_lines);
     }
     Ok(())
 }
 
-fn strict_failure(settings: &Settings, g: &Generated) -> Option<String> {
-    if settings.strict && !g.warnings.is_empty() {
-        Some(format!("{} warning(s) under --strict", g.warnings.len()))
+fn strict_failure(settings: &Settings, warnings: &[String]) -> Option<String> {
+    if settings.strict && !warnings.is_empty() {
+        Some(format!("{} warning(s) under --strict", warnings.len()))
     } else {
         None
     }
 }
 
-fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str) -> i32 {
+/// A generated or cached config's warnings and injected targets.
+fn findings(outcome: &Outcome) -> (Vec<String>, Vec<String>) {
+    match outcome {
+        Outcome::Done(g) => (crate::pipeline::cached::warning_lines(&g.job), g.injected.clone()),
+        Outcome::Cached(e) => (e.warnings.clone(), e.injected.clone()),
+        _ => (Vec::new(), Vec::new()),
+    }
+}
+
+fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str, cache: Option<&crate::cache::Cache>) -> i32 {
     let module = ctx.project.normalize_module(module);
     if settings.verbose {
         println!("Loading patch module: {module}");
@@ -284,14 +363,22 @@ fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str) -> i32 {
             return 2;
         }
     }
-    match ctx.generate(&module, &settings.config_name, output_dir) {
-        Ok(g) => {
-            print_warnings(style, &g);
-            if let Some(msg) = strict_failure(settings, &g) {
+    let (outcome, _, note) = run_many(ctx, settings, std::slice::from_ref(&module), cache).pop().expect("one config");
+    print_note(style, settings, &note, "");
+    match outcome {
+        Outcome::Failed(f) => {
+            eprintln!("{} {f}", style.bad("error:"));
+            1
+        }
+        Outcome::NotAConfig | Outcome::Skipped(_) => unreachable!("a single config is never skipped"),
+        outcome => {
+            let (warnings, injected) = findings(&outcome);
+            print_warnings(style, &warnings, &injected);
+            if let Some(msg) = strict_failure(settings, &warnings) {
                 eprintln!("{} {module}: {msg}", style.bad("error:"));
                 return 1;
             }
-            match emit(&g, settings, style) {
+            match emit(&outcome, settings, style) {
                 Ok(()) => 0,
                 Err(msg) => {
                     eprintln!("{} {msg}", style.bad("error:"));
@@ -299,35 +386,33 @@ fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str) -> i32 {
                 }
             }
         }
-        Err(f) => {
-            eprintln!("{} {f}", style.bad("error:"));
-            1
-        }
     }
 }
 
-fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
+fn all(ctx: &Context, settings: &Settings, style: &Style, cache: Option<&crate::cache::Cache>) -> i32 {
     let configs = match discover(ctx) {
         Ok(c) => c,
         Err(code) => return code,
     };
     let modules: Vec<String> = configs.iter().map(|c| c.module.clone()).collect();
-    let results = run_many(ctx, settings, &modules);
+    let results = run_many(ctx, settings, &modules, cache);
     let mut failed: Vec<String> = Vec::new();
     let mut generated = 0;
-    for (module, (outcome, secs)) in modules.iter().zip(results) {
+    for (module, (outcome, secs, note)) in modules.iter().zip(results) {
         match outcome {
             Outcome::NotAConfig => continue,
             Outcome::Skipped(_) => unreachable!("only --check skips"),
-            Outcome::Done(g) => {
+            Outcome::Done(_) | Outcome::Cached(_) => {
                 println!("\n{}\nGenerating: {module} {}\n{}", "=".repeat(70), style.dim(&format!("({:.0} ms)", secs * 1000.0)), "=".repeat(70));
-                print_warnings(style, &g);
-                if let Some(msg) = strict_failure(settings, &g) {
+                print_note(style, settings, &note, "");
+                let (warnings, injected) = findings(&outcome);
+                print_warnings(style, &warnings, &injected);
+                if let Some(msg) = strict_failure(settings, &warnings) {
                     eprintln!("{} {module}: {msg}", style.bad("FAIL"));
                     failed.push(module.clone());
                     continue;
                 }
-                match emit(&g, settings, style) {
+                match emit(&outcome, settings, style) {
                     Ok(()) => generated += 1,
                     Err(msg) => {
                         eprintln!("{} {msg}", style.bad("FAIL"));
@@ -337,6 +422,7 @@ fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
             }
             Outcome::Failed(f) => {
                 println!("\n{}\nGenerating: {module}\n{}", "=".repeat(70), "=".repeat(70));
+                print_note(style, settings, &note, "");
                 eprintln!("{} {f}", style.bad("FAIL"));
                 failed.push(module.clone());
             }
@@ -365,9 +451,17 @@ struct CheckRow {
     warnings: Vec<String>,
     /// `optional=True` config whose upstream module is missing.
     skipped: Option<String>,
+    note: Note,
 }
 
-fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix: bool) -> i32 {
+fn check(
+    ctx: &Context,
+    settings: &Settings,
+    style: &Style,
+    only: &[String],
+    fix: bool,
+    cache: Option<&crate::cache::Cache>,
+) -> i32 {
     let modules: Vec<String> = if only.is_empty() {
         match discover(ctx) {
             Ok(c) => c.into_iter().map(|c| c.module).collect(),
@@ -376,19 +470,18 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
     } else {
         only.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };
-    let results = run_many(ctx, settings, &modules);
+    let results = run_many(ctx, settings, &modules, cache);
     if settings.verbose && settings.format == Format::Text {
-        for (outcome, _) in &results {
-            if let Outcome::Done(g) = outcome {
-                print_injected(style, g, "  ");
-            }
+        for (outcome, _, _) in &results {
+            print_injected(style, &findings(outcome).1, "  ");
         }
     }
     // Reading and comparing the checked-in files, config by config in parallel.
     let rows: Vec<CheckRow> = modules
         .par_iter()
         .zip(results)
-        .filter_map(|(module, (outcome, secs))| {
+        .filter_map(|(module, (outcome, secs, note))| {
+            let (warnings, _) = findings(&outcome);
             let row = match outcome {
                 Outcome::NotAConfig => return None,
                 Outcome::Skipped(source_module) => CheckRow {
@@ -398,18 +491,35 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
                     py_path: None,
                     warnings: vec![],
                     skipped: Some(source_module),
+                    note,
                 },
                 Outcome::Done(g) => {
-                    let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
-                    let result = match strict_failure(settings, &g) {
+                    let result = match strict_failure(settings, &warnings) {
                         Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
                         None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
                     };
-                    CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
+                    CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None, note }
                 }
-                Outcome::Failed(f) => {
-                    CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
+                // The files on disk are the expected ones: nothing drifted, nothing to fix.
+                Outcome::Cached(e) => {
+                    let result = match strict_failure(settings, &warnings) {
+                        Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
+                        None => Ok(vec![
+                            FileCheck { path: e.py_path.clone(), status: FileStatus::UpToDate },
+                            FileCheck { path: e.diff_path.clone(), status: FileStatus::UpToDate },
+                        ]),
+                    };
+                    CheckRow { module: module.clone(), secs, result, py_path: Some(e.py_path.clone()), warnings, skipped: None, note }
                 }
+                Outcome::Failed(f) => CheckRow {
+                    module: module.clone(),
+                    secs,
+                    result: Err(f.to_string()),
+                    py_path: None,
+                    warnings: vec![],
+                    skipped: None,
+                    note,
+                },
             };
             Some(row)
         })
@@ -432,6 +542,7 @@ fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix
     println!("Found {} patch config(s):\n", rows.len());
     for row in &rows {
         println!("[{}]", row.module);
+        print_note(style, settings, &row.note, "  ");
         for w in &row.warnings {
             eprintln!("  {} {w}", style.warn("warning:"));
         }

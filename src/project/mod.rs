@@ -15,6 +15,9 @@ pub struct Settings {
     pub ruff_isolated: bool,
     /// The ruff binary to use (ours; relative paths are from the pyproject's directory).
     pub ruff: Option<PathBuf>,
+    /// `cache-dir` (ours): where the result cache lives, from the
+    /// pyproject's directory (default `.patchgen_cache`).
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug)]
@@ -38,7 +41,16 @@ impl std::fmt::Display for ProjectError {
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
 
-const KNOWN_KEYS: [&str; 6] = ["search_root", "package_prefix", "legacy_patches_prefix", "ruff_extra_ignore", "ruff_isolated", "ruff"];
+const KNOWN_KEYS: [&str; 8] = [
+    "search_root",
+    "package_prefix",
+    "legacy_patches_prefix",
+    "ruff_extra_ignore",
+    "ruff_isolated",
+    "ruff",
+    "cache-dir",
+    "cache_dir",
+];
 
 /// A discovered config file.
 #[derive(Clone, Debug)]
@@ -129,6 +141,10 @@ impl Project {
             let p = PathBuf::from(&r);
             if r.contains('/') && p.is_relative() { root.join(p) } else { p }
         });
+        let cache_dir = match (string("cache-dir")?, string("cache_dir")?) {
+            (Some(_), Some(_)) => return Err(err("has both `cache-dir` and `cache_dir`; keep one".into())),
+            (a, b) => a.or(b).map(|d| root.join(d)),
+        };
         Ok(Settings {
             search_root: resolve(&root.join(search_root)),
             package_prefix,
@@ -136,7 +152,17 @@ impl Project {
             ruff_extra_ignore,
             ruff_isolated,
             ruff,
+            cache_dir,
         })
+    }
+
+    /// Where the result cache lives: `PATCHGEN_CACHE_DIR` (from `cwd` if
+    /// relative), else `cache-dir`, else `<project root>/.patchgen_cache`.
+    pub fn cache_dir(&self, cwd: &Path) -> PathBuf {
+        if let Some(dir) = std::env::var_os("PATCHGEN_CACHE_DIR").filter(|d| !d.is_empty()) {
+            return cwd.join(dir);
+        }
+        self.settings.cache_dir.clone().unwrap_or_else(|| self.root.join(crate::cache::DEFAULT_DIR))
     }
 
     /// The directory holding the first segment of `package_prefix`.
