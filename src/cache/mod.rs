@@ -96,7 +96,7 @@ impl std::fmt::Display for Miss {
             Miss::Foreign(who) => write!(f, "cache entry from {who}"),
             Miss::Input { what, probe, change } => {
                 let subject = match probe {
-                    Probe::Content { path } | Probe::Exists { path } | Probe::Identity { path } => {
+                    Probe::Content { path } | Probe::Exists { path } | Probe::IsDir { path } | Probe::Identity { path } => {
                         format!("{what} {}", path.display())
                     }
                     Probe::Value { .. } => what.clone(),

@@ -8,6 +8,8 @@
 //!   output (configs, project modules, upstream modules, ruff settings);
 //! - `Exists`: only whether a regular file is there (a module looked up
 //!   but never read, an `__init__.py` ruff's package detection looks for);
+//! - `IsDir`: only whether a directory is there (a package ruff's isort
+//!   looks for in its `src` roots);
 //! - `Identity`: the file's identity: device, inode, size, modification
 //!   and status-change times, type (for the ruff binary, wheels, directories
 //!   whose listing matters). Any rewrite or replacement changes the inode,
@@ -87,9 +89,23 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Digest {
     Digest(*h.finalize().as_bytes())
 }
 
+/// The hash domain of file contents (BLAKE3's key derivation mode keeps it
+/// apart from every [`digest_parts`] digest).
+const CONTENT_DOMAIN: &str = "patchgen cache 2026 file content";
+
 /// Digest of a file's bytes, as a `Content` probe records it.
 pub fn content_digest(bytes: &[u8]) -> Digest {
-    digest_parts([b"content".as_slice(), bytes])
+    let mut h = blake3::Hasher::new_derive_key(CONTENT_DOMAIN);
+    h.update(bytes);
+    Digest(*h.finalize().as_bytes())
+}
+
+/// [`content_digest`] of the file at `path`, read in small chunks (no
+/// buffer the size of the file).
+pub fn file_digest(path: &Path) -> std::io::Result<Digest> {
+    let mut h = blake3::Hasher::new_derive_key(CONTENT_DOMAIN);
+    h.update_reader(std::fs::File::open(path)?)?;
+    Ok(Digest(*h.finalize().as_bytes()))
 }
 
 /// Digest of a string value, as a `Value` probe records it.
@@ -105,12 +121,18 @@ fn exists(yes: bool) -> Digest {
     digest_parts([if yes { b"file".as_slice() } else { b"no file".as_slice() }])
 }
 
+fn is_dir(yes: bool) -> Digest {
+    digest_parts([if yes { b"dir".as_slice() } else { b"no dir".as_slice() }])
+}
+
 /// What to look at.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "lowercase")]
 pub enum Probe {
     Content { path: PathBuf },
     Exists { path: PathBuf },
+    #[serde(rename = "isdir")]
+    IsDir { path: PathBuf },
     Identity { path: PathBuf },
     Value { name: String },
 }
@@ -184,13 +206,14 @@ impl Prober {
 
     fn look(&self, probe: &Probe) -> Option<Digest> {
         match probe {
-            Probe::Content { path } => match std::fs::read(path) {
-                Ok(bytes) => Some(content_digest(&bytes)),
+            Probe::Content { path } => match file_digest(path) {
+                Ok(d) => Some(d),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(absent()),
                 Err(_) if !path.is_file() => Some(absent()),
                 Err(_) => None,
             },
             Probe::Exists { path } => Some(exists(path.is_file())),
+            Probe::IsDir { path } => Some(is_dir(path.is_dir())),
             Probe::Identity { path } => Some(identity(path)),
             Probe::Value { name } => self.values.get(name).copied(),
         }
@@ -212,9 +235,10 @@ impl Prober {
                 None if matches!(input.probe, Probe::Value { .. }) => Some((input, Change::Changed)),
                 None => Some((input, Change::Unreadable)),
                 Some(d) => {
-                    let change = if input.digest == absent() || input.digest == exists(false) {
+                    let gone = [absent(), exists(false), is_dir(false)];
+                    let change = if gone.contains(&input.digest) {
                         Change::Appeared
-                    } else if d == absent() || d == exists(false) {
+                    } else if gone.contains(&d) {
                         Change::Disappeared
                     } else {
                         Change::Changed

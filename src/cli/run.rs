@@ -51,8 +51,10 @@ pub fn run(settings: &Settings) -> i32 {
             return code;
         }
     }
+    crate::timings::mark("project read");
     let cache = open_cache(&ctx, settings, &cwd, &style);
     let cache = cache.as_ref();
+    crate::timings::mark("cache opened");
     let pool = pool(settings.jobs);
     let code = pool.install(|| match &settings.command {
         Command::List => list(&ctx, settings, &style),
@@ -470,6 +472,7 @@ fn check(
     } else {
         only.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };
+    crate::timings::mark("discovered");
     let results = run_many(ctx, settings, &modules, cache);
     if settings.verbose && settings.format == Format::Text {
         for (outcome, _, _) in &results {

@@ -19,9 +19,11 @@
 //!   above the project misses, as the issue asks: simpler and safe).
 //! - Package and first-party detection: whether `__init__.py` exists in
 //!   the target's directory and each parent up to the first without one
-//!   (ruff's package root), and the directory listings (identities) of the
-//!   `src` roots of each settings file (its directory, `<dir>/src`, and the
-//!   `src` entries it names), where isort looks for first-party modules.
+//!   (ruff's package root); and, for every top-level module the text
+//!   imports, whether `<root>/<name>` is a directory and `<root>/<name>.py`
+//!   or `.pyi` a file, in each `src` root of each settings file (its
+//!   directory, `<dir>/src`, and the `src` entries it names) and of the
+//!   working directory: where isort looks for first-party modules.
 
 use std::path::{Path, PathBuf};
 
@@ -63,7 +65,7 @@ impl Ruff {
 
     /// Everything ruff reads for a file at `target` (absolute), run from
     /// `cwd`, looked at through `prober`.
-    pub fn settings_inputs(&self, target: &Path, cwd: &Path, prober: &Prober) -> Vec<Input> {
+    pub fn settings_inputs(&self, text: &str, target: &Path, cwd: &Path, prober: &Prober) -> Vec<Input> {
         let mut out = Vec::new();
         let mut settings_dirs: Vec<PathBuf> = Vec::new();
         let target_dir = target.parent().unwrap_or(target);
@@ -97,14 +99,48 @@ impl Ruff {
             }
         }
         settings_dirs.push(cwd.to_path_buf());
+        let names = imported_top_names(text);
         for dir in settings_dirs {
             for root in [dir.clone(), dir.join("src")] {
-                out.extend(prober.input("ruff src root listing", Probe::Identity { path: root }));
+                for name in &names {
+                    let base = root.join(name);
+                    out.extend(prober.input("first-party package", Probe::IsDir { path: base.clone() }));
+                    for ext in ["py", "pyi"] {
+                        let file = base.with_extension(ext);
+                        out.extend(prober.input("first-party module", Probe::Exists { path: file }));
+                    }
+                }
             }
         }
         dedup(&mut out);
         out
     }
+}
+
+/// The first segment of every absolute module a line of `text` imports
+/// (`import a.b, c as d`, `from a.b import x`), wherever the line is: a
+/// superset of what ruff's isort categorises.
+pub fn imported_top_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let ident = |s: &str| -> Option<String> {
+        let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+        (end > 0).then(|| s[..end].to_string())
+    };
+    for line in text.lines() {
+        let line = line.trim_start();
+        if let Some(rest) = line.strip_prefix("from ") {
+            if let Some(n) = ident(rest.trim_start()) {
+                names.insert(n);
+            }
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            for part in rest.split(',') {
+                if let Some(n) = ident(part.trim_start().trim_start_matches('(').trim_start()) {
+                    names.insert(n);
+                }
+            }
+        }
+    }
+    names
 }
 
 /// The name of the `Value` input for the resolved ruff binary path.
@@ -211,7 +247,7 @@ mod tests {
         inputs
             .iter()
             .filter_map(|i| match &i.probe {
-                Probe::Content { path } | Probe::Exists { path } | Probe::Identity { path } => {
+                Probe::Content { path } | Probe::Exists { path } | Probe::IsDir { path } | Probe::Identity { path } => {
                     Some(format!("{} {}", i.what, path.display()))
                 }
                 Probe::Value { .. } => None,
@@ -232,7 +268,7 @@ mod tests {
         let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false };
         let prober = Prober::new(HashMap::new());
         let target = root.join("proj/pkg/generated/out.py");
-        let inputs = ruff.settings_inputs(&target, &root.join("proj"), &prober);
+        let inputs = ruff.settings_inputs("import os\nfrom mylib.sub import x\n", &target, &root.join("proj"), &prober);
         let seen = probes(&inputs);
         let has = |s: String| assert!(seen.contains(&s), "{s} not in {seen:#?}");
         for dir in ["proj/pkg/generated", "proj/pkg", "proj", ""] {
@@ -247,9 +283,10 @@ mod tests {
         has(format!("package marker {}", root.join("proj/pkg/__init__.py").display()));
         has(format!("package marker {}", root.join("proj/__init__.py").display()));
         assert!(!seen.contains(&format!("package marker {}", root.join("__init__.py").display())));
-        has(format!("ruff src root listing {}", root.join("proj").display()));
-        has(format!("ruff src root listing {}", root.join("proj/src").display()));
-        has(format!("ruff src root listing {}", root.join("proj/lib").display()));
+        for r in ["proj", "proj/src", "proj/lib", "proj/lib/src", "proj/../shared"] {
+            has(format!("first-party package {}", root.join(r).join("mylib").display()));
+            has(format!("first-party module {}", root.join(r).join("os.pyi").display()));
+        }
         // Each probe once.
         let mut unique = seen.clone();
         unique.sort();
@@ -260,6 +297,13 @@ mod tests {
         let fresh = Prober::new(HashMap::new());
         let (input, change) = fresh.first_change(&inputs).unwrap();
         assert_eq!((input.what.as_str(), change), ("ruff settings", crate::cache::Change::Appeared));
+    }
+
+    #[test]
+    fn imported_names() {
+        let text = "import os, sys as system\nfrom a.b import (\n    c,\n)\nfrom . import rel\n    import torch.nn\n# from comment import x\nx = 'import no'\n";
+        let names: Vec<String> = imported_top_names(text).into_iter().collect();
+        assert_eq!(names, ["a", "os", "sys", "torch"]);
     }
 
     #[test]

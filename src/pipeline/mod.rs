@@ -284,7 +284,7 @@ impl Context {
         inputs.extend(upstream_inputs.iter().cloned());
         inputs.extend(self.transformers_version_inputs().1.iter().cloned());
         inputs.extend(self.run_inputs().iter().cloned());
-        inputs.extend(self.ruff.settings_inputs(&abs_target, &self.cwd, &self.recorder));
+        inputs.extend(self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder));
         crate::normalize::inputs::dedup(&mut inputs);
         Ok(Raw {
             job: Job {
