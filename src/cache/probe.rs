@@ -251,30 +251,37 @@ impl Prober {
 }
 
 /// How close to now a file's status-change time must be for its identity
-/// not to be trusted: file times come from a coarse clock (a few
-/// milliseconds), so two same-size rewrites within one tick leave the same
-/// identity. An entry recorded while an identity input is that fresh is
-/// not stored (as git treats "racily clean" index entries).
-pub const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+/// not to be trusted. File times come from a coarse clock (one tick: 1 to
+/// 10 ms on Linux), so two same-size rewrites within one tick can leave the
+/// same identity; an entry recorded while an identity input is that fresh
+/// is not stored (as git treats "racily clean" index entries). A file
+/// system whose times have whole seconds only (FAT, ext3, HFS+; seen as a
+/// time with zero nanoseconds) gets [`RACY_COARSE`].
+pub const RACY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// [`RACY`] on a file system with whole-second (FAT: two-second) times.
+pub const RACY_COARSE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Whether `input` is an identity that changed too recently to be trusted
 /// (see [`RACY`]).
 pub fn is_racy(input: &Input) -> bool {
     let Probe::Identity { path } = &input.probe else { return false };
     let Ok(meta) = std::fs::metadata(path) else { return false };
-    let changed = {
+    let (changed, window) = {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            std::time::UNIX_EPOCH + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32)
+            let coarse = meta.ctime_nsec() == 0 && meta.mtime_nsec() == 0;
+            let t = std::time::UNIX_EPOCH + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
+            (t, if coarse { RACY_COARSE } else { RACY })
         }
         #[cfg(not(unix))]
         {
-            meta.modified().unwrap_or(std::time::UNIX_EPOCH)
+            (meta.modified().unwrap_or(std::time::UNIX_EPOCH), RACY_COARSE)
         }
     };
     match std::time::SystemTime::now().duration_since(changed) {
-        Ok(age) => age < RACY,
+        Ok(age) => age < window,
         Err(_) => true,
     }
 }
