@@ -61,7 +61,9 @@ fn wrapper(real: &Path, variant: u8) -> String {
     let real = real.display();
     match variant {
         0 => format!("#!/bin/sh\nexec '{real}' \"$@\"\n"),
-        1 => format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'ruff 9.9.9'; exit 0; fi\nexec '{real}' \"$@\"\n"),
+        1 => {
+            format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'ruff 9.9.9'; exit 0; fi\nexec '{real}' \"$@\"\n")
+        }
         // Formats differently, the same way whether ruff gets the text on
         // stdin or files (as a real ruff does: patchgen batches files).
         _ => format!(
@@ -225,10 +227,9 @@ impl Tree {
                 "proj/upstream/toylib/modeling_toy.py",
                 &UPSTREAM.replace("\"third\")", &format!("\"third\"){}", variant(*k))),
             ),
-            Op::EditVersion(k) => self.write(
-                "proj/upstream/transformers/__init__.py",
-                &format!("__version__ = \"4.0.{k}\"\n"),
-            ),
+            Op::EditVersion(k) => {
+                self.write("proj/upstream/transformers/__init__.py", &format!("__version__ = \"4.0.{k}\"\n"))
+            }
             Op::ProjectRuff(on) => {
                 let extra = self.tool_patchgen_extra();
                 let ruff = if *on { PROJECT_RUFF } else { "" };
@@ -319,7 +320,16 @@ impl Tree {
 
 fn same(step: &str, cached: &Run, fresh: &Run) -> Result<(), TestCaseError> {
     let notes = |s: &str| s.lines().filter(|l| !l.trim_start().starts_with("cache:")).collect::<Vec<_>>().join("\n");
-    prop_assert_eq!(cached.code, fresh.code, "{}: exit codes\ncached:\n{}\n{}\nfresh:\n{}\n{}", step, cached.stdout, cached.stderr, fresh.stdout, fresh.stderr);
+    prop_assert_eq!(
+        cached.code,
+        fresh.code,
+        "{}: exit codes\ncached:\n{}\n{}\nfresh:\n{}\n{}",
+        step,
+        cached.stdout,
+        cached.stderr,
+        fresh.stdout,
+        fresh.stderr
+    );
     prop_assert_eq!(&cached.stdout, &fresh.stdout, "{}: stdout", step);
     prop_assert_eq!(notes(&cached.stderr), notes(&fresh.stderr), "{}: stderr", step);
     Ok(())
@@ -363,8 +373,18 @@ fn case(real_ruff: &Path, ops: &[Op], counts: &std::sync::Mutex<Counts>) -> Resu
                 prop_assert_eq!(a.snapshot(), b.snapshot(), "{}: trees after --all --diff", step);
             }
             Op::Concurrent => {
-                let one = a.command(&["--check", "-v"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-                let two = a.command(&["--check", "-v"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+                let one = a
+                    .command(&["--check", "-v"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let two = a
+                    .command(&["--check", "-v"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
                 let fresh = b.run(&["--check", "-v", "--no-cache"]);
                 for child in [one, two] {
                     let run = a.finish(child.wait_with_output().unwrap());

@@ -128,7 +128,12 @@ fn ruff_config_in_tmpdir_changes_nothing() {
     let (p, files) = generated_project();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("ruff.toml"), "line-length = 20\n[format]\nquote-style = \"single\"\n").unwrap();
-    let out = TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("TMPDIR", tmp.path().to_str().unwrap())]);
+    let out = TestEnv::get().patchgen_env(
+        p.path(),
+        &p.pythonpath(),
+        &["--check"],
+        &[("TMPDIR", tmp.path().to_str().unwrap())],
+    );
     assert_eq!(out.code, 0, "{}", out.stdout);
     let _ = files;
 }

@@ -89,21 +89,14 @@ fn run_case(name: &str) {
     for (rel, bytes) in &expected {
         let got = std::fs::read(dir.join(rel)).unwrap_or_default();
         if &got != bytes {
-            panic!(
-                "{name}: {} differs from the reference's output:\n{}",
-                rel.display(),
-                first_difference(bytes, &got)
-            );
+            panic!("{name}: {} differs from the reference's output:\n{}", rel.display(), first_difference(bytes, &got));
         }
     }
 
     // 3. One config at a time gives the same bytes (no dependence on order).
     let list = env.patchgen(&dir, &pythonpath, &["--list"]);
-    let modules: Vec<String> = list
-        .stdout
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("• ").map(str::to_string))
-        .collect();
+    let modules: Vec<String> =
+        list.stdout.lines().filter_map(|l| l.trim().strip_prefix("• ").map(str::to_string)).collect();
     assert!(!modules.is_empty(), "{name}: --list found nothing:\n{}", list.stdout);
     for module in &modules {
         // Inside the project, so ruff applies the same settings.
@@ -118,7 +111,11 @@ fn run_case(name: &str) {
                 .iter()
                 .find(|(rel, _)| rel.file_name() == Some(&fname))
                 .unwrap_or_else(|| panic!("{name}: unexpected output {}", path.display()));
-            assert!(std::fs::read(&path).unwrap() == *bytes, "{name}: {module} alone differs for {}", fname.to_string_lossy());
+            assert!(
+                std::fs::read(&path).unwrap() == *bytes,
+                "{name}: {module} alone differs for {}",
+                fname.to_string_lossy()
+            );
         }
     }
 }

@@ -24,8 +24,9 @@
 //!   detected on read; no fsync is needed for correctness.
 //! - The cache directory holds a `.gitignore` of `*` and a `CACHEDIR.TAG`.
 //!   [`Cache::open`] refuses a non-empty directory that has no such tag
-//!   (a mistyped `cache-dir` must not turn a source directory into a
-//!   cache); [`clean`] removes only what the cache itself writes.
+//!   and is not named `.patchgen_cache` (a mistyped `cache-dir` must not
+//!   turn a source directory into a cache, nor git-ignore it); [`clean`]
+//!   removes only what the cache itself writes.
 
 pub mod probe;
 
@@ -96,7 +97,10 @@ impl std::fmt::Display for Miss {
             Miss::Foreign(who) => write!(f, "cache entry from {who}"),
             Miss::Input { what, probe, change } => {
                 let subject = match probe {
-                    Probe::Content { path } | Probe::Exists { path } | Probe::IsDir { path } | Probe::Identity { path } => {
+                    Probe::Content { path }
+                    | Probe::Exists { path }
+                    | Probe::IsDir { path }
+                    | Probe::Identity { path } => {
                         format!("{what} {}", path.display())
                     }
                     Probe::Value { .. } => what.clone(),
@@ -161,8 +165,11 @@ impl Cache {
     pub fn open(dir: &Path) -> std::io::Result<Cache> {
         let tag = dir.join(TAG_FILE);
         if !tag.is_file() {
+            // A directory named as ours (another patchgen cache may have
+            // made it) is adopted; any other non-empty one is refused.
+            let ours = dir.file_name().is_some_and(|n| n == DEFAULT_DIR);
             if let Ok(mut listing) = std::fs::read_dir(dir) {
-                if listing.next().is_some() {
+                if listing.next().is_some() && !ours {
                     return Err(std::io::Error::other(format!(
                         "{} exists and is not a patchgen cache (no {TAG_FILE}); not using it",
                         dir.display()
@@ -210,9 +217,19 @@ impl Cache {
     /// Store `payload` for `key`, computed from `inputs`, if every input is
     /// still as recorded (looked at with `prober`, which must not have
     /// looked at anything before the computation ended).
-    pub fn store<P: Serialize>(&self, key: &Key, inputs: &[Input], payload: &P, prober: &Prober) -> Result<(), NotStored> {
+    pub fn store<P: Serialize>(
+        &self,
+        key: &Key,
+        inputs: &[Input],
+        payload: &P,
+        prober: &Prober,
+    ) -> Result<(), NotStored> {
         if let Some((input, change)) = prober.first_change(inputs) {
-            return Err(NotStored::Changed(Miss::Input { what: input.what.clone(), probe: input.probe.clone(), change }));
+            return Err(NotStored::Changed(Miss::Input {
+                what: input.what.clone(),
+                probe: input.probe.clone(),
+                change,
+            }));
         }
         if let Some(racy) = inputs.iter().find(|i| probe::is_racy(i)) {
             let Probe::Identity { path } = &racy.probe else { unreachable!("only identities are racy") };

@@ -129,12 +129,22 @@ fn is_dir(yes: bool) -> Digest {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "probe", rename_all = "lowercase")]
 pub enum Probe {
-    Content { path: PathBuf },
-    Exists { path: PathBuf },
+    Content {
+        path: PathBuf,
+    },
+    Exists {
+        path: PathBuf,
+    },
     #[serde(rename = "isdir")]
-    IsDir { path: PathBuf },
-    Identity { path: PathBuf },
-    Value { name: String },
+    IsDir {
+        path: PathBuf,
+    },
+    Identity {
+        path: PathBuf,
+    },
+    Value {
+        name: String,
+    },
 }
 
 /// One input of a cached result: what it is (for messages), how to look
@@ -272,7 +282,8 @@ pub fn is_racy(input: &Input) -> bool {
         {
             use std::os::unix::fs::MetadataExt;
             let coarse = meta.ctime_nsec() == 0 && meta.mtime_nsec() == 0;
-            let t = std::time::UNIX_EPOCH + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
+            let t = std::time::UNIX_EPOCH
+                + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
             (t, if coarse { RACY_COARSE } else { RACY })
         }
         #[cfg(not(unix))]

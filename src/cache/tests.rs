@@ -35,13 +35,22 @@ fn payload() -> Payload {
 fn the_directory_ignores_itself_and_is_tagged() {
     let (_d, cache, _) = fixture();
     assert_eq!(std::fs::read_to_string(cache.dir().join(".gitignore")).unwrap(), GITIGNORE);
-    assert!(std::fs::read_to_string(cache.dir().join(TAG_FILE)).unwrap().starts_with("Signature: 8a477f597d28d172789f06886806bc55"));
+    assert!(
+        std::fs::read_to_string(cache.dir().join(TAG_FILE))
+            .unwrap()
+            .starts_with("Signature: 8a477f597d28d172789f06886806bc55")
+    );
     // Opening again is fine; a foreign non-empty directory is refused.
     Cache::open(cache.dir()).unwrap();
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("main.py"), "").unwrap();
     assert!(Cache::open(other.path()).is_err());
     assert!(!other.path().join(".gitignore").exists());
+    // ... unless it is named as ours (another patchgen cache made it).
+    let named = other.path().join(DEFAULT_DIR);
+    std::fs::create_dir_all(named.join("wheels")).unwrap();
+    Cache::open(&named).unwrap();
+    assert!(named.join(TAG_FILE).is_file() && named.join("wheels").is_dir());
 }
 
 #[test]

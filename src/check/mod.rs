@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::{strip_trailing_ws, Generated};
+use crate::pipeline::{Generated, strip_trailing_ws};
 use crate::pytext;
 
 #[derive(Debug)]
@@ -27,9 +27,8 @@ pub struct FileCheck {
 pub fn read_text(path: &Path) -> std::io::Result<String> {
     match std::fs::read(path) {
         Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| {
-                std::io::Error::other(format!("{} is not valid UTF-8", path.display()))
-            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| std::io::Error::other(format!("{} is not valid UTF-8", path.display())))?;
             Ok(pytext::universal_newlines(&text).into_owned())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),

@@ -113,7 +113,9 @@ fn decode_python(path: &Path, bytes: Vec<u8>) -> Result<String, LoadError> {
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
         LoadError::Io {
             path: path.to_path_buf(),
-            message: format!("line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"),
+            message: format!(
+                "line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"
+            ),
         }
     })
 }
@@ -149,7 +151,8 @@ impl<'a> Recording<'a> {
 
     fn find(&self, module: &str) -> Option<(PathBuf, bool)> {
         let mut inputs = self.inputs.lock().expect("recording");
-        self.inner.find_probing(module, &mut |path, found| inputs.push(Input::exists("project module lookup", path, found)))
+        self.inner
+            .find_probing(module, &mut |path, found| inputs.push(Input::exists("project module lookup", path, found)))
     }
 }
 
@@ -179,9 +182,11 @@ impl MemoryLoader {
             .into_iter()
             .map(|(name, text)| {
                 let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
-                let parsed = ParsedFile::parse(path.clone(), text)
-                    .map(Arc::new)
-                    .map_err(|e| LoadError::Syntax { path: path.clone(), line: e.line, message: e.message });
+                let parsed = ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
+                    path: path.clone(),
+                    line: e.line,
+                    message: e.message,
+                });
                 (name.to_string(), (path, parsed))
             })
             .collect();

@@ -42,9 +42,8 @@ impl Ruff {
         let found = if self.program.components().count() > 1 || self.program.is_absolute() {
             Some(self.program.clone())
         } else {
-            std::env::var_os("PATH").and_then(|path| {
-                std::env::split_paths(&path).map(|dir| dir.join(&self.program)).find(|p| p.is_file())
-            })
+            std::env::var_os("PATH")
+                .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(&self.program)).find(|p| p.is_file()))
         };
         found.map(|p| p.canonicalize().unwrap_or(p))
     }
@@ -170,9 +169,10 @@ fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut V
         }
         let Some(extend) = table.get("extend").and_then(|v| v.as_str()) else { return };
         let next = dir.join(expand(extend));
-        let input = prober
-            .input("ruff settings (extended)", Probe::Content { path: next.clone() })
-            .unwrap_or_else(|| Input::new("ruff settings (extended)", Probe::Content { path: next.clone() }, unreadable()));
+        let input =
+            prober.input("ruff settings (extended)", Probe::Content { path: next.clone() }).unwrap_or_else(|| {
+                Input::new("ruff settings (extended)", Probe::Content { path: next.clone() }, unreadable())
+            });
         out.push(input);
         current = next;
     }
@@ -261,7 +261,11 @@ mod tests {
         let root = d.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("proj/pkg/generated")).unwrap();
         std::fs::create_dir_all(root.join("shared")).unwrap();
-        std::fs::write(root.join("proj/pyproject.toml"), "[tool.ruff]\nextend = \"../shared/base.toml\"\nsrc = [\"lib\"]\n").unwrap();
+        std::fs::write(
+            root.join("proj/pyproject.toml"),
+            "[tool.ruff]\nextend = \"../shared/base.toml\"\nsrc = [\"lib\"]\n",
+        )
+        .unwrap();
         std::fs::write(root.join("shared/base.toml"), "extend = \"deeper.toml\"\n").unwrap();
         std::fs::write(root.join("proj/pkg/__init__.py"), "").unwrap();
         std::fs::write(root.join("proj/pkg/generated/__init__.py"), "").unwrap();

@@ -29,8 +29,8 @@ pub struct Expected {
     pub diff: Digest,
     pub py_lines: usize,
     pub diff_lines: usize,
-    /// Each warning as `<file:line>: <message>`.
-    pub warnings: Vec<String>,
+    /// The config's warnings and notes.
+    pub diagnostics: Vec<crate::diagnostics::Diagnostic>,
     pub injected: Vec<String>,
     pub upstream_origin: PathBuf,
     pub upstream_lines: usize,
@@ -48,7 +48,7 @@ impl Expected {
             diff: text_digest(&g.diff),
             py_lines: crate::pytext::splitlines(&g.py).len(),
             diff_lines: crate::pytext::splitlines(&g.diff).len(),
-            warnings: warning_lines(&g.job),
+            diagnostics: g.diagnostics.clone(),
             injected: g.injected.clone(),
             upstream_origin: g.upstream_origin.clone(),
             upstream_lines: g.upstream_lines,
@@ -56,11 +56,6 @@ impl Expected {
             summary: plan_summary(&g.plan),
         }
     }
-}
-
-/// A config's warnings as the printers show them.
-pub fn warning_lines(job: &Job) -> Vec<String> {
-    job.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect()
 }
 
 fn text_digest(text: &str) -> Digest {
@@ -87,7 +82,9 @@ pub fn on_disk(expected: &Expected, how: Compare) -> Result<(), String> {
     // exactly those texts compare equal either way: tried first, without
     // reading the files into memory.
     let same_bytes = |path: &Path, digest: Digest| file_digest(path).is_ok_and(|d| d == digest);
-    if same_bytes(&expected.py_path, expected.py) && (how == Compare::Written { diff: false } || same_bytes(&expected.diff_path, expected.diff)) {
+    if same_bytes(&expected.py_path, expected.py)
+        && (how == Compare::Written { diff: false } || same_bytes(&expected.diff_path, expected.diff))
+    {
         return Ok(());
     }
     match how {
@@ -168,7 +165,7 @@ impl Context {
     }
 }
 
-/// The plan summary printed by `-v` when generating.
+/// The plan summary printed by `-v` when generating (ends with a newline).
 pub fn plan_summary(plan: &PatchPlan) -> String {
     use std::fmt::Write;
     let rule = "=".repeat(70);
@@ -192,7 +189,7 @@ pub fn plan_summary(plan: &PatchPlan) -> String {
     if !plan.additional_imports.is_empty() {
         let _ = writeln!(s, "\nAdditional imports: {}", plan.additional_imports.len());
     }
-    let _ = write!(s, "{rule}");
+    let _ = writeln!(s, "{rule}");
     s
 }
 
@@ -212,7 +209,10 @@ pub enum Note {
     Hit,
     /// Generated: why there was no hit, and whether the new entry was
     /// stored (`None`) or why not.
-    Miss { why: String, not_stored: Option<String> },
+    Miss {
+        why: String,
+        not_stored: Option<String>,
+    },
 }
 
 impl std::fmt::Display for Note {
@@ -303,7 +303,9 @@ impl Context {
                             let not_stored = self.store(u.cache, key, g, p).err().map(|e| e.to_string());
                             Note::Miss { why, not_stored }
                         }
-                        (Some(_), _, Err(_)) => Note::Miss { why, not_stored: Some("not cached: the config failed".into()) },
+                        (Some(_), _, Err(_)) => {
+                            Note::Miss { why, not_stored: Some("not cached: the config failed".into()) }
+                        }
                         _ => Note::Off,
                     };
                     (result.map(|g| Produced::Fresh(Box::new(g))), secs, note)

@@ -15,7 +15,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use crate::cache::{probe, Input, Probe};
+use crate::cache::{Input, Probe, probe};
 
 /// One place modules are looked up.
 pub enum Entry {
@@ -102,13 +102,8 @@ impl SearchPath {
             if entries.iter().any(|e| e.path() == p) {
                 continue;
             }
-            let is_archive = p.is_file()
-                && p.extension().is_some_and(|e| e == "whl" || e == "zip");
-            entries.push(if is_archive {
-                Entry::Archive { path: p, names: OnceLock::new() }
-            } else {
-                Entry::Dir(p)
-            });
+            let is_archive = p.is_file() && p.extension().is_some_and(|e| e == "whl" || e == "zip");
+            entries.push(if is_archive { Entry::Archive { path: p, names: OnceLock::new() } } else { Entry::Dir(p) });
         }
         SearchPath { entries, archives: Mutex::new(HashMap::new()) }
     }
@@ -153,7 +148,12 @@ impl SearchPath {
     }
 
     /// `rel` in `entry`, noting in `inputs` what the answer depended on.
-    fn read_member(&self, entry: &Entry, rel: &str, inputs: &mut Vec<Input>) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
+    fn read_member(
+        &self,
+        entry: &Entry,
+        rel: &str,
+        inputs: &mut Vec<Input>,
+    ) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
         match entry {
             Entry::Dir(dir) => {
                 let file = dir.join(rel);
@@ -183,7 +183,11 @@ impl SearchPath {
                     member.read_to_end(&mut buf)?;
                     Ok(buf)
                 };
-                Some(read().map(|b| (origin.clone(), b)).map_err(|e| UpstreamError::Io { origin, message: e.to_string() }))
+                Some(
+                    read()
+                        .map(|b| (origin.clone(), b))
+                        .map_err(|e| UpstreamError::Io { origin, message: e.to_string() }),
+                )
             }
         }
     }
@@ -231,7 +235,11 @@ impl SearchPath {
                 }
                 // Unreadable: the reference's import would fail too.
                 Some(Err(UpstreamError::Io { origin, .. })) => {
-                    inputs.push(Input::new("transformers package", Probe::Content { path: origin }, probe::digest_parts([b"unreadable".as_slice()])));
+                    inputs.push(Input::new(
+                        "transformers package",
+                        Probe::Content { path: origin },
+                        probe::digest_parts([b"unreadable".as_slice()]),
+                    ));
                 }
                 _ => {}
             }
