@@ -168,13 +168,14 @@ impl Cache {
             // A directory named as ours (another patchgen cache may have
             // made it) is adopted; any other non-empty one is refused.
             let ours = dir.file_name().is_some_and(|n| n == DEFAULT_DIR);
-            if let Ok(mut listing) = std::fs::read_dir(dir) {
-                if listing.next().is_some() && !ours {
-                    return Err(std::io::Error::other(format!(
-                        "{} exists and is not a patchgen cache (no {TAG_FILE}); not using it",
-                        dir.display()
-                    )));
-                }
+            if let Ok(mut listing) = std::fs::read_dir(dir)
+                && listing.next().is_some()
+                && !ours
+            {
+                return Err(std::io::Error::other(format!(
+                    "{} exists and is not a patchgen cache (no {TAG_FILE}); not using it",
+                    dir.display()
+                )));
             }
             std::fs::create_dir_all(dir.join(ENTRIES))?;
             write_atomic(&dir.join(".gitignore"), GITIGNORE.as_bytes())?;

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::CheckArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session, pool};
+use super::run::{Fatal, Session, open_cache};
 use crate::check::{FileCheck, FileStatus, check_generated};
 use crate::diagnostics::{Diagnostic, Location, Severity, codes};
 use crate::pipeline::cached::{Compare, Expected, Note, Produced};
@@ -77,24 +77,9 @@ pub fn run(args: &CheckArgs) -> ExitStatus {
         format: args.format.format,
         no_cache: args.run.no_cache,
     };
-    let mut session = match Session::start("check", &overrides) {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    let ctx = session.context();
-    if let Err(status) = session.preflight_ruff("check", &ctx, args.verbose) {
-        return status;
-    }
-    let cache = session.cache(&ctx, args.verbose);
-    let report = pool(session.settings.jobs).install(|| check(&ctx, args, cache.as_ref()));
-    let status = match report {
-        Ok(r) => session.finish(&r),
-        Err(fatal) => session.finish(&fatal),
-    };
-    // The process exits next: freeing every syntax tree one by one would
-    // only cost time (~5 % of a check's generation).
-    std::mem::forget(ctx);
-    status
+    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, settings| {
+        check(ctx, args, open_cache(ctx, settings))
+    })
 }
 
 /// A config's outcome before its files are compared.
@@ -111,7 +96,11 @@ enum Outcome {
 
 /// Generate every selected config and compare (or fix) its files; with a
 /// cache, configs it answers are neither generated nor compared again.
-pub fn check(ctx: &Context, args: &CheckArgs, cache: Option<&crate::cache::Cache>) -> Result<CheckReport, Fatal> {
+pub fn check(
+    ctx: &Context,
+    args: &CheckArgs,
+    cache: Result<Option<crate::cache::Cache>, String>,
+) -> Result<CheckReport, Fatal> {
     let modules: Vec<String> = if args.modules.is_empty() {
         ctx.project.discover().map_err(|e| Fatal::new("check", e.to_string()))?.into_iter().map(|c| c.module).collect()
     } else {
@@ -121,7 +110,10 @@ pub fn check(ctx: &Context, args: &CheckArgs, cache: Option<&crate::cache::Cache
     // The checked-in `.py`: its `.diff` is taken while ruff runs.
     let checked_in = |job: &crate::pipeline::Job| crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty());
     crate::timings::mark("discovered");
-    let cache = cache.map(|cache| crate::pipeline::cached::Use { cache, compare: Compare::AsCheck });
+    let (cache, off) = match &cache {
+        Ok(c) => (c.as_ref().map(|cache| crate::pipeline::cached::Use { cache, compare: Compare::AsCheck }), None),
+        Err(why) => (None, Some(why.as_str())),
+    };
     let results: Vec<(Outcome, f64, Note)> = ctx
         .generate_many_cached(cache, &modules, config_name, None, &checked_in)
         .into_iter()
@@ -133,7 +125,7 @@ pub fn check(ctx: &Context, args: &CheckArgs, cache: Option<&crate::cache::Cache
                 Err(Failure::OptionalSkipped { source_module }) => Outcome::Skipped(source_module),
                 Err(f) => Outcome::Failed(f),
             };
-            (outcome, secs, note)
+            (outcome, secs, off.map_or(note, |why| Note::Unavailable(why.to_string())))
         })
         .collect();
     // Reading and comparing the checked-in files, config by config in parallel.

@@ -29,8 +29,7 @@ pub fn run(args: &CleanArgs) -> ExitStatus {
         Ok(s) => s,
         Err(status) => return status,
     };
-    let Some(root) = session.project_root() else { unreachable!("a started session has its project") };
-    let dir = session.cache_dir(root);
+    let dir = super::run::cache_dir(&session.settings, &session.cwd, &session.project().root);
     match crate::cache::clean(&dir) {
         Ok(c) => session.finish(&CleanReport { dir: c.dir, entries: c.entries, removed_dir: c.removed_dir }),
         Err(e) => session.finish(&Fatal::new("clean", format!("error: {e}"))),

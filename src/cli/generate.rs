@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::GenerateArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session, pool};
+use super::run::{Fatal, Session, open_cache};
 use crate::diagnostics::{Diagnostic, Severity, codes};
 use crate::pipeline::cached::{Compare, Expected, Note, Produced};
 use crate::pipeline::{Context, Failure};
@@ -91,25 +91,9 @@ pub fn run(args: &GenerateArgs) -> ExitStatus {
         format: args.format.format,
         no_cache: args.run.no_cache,
     };
-    let mut session = match Session::start("generate", &overrides) {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    let ctx = session.context();
-    if let Err(status) = session.preflight_ruff("generate", &ctx, args.verbose) {
-        return status;
-    }
-    let cache = session.cache(&ctx, args.verbose);
-    let report = pool(session.settings.jobs).install(|| generate(&ctx, args, cache.as_ref()));
-    let report = match report {
-        Ok(r) => r,
-        Err(fatal) => return session.finish(&fatal),
-    };
-    let status = session.finish(&report);
-    // The process exits next: freeing every syntax tree one by one would
-    // only cost time (~5 % of a check's generation).
-    std::mem::forget(ctx);
-    status
+    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, settings| {
+        generate(ctx, args, open_cache(ctx, settings))
+    })
 }
 
 /// Generate what `args` asks for, writing files unless `--dry-run`. With a
@@ -119,7 +103,7 @@ pub fn run(args: &GenerateArgs) -> ExitStatus {
 pub fn generate(
     ctx: &Context,
     args: &GenerateArgs,
-    cache: Option<&crate::cache::Cache>,
+    cache: Result<Option<crate::cache::Cache>, String>,
 ) -> Result<GenerateReport, Fatal> {
     let mut report = GenerateReport { all: args.all, configs: Vec::new(), args: args.clone(), usage_error: None };
     let modules: Vec<String> = if args.all {
@@ -133,14 +117,20 @@ pub fn generate(
         vec![ctx.project.normalize_module(args.module.as_deref().unwrap_or_default())]
     };
     let compare = Compare::Written { diff: args.diff && !args.dry_run };
-    let cache = cache.map(|cache| crate::pipeline::cached::Use { cache, compare });
+    let (cache, off) = match &cache {
+        Ok(c) => (c.as_ref().map(|cache| crate::pipeline::cached::Use { cache, compare }), None),
+        Err(why) => (None, Some(why.as_str())),
+    };
     let output_dir = if args.all { None } else { args.output_dir.as_deref() };
     let results = ctx.generate_many_cached(cache, &modules, &args.config_name.config_name, output_dir, &|_| None);
     for (module, (result, secs, note)) in modules.iter().zip(results) {
         match result {
             // Evaluates fine but has no `config` PatchConfig: the reference skips it.
             Err(Failure::NotAConfig { .. }) if args.all => continue,
-            r => report.configs.push(outcome(module, r, secs, note, args)),
+            r => {
+                let note = off.map_or(note, |why| Note::Unavailable(why.to_string()));
+                report.configs.push(outcome(module, r, secs, note, args))
+            }
         }
     }
     Ok(report)

@@ -95,12 +95,13 @@ impl LegacyArgs {
         if self.fix && !self.check {
             return Err("--fix only works with --check".into());
         }
-        if let Some(m) = &self.patch_module {
-            if !m.contains('.') && !m.ends_with("_patch_gen_config") {
-                return Err(format!(
-                    "unrecognized command or module '{m}': a patch module name is dotted (pkg.x.x_patch_gen_config); commands: generate, check, list, survey, completions"
-                ));
-            }
+        if let Some(m) = &self.patch_module
+            && !m.contains('.')
+            && !m.ends_with("_patch_gen_config")
+        {
+            return Err(format!(
+                "unrecognized command or module '{m}': a patch module name is dotted (pkg.x.x_patch_gen_config); commands: generate, check, list, survey, completions"
+            ));
         }
         let config_name = ConfigNameArg { config_name: self.config_name.unwrap_or_else(|| "config".into()) };
         let run = RunArgs { jobs: self.jobs, ruff: self.ruff, no_cache: self.no_cache };

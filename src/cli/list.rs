@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::args::ListArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session, pool};
+use super::run::{Fatal, Session};
 use crate::diagnostics::Diagnostic;
 use crate::pipeline::{Context, Failure};
 use crate::settings::Overrides;
@@ -46,18 +46,7 @@ pub struct ListReport {
 
 pub fn run(args: &ListArgs) -> ExitStatus {
     let overrides = Overrides { ruff: None, jobs: args.jobs, format: args.format.format, no_cache: true };
-    let mut session = match Session::start("list", &overrides) {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    let ctx = session.context();
-    let report = pool(session.settings.jobs).install(|| list(&ctx, args));
-    let status = match report {
-        Ok(r) => session.finish(&r),
-        Err(fatal) => session.finish(&fatal),
-    };
-    std::mem::forget(ctx);
-    status
+    Session::run_pipeline("list", &overrides, None, |ctx, _| list(ctx, args))
 }
 
 /// Discover and evaluate every config.

@@ -20,8 +20,13 @@
 //!    command's summary in `patchgen --help`; put an `Examples:` block in
 //!    `#[command(after_help = …)]`.
 //! 2. One variant in [`Command`]: `Foo(crate::foo::FooArgs)`, and one arm
-//!    in [`run`] calling your `fn foo(args: &FooArgs) -> Result<FooReport, …>`
-//!    (use [`run::Session`] to find the project and resolve settings).
+//!    in [`run`] calling your `fn run(args: &FooArgs) -> ExitStatus`. For a
+//!    command on the pipeline that is one line:
+//!    `Session::run_pipeline("foo", &overrides, None, |ctx, settings| foo(ctx, settings, args))`
+//!    ([`run::Session`]: finds the project, resolves the settings — lint
+//!    selection, cache dir, … in [`crate::settings::Resolved`] — checks ruff, runs on
+//!    the worker pool, prints the report or the [`run::Fatal`] error).
+//!    Without a `Context`: `Session::start`, then `session.finish(&report)`.
 //! 3. A report type (serde `Serialize` for its JSON fields) implementing
 //!    [`printer::Report`]: `command`, `diagnostics`, `json_fields`, `text`
 //!    (writes through the printer; never `println!`), `exit_status`.

@@ -37,13 +37,13 @@ pub struct Fatal {
     /// The message, as printed after `patchgen: ` in text.
     error: String,
     #[serde(skip)]
-    diagnostic: Diagnostic,
+    diagnostic: Box<Diagnostic>,
 }
 
 impl Fatal {
     pub fn new(command: &'static str, error: impl Into<String>) -> Fatal {
         let error = error.into();
-        let diagnostic = codes::PROJECT_ERROR.diagnostic(error.trim_start_matches("error: ").to_string());
+        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(error.trim_start_matches("error: ").to_string()));
         Fatal { command, error, diagnostic }
     }
 }
@@ -106,6 +106,11 @@ impl Session {
         Ok(Session { cwd, settings, printer, project: Some(project) })
     }
 
+    /// The project (until [`Session::context`] takes it).
+    pub fn project(&self) -> &Project {
+        self.project.as_ref().expect("the project is in the context now")
+    }
+
     /// The pipeline context (once per session).
     pub fn context(&mut self) -> Context {
         let project = self.project.take().expect("one context per session");
@@ -133,40 +138,60 @@ impl Session {
         Err(self.printer.print(&Fatal::new(command, msg)))
     }
 
-    /// The result cache, unless `--no-cache` / `PATCHGEN_NO_CACHE` (or it
-    /// cannot be used: then the command runs without it, and with
-    /// `verbose` says why).
-    pub fn cache(&mut self, ctx: &Context, verbose: bool) -> Option<crate::cache::Cache> {
-        if self.settings.no_cache {
-            return None;
+    /// The usual shape of a command on the pipeline: start a session, make
+    /// the context, check that ruff runs (`ruff`: `Some(verbose)`; `None`
+    /// for commands that never run it), run `body` on the worker pool and
+    /// print what it returns.
+    pub fn run_pipeline<R: Report + Send>(
+        command: &'static str,
+        overrides: &Overrides,
+        ruff: Option<bool>,
+        body: impl FnOnce(&Context, &Resolved) -> Result<R, Fatal> + Send,
+    ) -> ExitStatus {
+        let mut session = match Session::start(command, overrides) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        let ctx = session.context();
+        if let Some(verbose) = ruff
+            && let Err(status) = session.preflight_ruff(command, &ctx, verbose)
+        {
+            return status;
         }
-        match crate::cache::Cache::open(&self.cache_dir(&ctx.project.root)) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                if verbose {
-                    let _ = self.printer.err(&format!("note: cache off: {e}\n"));
-                }
-                None
-            }
-        }
-    }
-
-    /// Where the result cache is: `PATCHGEN_CACHE_DIR` (from the working
-    /// directory), else `cache-dir`, else `.patchgen_cache` in the project.
-    pub fn cache_dir(&self, project_root: &std::path::Path) -> PathBuf {
-        match &self.settings.cache_dir {
-            Some(d) => self.cwd.join(d),
-            None => project_root.join(crate::cache::DEFAULT_DIR),
-        }
-    }
-
-    /// The project's root (before [`Session::context`] takes the project).
-    pub fn project_root(&self) -> Option<&std::path::Path> {
-        self.project.as_ref().map(|p| p.root.as_path())
+        let settings = &session.settings;
+        let report = pool(settings.jobs).install(|| body(&ctx, settings));
+        let status = match report {
+            Ok(r) => session.finish(&r),
+            Err(fatal) => session.finish(&fatal),
+        };
+        // The process exits next: freeing every syntax tree one by one would
+        // only cost time (~5 % of a check's generation).
+        std::mem::forget(ctx);
+        status
     }
 
     /// Print `report` and end the session.
     pub fn finish(mut self, report: &dyn Report) -> ExitStatus {
         self.printer.print(report)
     }
+}
+
+/// Where the result cache is: `PATCHGEN_CACHE_DIR` (from the working
+/// directory) or `cache-dir` (from the pyproject's directory), else
+/// `.patchgen_cache` next to the pyproject.
+pub fn cache_dir(settings: &Resolved, cwd: &std::path::Path, project_root: &std::path::Path) -> PathBuf {
+    match &settings.cache_dir {
+        Some(d) => cwd.join(d),
+        None => project_root.join(crate::cache::DEFAULT_DIR),
+    }
+}
+
+/// The result cache of a pipeline command: `Ok(None)` with `--no-cache`
+/// (`PATCHGEN_NO_CACHE`), `Err(why)` when it cannot be used (the command
+/// then runs without it).
+pub fn open_cache(ctx: &Context, settings: &Resolved) -> Result<Option<crate::cache::Cache>, String> {
+    if settings.no_cache {
+        return Ok(None);
+    }
+    crate::cache::Cache::open(&cache_dir(settings, &ctx.cwd, &ctx.project.root)).map(Some).map_err(|e| e.to_string())
 }

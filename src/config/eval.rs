@@ -405,14 +405,14 @@ impl<'a> Evaluator<'a> {
         let used = super::names::loaded_names(stmt);
         for name in &used {
             let value = self.lookup_quiet(frame, name);
-            if let Some(v) = value {
-                if matches!(v, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_)) {
-                    return Err(EvalError::new(
-                        frame.loc(stmt),
-                        format!("patchgen cannot evaluate {what} statically, and it uses `{name}` ({})", v.type_name()),
-                    )
-                    .with_help("configs are read, never executed: keep DSL calls at module level, outside loops, `try` and conditions that depend on run-time values"));
-                }
+            if let Some(v) = value
+                && matches!(v, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
+            {
+                return Err(EvalError::new(
+                    frame.loc(stmt),
+                    format!("patchgen cannot evaluate {what} statically, and it uses `{name}` ({})", v.type_name()),
+                )
+                .with_help("configs are read, never executed: keep DSL calls at module level, outside loops, `try` and conditions that depend on run-time values"));
             }
         }
         let loc = frame.loc(stmt);
@@ -622,14 +622,11 @@ impl<'a> Evaluator<'a> {
                         _ => break,
                     }
                 }
-                if let Expr::Name(n) = root {
-                    if let Some(Value::Config(_)) = self.lookup_quiet(frame, n.id.as_str()) {
-                        return Err(EvalError::new(
-                            frame.loc(d),
-                            "patch decorators inside a class body are not supported",
-                        )
+                if let Expr::Name(n) = root
+                    && let Some(Value::Config(_)) = self.lookup_quiet(frame, n.id.as_str())
+                {
+                    return Err(EvalError::new(frame.loc(d), "patch decorators inside a class body are not supported")
                         .with_help("define the replacement at module level and register it there"));
-                    }
                 }
             }
         }

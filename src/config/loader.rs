@@ -28,12 +28,15 @@ pub trait ModuleLoader: Sync {
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>>;
 }
 
+/// A file read and parsed, with the digest of the bytes read.
+type Loaded = Result<(Arc<ParsedFile>, Digest), LoadError>;
+
 /// Modules found under the project's roots (the package root, then the
 /// working directory), as `<root>/a/b.py` or `<root>/a/b/__init__.py`.
 pub struct ProjectLoader {
     roots: Vec<PathBuf>,
     /// Each file read, parsed, with the digest of the bytes read.
-    files: Mutex<HashMap<PathBuf, Result<(Arc<ParsedFile>, Digest), LoadError>>>,
+    files: Mutex<HashMap<PathBuf, Loaded>>,
 }
 
 impl ProjectLoader {
@@ -82,7 +85,7 @@ impl ProjectLoader {
     }
 
     /// [`ProjectLoader::parse_file`] and the digest of the bytes it read.
-    fn parse_file_digest(&self, path: &Path) -> Result<(Arc<ParsedFile>, Digest), LoadError> {
+    fn parse_file_digest(&self, path: &Path) -> Loaded {
         if let Some(r) = self.files.lock().expect("loader cache").get(path) {
             return r.clone();
         }

@@ -354,7 +354,7 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).
-pub fn find_class_stmt<'f>(file: &'f ParsedFile, keyword_line_1: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
+pub fn find_class_stmt(file: &ParsedFile, keyword_line_1: usize) -> Option<&ruff_python_ast::StmtClassDef> {
     fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
         for stmt in body {
             let found = match stmt {

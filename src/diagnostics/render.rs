@@ -98,17 +98,14 @@ pub fn text(d: &Diagnostic, sources: &mut Sources, color: bool, base: &Path) -> 
     };
     let mut group = Group::with_level(level.clone());
     let mut any = false;
-    if let Some(loc) = d.location.as_ref().filter(|l| l.line > 0) {
-        if let Some(text) = sources.get(&loc.path) {
-            if let Some(range) = span(text, loc) {
-                group = group.element(
-                    Snippet::source(text)
-                        .fold(true)
-                        .annotation(AnnotationKind::Primary.span(range).label(d.severity.as_str())),
-                );
-                any = true;
-            }
-        }
+    if let Some(loc) = d.location.as_ref().filter(|l| l.line > 0)
+        && let Some(text) = sources.get(&loc.path)
+        && let Some(range) = span(text, loc)
+    {
+        group = group.element(
+            Snippet::source(text).fold(true).annotation(AnnotationKind::Primary.span(range).label(d.severity.as_str())),
+        );
+        any = true;
     }
     for r in &d.related {
         let at = Location { path: shown(&r.location.path, base), ..r.location.clone() };

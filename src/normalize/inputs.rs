@@ -193,11 +193,11 @@ fn ruff_table(file: &Path) -> Option<toml::Table> {
 fn expand(s: &str) -> PathBuf {
     let mut out = String::new();
     let mut rest = s;
-    if let Some(tail) = rest.strip_prefix('~') {
-        if tail.is_empty() || tail.starts_with('/') {
-            out.push_str(&std::env::var("HOME").unwrap_or_default());
-            rest = tail;
-        }
+    if let Some(tail) = rest.strip_prefix('~')
+        && (tail.is_empty() || tail.starts_with('/'))
+    {
+        out.push_str(&std::env::var("HOME").unwrap_or_default());
+        rest = tail;
     }
     while let Some(i) = rest.find('$') {
         out.push_str(&rest[..i]);

@@ -204,8 +204,10 @@ pub enum Produced {
 /// What the cache did for one config (for `-v`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Note {
-    /// No cache in use.
+    /// No cache in use (`--no-cache`).
     Off,
+    /// The cache could not be used (why).
+    Unavailable(String),
     Hit,
     /// Generated: why there was no hit, and whether the new entry was
     /// stored (`None`) or why not.
@@ -219,6 +221,7 @@ impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Note::Off => write!(f, "off"),
+            Note::Unavailable(why) => write!(f, "off: {why}"),
             Note::Hit => write!(f, "hit"),
             Note::Miss { why, not_stored } => {
                 write!(f, "miss: {why}")?;
