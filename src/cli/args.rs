@@ -136,8 +136,16 @@ pub struct ListArgs {
     pub format: FormatArg,
 }
 
+const CLEAN_EXAMPLES: &str = "\
+Examples:
+  patchgen clean                      remove .patchgen_cache/ (entries, .gitignore, CACHEDIR.TAG)
+  PATCHGEN_CACHE_DIR=/tmp/pg patchgen clean
+
+Only what the cache wrote is removed; a directory that is not a patchgen cache is left alone.";
+
 /// Remove the result cache (.patchgen_cache/, or where PATCHGEN_CACHE_DIR / cache-dir put it)
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+#[command(after_help = CLEAN_EXAMPLES)]
 pub struct CleanArgs {
     #[command(flatten)]
     pub format: FormatArg,
