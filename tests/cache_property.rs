@@ -358,19 +358,14 @@ fn case(real_ruff: &Path, ops: &[Op], counts: &std::sync::Mutex<Counts>) -> Resu
         b.apply(op);
         let step = format!("step {i} ({op:?}) of {ops:?}");
         match op {
-            Op::Fix => {
-                let fa = a.run(&["--check", "--fix", "-v"]);
-                let fb = b.run(&["--check", "--fix", "-v", "--no-cache"]);
+            Op::Fix | Op::GenerateAll => {
+                let args: &[&str] =
+                    if matches!(op, Op::Fix) { &["--check", "--fix", "-v"] } else { &["--all", "--diff", "-v"] };
+                let fa = a.run(args);
+                let fb = b.run(&[args, &["--no-cache"]].concat());
                 count(&fa, counts);
-                same(&format!("{step}: --fix"), &fa, &fb)?;
-                prop_assert_eq!(a.snapshot(), b.snapshot(), "{}: trees after --fix", step);
-            }
-            Op::GenerateAll => {
-                let fa = a.run(&["--all", "--diff", "-v"]);
-                let fb = b.run(&["--all", "--diff", "-v", "--no-cache"]);
-                count(&fa, counts);
-                same(&format!("{step}: --all --diff"), &fa, &fb)?;
-                prop_assert_eq!(a.snapshot(), b.snapshot(), "{}: trees after --all --diff", step);
+                same(&format!("{step}: {args:?}"), &fa, &fb)?;
+                prop_assert_eq!(a.snapshot(), b.snapshot(), "{}: trees after {:?}", step, args);
             }
             Op::Concurrent => {
                 let one = a

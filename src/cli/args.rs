@@ -30,6 +30,18 @@ pub struct RunArgs {
     pub no_cache: bool,
 }
 
+impl RunArgs {
+    /// What these flags (and `--format`) say about settings.
+    pub fn overrides(&self, format: &FormatArg) -> crate::settings::Overrides {
+        crate::settings::Overrides {
+            ruff: self.ruff.clone(),
+            jobs: self.jobs,
+            format: format.format,
+            no_cache: self.no_cache,
+        }
+    }
+}
+
 /// `-c`.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct ConfigNameArg {

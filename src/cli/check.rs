@@ -16,7 +16,6 @@ use crate::check::{FileCheck, FileStatus, check_generated};
 use crate::diagnostics::{Diagnostic, Location, Severity, codes};
 use crate::pipeline::cached::{Compare, Expected, Note, Produced};
 use crate::pipeline::{Context, Failure, Generated};
-use crate::settings::Overrides;
 
 /// One checked file, as the JSON document shows it.
 #[derive(Debug, Serialize)]
@@ -71,12 +70,7 @@ pub struct CheckReport {
 }
 
 pub fn run(args: &CheckArgs) -> ExitStatus {
-    let overrides = Overrides {
-        ruff: args.run.ruff.clone(),
-        jobs: args.run.jobs,
-        format: args.format.format,
-        no_cache: args.run.no_cache,
-    };
+    let overrides = args.run.overrides(&args.format);
     Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, settings| {
         check(ctx, args, open_cache(ctx, settings))
     })

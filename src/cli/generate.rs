@@ -15,7 +15,6 @@ use super::run::{Fatal, Session, open_cache};
 use crate::diagnostics::{Diagnostic, Severity, codes};
 use crate::pipeline::cached::{Compare, Expected, Note, Produced};
 use crate::pipeline::{Context, Failure};
-use crate::settings::Overrides;
 
 /// What happened to one config.
 #[derive(Debug, Serialize)]
@@ -85,12 +84,7 @@ pub struct GenerateReport {
 }
 
 pub fn run(args: &GenerateArgs) -> ExitStatus {
-    let overrides = Overrides {
-        ruff: args.run.ruff.clone(),
-        jobs: args.run.jobs,
-        format: args.format.format,
-        no_cache: args.run.no_cache,
-    };
+    let overrides = args.run.overrides(&args.format);
     Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, settings| {
         generate(ctx, args, open_cache(ctx, settings))
     })
