@@ -28,6 +28,16 @@
 //!   turn a source directory into a cache, nor git-ignore it); [`clean`]
 //!   removes only what the cache itself writes.
 
+//!
+//! Using it from a command (as `pipeline::cached` does for `check` and
+//! `generate`; `lint` could the same way, keyed `"lint"`, with the
+//! diagnostics as payload and every file its rules read as inputs): build a
+//! [`Key`]; [`Cache::lookup`] with a fresh [`Prober`] (its `Value` inputs
+//! computed for the run); on a miss, compute while recording inputs
+//! ([`Input::content`] for bytes you read, [`Prober::input`] for what
+//! another program reads), then [`Cache::store`] with another fresh
+//! prober.
+
 pub mod probe;
 
 use std::path::{Path, PathBuf};

@@ -293,26 +293,35 @@ impl Context {
                 .collect(),
         }
         .into_iter();
-        let store_prober = cache.map(|_| self.fresh_prober());
-        let out: Vec<_> = looked
+        let paired: Vec<_> = looked
             .into_iter()
             .zip(&keys)
             .map(|(l, key)| match l {
-                Ok((e, secs)) => (Ok(Produced::Cached(Box::new(e))), secs, Note::Hit),
+                Ok((e, secs)) => (Ok(Produced::Cached(Box::new(e))), secs, Ok(()), key),
                 Err(why) => {
                     let (result, secs) = fresh.next().expect("one result per miss");
-                    let note = match (cache, &store_prober, &result) {
-                        (Some(u), Some(p), Ok(g)) => {
-                            let not_stored = self.store(u.cache, key, g, p).err().map(|e| e.to_string());
-                            Note::Miss { why, not_stored }
-                        }
-                        (Some(_), _, Err(_)) => {
-                            Note::Miss { why, not_stored: Some("not cached: the config failed".into()) }
-                        }
-                        _ => Note::Off,
-                    };
-                    (result.map(|g| Produced::Fresh(Box::new(g))), secs, note)
+                    (result.map(|g| Produced::Fresh(Box::new(g))), secs, Err(why), key)
                 }
+            })
+            .collect();
+        // Entries are stored in parallel, each input looked at again (once
+        // per run) now that generation has ended.
+        let store_prober = cache.map(|_| self.fresh_prober());
+        let out: Vec<_> = paired
+            .into_par_iter()
+            .map(|(result, secs, looked, key)| {
+                let note = match (looked, cache, &store_prober, &result) {
+                    (Ok(()), ..) => Note::Hit,
+                    (Err(why), Some(u), Some(p), Ok(Produced::Fresh(g))) => {
+                        let not_stored = self.store(u.cache, key, g, p).err().map(|e| e.to_string());
+                        Note::Miss { why, not_stored }
+                    }
+                    (Err(why), Some(_), ..) => {
+                        Note::Miss { why, not_stored: Some("not cached: the config failed".into()) }
+                    }
+                    (Err(_), None, ..) => Note::Off,
+                };
+                (result, secs, note)
             })
             .collect();
         crate::timings::mark("cache stored");
