@@ -57,6 +57,7 @@ Examples:
   patchgen list                         list the configs
   patchgen clean                        remove the result cache (.patchgen_cache/)
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
+  patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen completions bash > /etc/bash_completion.d/patchgen
 
 The reference's command lines work unchanged:
@@ -96,6 +97,7 @@ pub enum Command {
     List(ListArgs),
     Clean(args::CleanArgs),
     Survey(crate::survey::SurveyArgs),
+    Moe(crate::moe::MoeArgs),
     Completions(args::CompletionsArgs),
 }
 
@@ -122,6 +124,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::List(a) => list::run(&a),
         Command::Clean(a) => clean::run(&a),
         Command::Survey(a) => crate::survey::run(a),
+        Command::Moe(a) => crate::moe::run(a),
         Command::Completions(a) => {
             let mut cmd = Cli::command();
             let mut out = std::io::stdout();
