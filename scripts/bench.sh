@@ -24,8 +24,15 @@
 #                 else PYTHONPATH as set)
 #
 # Measures:
-#   T_check     `patchgen --check` from the tree root (wall time)
+#   T_check     `patchgen --check --no-cache` from the tree root (wall time)
 #   T_check/pf  the same with PATCHGEN_RUFF_MODE=per-file (ruff per file via stdin)
+#   cache       (issue 15) T_cold_cache: `patchgen --check` with the cache
+#               removed first (a cold check that fills the cache; its paired
+#               ratio to T_check is the cost of maintaining it); T_warm:
+#               `--check` with nothing changed; T_warm_one: `--check` after
+#               one config (imported by no other) gained or lost a first-line
+#               comment; T_one_cold: `--check --no-cache <that config>`;
+#               T_warm_x: warm on the Kx tree
 #   T_gen       evaluation + generation of every config, no ruff
 #               (`benches/pipeline.rs --once`: a whole process)
 #   T_ruff      ruff alone, in one batch, on copies of the files placed at
@@ -109,7 +116,7 @@ trap cleanup EXIT
 echo "bench: preparing trees in $work" >&2
 rm -rf "$work/tree" "$work/raw" "$work/ruff1"
 cp -a "$tree" "$work/tree"
-(cd "$work/tree" && "$patchgen" --check >/dev/null) \
+(cd "$work/tree" && "$patchgen" --check --no-cache >/dev/null) \
     || { echo "bench: patchgen --check fails on $tree: benchmark a tree whose outputs are up to date" >&2; exit 1; }
 "$bench_bin" "$work/tree" --once --dump "$work/raw" >/dev/null
 cp -a "$work/tree" "$work/ruff1"
@@ -132,13 +139,28 @@ for d in $model_dirs; do
             | xargs -0 perl -pi -e "s/\\Q$mod_old\\E(?![\\w])/$mod_new/g"
     done
 done
-(cd "$work/tree$scale" && "$patchgen" --all --diff >/dev/null 2>&1)
-(cd "$work/tree$scale" && "$patchgen" --check >/dev/null) \
+(cd "$work/tree$scale" && "$patchgen" --all --diff --no-cache >/dev/null 2>&1)
+(cd "$work/tree$scale" && "$patchgen" --check --no-cache >/dev/null) \
     || { echo "bench: the ${scale}x tree does not check clean after --all --diff" >&2; exit 1; }
-(cd "$work/tree$scale" && PATCHGEN_RUFF_MODE=per-file "$patchgen" --check >/dev/null) \
+(cd "$work/tree$scale" && PATCHGEN_RUFF_MODE=per-file "$patchgen" --check --no-cache >/dev/null) \
     || { echo "bench: the ${scale}x tree: batched and per-file ruff disagree" >&2; exit 1; }
 "$bench_bin" "$work/tree$scale" --once --dump "$work/raw$scale" >/dev/null
 cp -a "$work/tree$scale" "$work/ruff$scale"
+
+# The config edited for T_warm_one: the first one no other config imports.
+one_cfg=""; one_mod=""
+for f in $(cd "$work/tree/$search_root" && find . -name '*_patch_gen_config.py' ! -name '_*' | sed 's|^\./||' | sort); do
+    mod="$prefix.$(echo "${f%.py}" | tr / .)"
+    if ! grep -rqF --include='*_patch_gen_config.py' "$mod" "$work/tree/$search_root"; then
+        one_cfg="$work/tree/$search_root/$f"; one_mod=$mod; break
+    fi
+done
+[ -n "$one_cfg" ] || { echo "bench: every config is imported by another" >&2; exit 1; }
+# toggle_first_line FILE: add or remove a first-line comment (no change to the output)
+toggle_first_line() {
+    if head -n1 "$1" | grep -qx '# bench toggle'; then sed -i '1d' "$1"; else sed -i '1i # bench toggle' "$1"; fi
+}
+export -f toggle_first_line
 
 configs1=$(find "$work/raw" -type f | wc -l)
 configs10=$(find "$work/raw$scale" -type f | wc -l)
@@ -194,17 +216,27 @@ put_raw10="(cd '$work/raw$scale' && cp --parents $files10 '$work/ruff$scale/')"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime)
 echo "bench: measuring ($runs runs each; load $load_before)" >&2
 # shellcheck disable=SC2016  # the commands are evaluated later
-add T_check "$work/tree" "" '"$patchgen" --check'
+add T_check "$work/tree" "" '"$patchgen" --check --no-cache'
 # shellcheck disable=SC2016
-add T_check_pf "$work/tree" "" 'PATCHGEN_RUFF_MODE=per-file "$patchgen" --check'
+add T_check_pf "$work/tree" "" 'PATCHGEN_RUFF_MODE=per-file "$patchgen" --check --no-cache'
+# shellcheck disable=SC2016
+add T_cold_cache "$work/tree" "rm -rf .patchgen_cache" '"$patchgen" --check'
+# shellcheck disable=SC2016
+add T_warm "$work/tree" "" '"$patchgen" --check'
+# shellcheck disable=SC2016
+add T_one_cold "$work/tree" "" '"$patchgen" --check --no-cache "$one_mod"'
+# shellcheck disable=SC2016
+add T_warm_one "$work/tree" 'toggle_first_line "$one_cfg"' '"$patchgen" --check'
 # shellcheck disable=SC2016
 add T_gen "$work/tree" "" '"$bench_bin" "$work/tree" --once'
 add T_ruff_raw "$work/ruff1" "$put_raw1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
 add T_ruff_checked "$work/ruff1" "$put_checked1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
 # shellcheck disable=SC2016
-add T_check_x "$work/tree$scale" "" '"$patchgen" --check'
+add T_check_x "$work/tree$scale" "" '"$patchgen" --check --no-cache'
 # shellcheck disable=SC2016
-add T_check_pf_x "$work/tree$scale" "" 'PATCHGEN_RUFF_MODE=per-file "$patchgen" --check'
+add T_check_pf_x "$work/tree$scale" "" 'PATCHGEN_RUFF_MODE=per-file "$patchgen" --check --no-cache'
+# shellcheck disable=SC2016
+add T_warm_x "$work/tree$scale" "" '"$patchgen" --check'
 # shellcheck disable=SC2016
 add T_gen_x "$work/tree$scale" "" '"$bench_bin" "$work/tree$scale" --once'
 add T_ruff_raw_x "$work/ruff$scale" "$put_raw10" "bash -c 'ruff_batch \"\$@\"' _ $files10"
@@ -216,7 +248,7 @@ rss=()
 cpu=()
 if [ -x /usr/bin/time ]; then
     for i in $(seq 1 "$runs"); do
-        out=$( (cd "$work/tree" && /usr/bin/time -f '%M %U %S' "$patchgen" --check 2>&1 >/dev/null) | tail -n 1)
+        out=$( (cd "$work/tree" && /usr/bin/time -f '%M %U %S' "$patchgen" --check --no-cache 2>&1 >/dev/null) | tail -n 1)
         rss+=("$(echo "$out" | cut -d' ' -f1)")
         cpu+=("$(echo "$out" | awk '{printf "%d", ($2 + $3) * 1000}')")
     done
@@ -239,7 +271,7 @@ echo "Command: scripts/bench.sh $tree --runs $runs --scale $scale$([ "$priority"
 echo
 echo "| measure | median ms | min – max ms | note |"
 echo "|---|---:|---:|---|"
-row "T_check (\`patchgen --check\`)" T_check "batched ruff (default)"
+row "T_check (\`patchgen --check --no-cache\`)" T_check "batched ruff (default)"
 row "T_check, per-file ruff" T_check_pf "\`PATCHGEN_RUFF_MODE=per-file\`"
 row "T_gen (evaluate + generate, no ruff)" T_gen "target ≤ 50 ms"
 row "T_ruff on the raw generated texts" T_ruff_raw "what --check has to run"
@@ -248,6 +280,11 @@ row "T_check, ${scale}x configs" T_check_x ""
 row "T_check, ${scale}x, per-file ruff" T_check_pf_x ""
 row "T_gen, ${scale}x configs" T_gen_x ""
 row "T_ruff raw, ${scale}x configs" T_ruff_raw_x ""
+row "T_cold_cache (\`--check\`, cache removed first)" T_cold_cache "paired ratio to T_check: $(paired T_cold_cache T_check) (target ≤ 1.05)"
+row "T_warm (\`--check\`, nothing changed)" T_warm "target ≤ 30 ms"
+row "T_one_cold (\`--check --no-cache $one_mod\`)" T_one_cold ""
+row "T_warm_one (one config edited)" T_warm_one "target ≤ T_one_cold + 30 = $(awk -v a="$(get T_one_cold 2)" 'BEGIN {printf "%.0f", a + 30}') ms"
+row "T_warm, ${scale}x configs" T_warm_x "target ≤ 60 ms"
 if [ ${#rss[@]} -gt 0 ]; then
     rss_med=$(printf '%s\n' "${rss[@]}" | median)
     cpu_med=$(printf '%s\n' "${cpu[@]}" | median)

@@ -8,6 +8,7 @@
 //! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …).
 
 pub mod atomic;
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod codegen;

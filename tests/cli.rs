@@ -59,6 +59,7 @@ fn help_of_every_command() {
         ("help_generate", vec!["generate", "--help"]),
         ("help_check", vec!["check", "--help"]),
         ("help_list", vec!["list", "--help"]),
+        ("help_clean", vec!["clean", "--help"]),
         ("help_survey", vec!["survey", "--help"]),
         ("help_reference", vec!["reference", "--help"]),
         ("help_new", vec!["new", "--help"]),

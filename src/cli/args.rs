@@ -25,6 +25,21 @@ pub struct RunArgs {
     /// The ruff binary [env: PATCHGEN_RUFF; else `ruff` in [tool.patchgen], else `ruff` on PATH]
     #[arg(long, value_name = "PATH")]
     pub ruff: Option<PathBuf>,
+    /// Neither read nor write the result cache (.patchgen_cache/) [env: PATCHGEN_NO_CACHE]
+    #[arg(long = "no-cache")]
+    pub no_cache: bool,
+}
+
+impl RunArgs {
+    /// What these flags (and `--format`) say about settings.
+    pub fn overrides(&self, format: &FormatArg) -> crate::settings::Overrides {
+        crate::settings::Overrides {
+            ruff: self.ruff.clone(),
+            jobs: self.jobs,
+            format: format.format,
+            no_cache: self.no_cache,
+        }
+    }
 }
 
 /// `-c`.
@@ -129,6 +144,21 @@ pub struct ListArgs {
     /// Configs evaluated in parallel [default: one per CPU; env: PATCHGEN_JOBS]
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+const CLEAN_EXAMPLES: &str = "\
+Examples:
+  patchgen clean                      remove .patchgen_cache/ (entries, .gitignore, CACHEDIR.TAG)
+  PATCHGEN_CACHE_DIR=/tmp/pg patchgen clean
+
+Only what the cache wrote is removed; a directory that is not a patchgen cache is left alone.";
+
+/// Remove the result cache (.patchgen_cache/, or where PATCHGEN_CACHE_DIR / cache-dir put it)
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+#[command(after_help = CLEAN_EXAMPLES)]
+pub struct CleanArgs {
     #[command(flatten)]
     pub format: FormatArg,
 }

@@ -11,11 +11,11 @@ use serde::Serialize;
 
 use super::args::CheckArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session};
+use super::run::{Fatal, Session, open_cache};
 use crate::check::{FileCheck, FileStatus, check_generated};
 use crate::diagnostics::{Diagnostic, Location, Severity, codes};
+use crate::pipeline::cached::{Compare, Expected, Note, Produced};
 use crate::pipeline::{Context, Failure, Generated};
-use crate::settings::Overrides;
 
 /// One checked file, as the JSON document shows it.
 #[derive(Debug, Serialize)]
@@ -57,6 +57,9 @@ pub struct CheckRow {
     /// Warnings and notes, the failure, the drifted files.
     #[serde(skip)]
     diagnostics: Vec<Diagnostic>,
+    /// What the result cache did (printed with `-v`).
+    #[serde(skip)]
+    cache: Note,
 }
 
 fn four_decimals<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -78,13 +81,17 @@ pub struct CheckReport {
 }
 
 pub fn run(args: &CheckArgs) -> ExitStatus {
-    let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, _| check(ctx, args))
+    let overrides = args.run.overrides(&args.format);
+    Session::run_pipeline("check", &overrides, Some(args.verbose), |ctx, settings| {
+        check(ctx, args, open_cache(ctx, settings))
+    })
 }
 
 /// A config's outcome before its files are compared.
 enum Outcome {
     Done(Box<Generated>),
+    /// Answered by the cache: the checked-in files are the expected ones.
+    Cached(Box<Expected>),
     /// Evaluates fine but has no `config` PatchConfig: the reference skips it.
     NotAConfig,
     /// `optional=True` with its upstream module missing.
@@ -92,8 +99,13 @@ enum Outcome {
     Failed(Failure),
 }
 
-/// Generate every selected config and compare (or fix) its files.
-pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
+/// Generate every selected config and compare (or fix) its files; with a
+/// cache, configs it answers are neither generated nor compared again.
+pub fn check(
+    ctx: &Context,
+    args: &CheckArgs,
+    cache: Result<Option<crate::cache::Cache>, String>,
+) -> Result<CheckReport, Fatal> {
     let modules: Vec<String> = if args.modules.is_empty() {
         ctx.project.discover().map_err(|e| Fatal::new("check", e.to_string()))?.into_iter().map(|c| c.module).collect()
     } else {
@@ -102,12 +114,18 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
     let config_name = &args.config_name.config_name;
     // The checked-in `.py`: its `.diff` is taken while ruff runs.
     let checked_in = |job: &crate::pipeline::Job| crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty());
-    let results: Vec<(Outcome, f64)> = ctx
-        .generate_many_expecting(&modules, config_name, &checked_in)
+    crate::timings::mark("discovered");
+    let (cache, off) = match &cache {
+        Ok(c) => (c.as_ref().map(|cache| crate::pipeline::cached::Use { cache, compare: Compare::AsCheck }), None),
+        Err(why) => (None, Some(why.as_str())),
+    };
+    let results: Vec<(Outcome, f64, Note)> = ctx
+        .generate_many_cached(cache, &modules, config_name, None, &checked_in)
         .into_iter()
-        .map(|(result, secs)| {
+        .map(|(result, secs, note)| {
             let outcome = match result {
-                Ok(g) => Outcome::Done(Box::new(g)),
+                Ok(Produced::Fresh(g)) => Outcome::Done(g),
+                Ok(Produced::Cached(e)) => Outcome::Cached(e),
                 // Discovered modules without a `config` are skipped whatever
                 // their number, as the reference's discovery skips them; a
                 // module the user names is an error.
@@ -115,14 +133,14 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
                 Err(Failure::OptionalSkipped { source_module }) => Outcome::Skipped(source_module),
                 Err(f) => Outcome::Failed(f),
             };
-            (outcome, secs)
+            (outcome, secs, off.map_or(note, |why| Note::Unavailable(why.to_string())))
         })
         .collect();
     // Reading and comparing the checked-in files, config by config in parallel.
     let configs: Vec<CheckRow> = modules
         .par_iter()
         .zip(results)
-        .filter_map(|(module, (outcome, secs))| row(module, outcome, secs, args))
+        .filter_map(|(module, (outcome, secs, note))| row(module, outcome, secs, note, args))
         .collect();
     crate::timings::mark("compared");
     let final_newlines: Vec<&Path> = configs
@@ -135,7 +153,7 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
     Ok(CheckReport { configs, fix: args.fix, verbose: args.verbose, notes })
 }
 
-fn row(module: &str, outcome: Outcome, seconds: f64, args: &CheckArgs) -> Option<CheckRow> {
+fn row(module: &str, outcome: Outcome, seconds: f64, cache: Note, args: &CheckArgs) -> Option<CheckRow> {
     let mut row = CheckRow {
         module: module.to_string(),
         status: "ok",
@@ -146,6 +164,7 @@ fn row(module: &str, outcome: Outcome, seconds: f64, args: &CheckArgs) -> Option
         py_path: None,
         skipped: None,
         diagnostics: Vec::new(),
+        cache,
     };
     match outcome {
         Outcome::NotAConfig => return None,
@@ -160,16 +179,20 @@ fn row(module: &str, outcome: Outcome, seconds: f64, args: &CheckArgs) -> Option
             row.error = Some(f.to_string());
             row.diagnostics.push(f.diagnostic(module));
         }
+        Outcome::Cached(e) => {
+            if findings(&mut row, &e.py_path, &e.diagnostics, module, args) {
+                // The files on disk are the expected ones: nothing drifted, nothing to fix.
+                let ok = |path: &PathBuf| FileCheck {
+                    path: path.clone(),
+                    status: FileStatus::UpToDate,
+                    final_newlines_only: false,
+                    explanation: None,
+                };
+                row.files = Some(vec![file_row(ok(&e.py_path)), file_row(ok(&e.diff_path))]);
+            }
+        }
         Outcome::Done(g) => {
-            row.py_path = Some(g.py_path.clone());
-            let warnings: Vec<&Diagnostic> = g.diagnostics.iter().filter(|d| d.severity >= Severity::Warning).collect();
-            row.warnings = warnings.iter().map(|d| warning_line(d)).collect();
-            row.diagnostics = g.diagnostics.clone();
-            if args.strict && !warnings.is_empty() {
-                let msg = format!("{} warning(s) under --strict", warnings.len());
-                row.status = "error";
-                row.error = Some(format!("{msg}:\n{}", row.warnings.join("\n")));
-                row.diagnostics.push(codes::STRICT.diagnostic(msg).config(module));
+            if !findings(&mut row, &g.py_path, &g.diagnostics, module, args) {
                 return Some(row);
             }
             match check_generated(&g, args.fix) {
@@ -194,6 +217,23 @@ fn row(module: &str, outcome: Outcome, seconds: f64, args: &CheckArgs) -> Option
         }
     }
     Some(row)
+}
+
+/// A generated (or cached) config's path, warnings and notes into `row`;
+/// `false` when `--strict` fails it.
+fn findings(row: &mut CheckRow, py_path: &Path, diagnostics: &[Diagnostic], module: &str, args: &CheckArgs) -> bool {
+    row.py_path = Some(py_path.to_path_buf());
+    let warnings: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.severity >= Severity::Warning).collect();
+    row.warnings = warnings.iter().map(|d| warning_line(d)).collect();
+    row.diagnostics = diagnostics.to_vec();
+    if args.strict && !warnings.is_empty() {
+        let msg = format!("{} warning(s) under --strict", warnings.len());
+        row.status = "error";
+        row.error = Some(format!("{msg}:\n{}", row.warnings.join("\n")));
+        row.diagnostics.push(codes::STRICT.diagnostic(msg).config(module));
+        return false;
+    }
+    true
 }
 
 /// `path:line: message`, as the first JSON schema listed warnings.
@@ -262,6 +302,10 @@ impl Report for CheckReport {
         p.out(&format!("Found {} patch config(s):\n\n", self.configs.len()))?;
         for row in &self.configs {
             p.out(&format!("[{}]\n", row.module))?;
+            if self.verbose && row.cache != Note::Off {
+                let label = p.style.dim("cache:");
+                p.err(&format!("  {label} {}\n", row.cache))?;
+            }
             for d in row
                 .diagnostics
                 .iter()

@@ -11,11 +11,10 @@ use serde::Serialize;
 
 use super::args::GenerateArgs;
 use super::printer::{ExitStatus, Printer, Report, fields};
-use super::run::{Fatal, Session};
-use crate::config::PatchPlan;
+use super::run::{Fatal, Session, open_cache};
 use crate::diagnostics::{Diagnostic, Severity, codes};
-use crate::pipeline::{Context, Failure, Generated};
-use crate::settings::Overrides;
+use crate::pipeline::cached::{Compare, Expected, Note, Produced};
+use crate::pipeline::{Context, Failure};
 
 /// What happened to one config.
 #[derive(Debug, Serialize)]
@@ -45,11 +44,16 @@ pub struct ConfigOutcome {
     /// config failure, or `--strict`.
     #[serde(skip)]
     failure: Option<FailureText>,
+    /// What the result cache did (printed with `-v`).
+    #[serde(skip)]
+    cache: Note,
 }
 
 #[derive(Debug)]
 struct Detail {
-    plan: PatchPlan,
+    /// The plan summary (`-v`).
+    summary: String,
+    patches: usize,
     upstream_origin: PathBuf,
     upstream_lines: usize,
     py_path: PathBuf,
@@ -80,38 +84,59 @@ pub struct GenerateReport {
 }
 
 pub fn run(args: &GenerateArgs) -> ExitStatus {
-    let overrides = Overrides { ruff: args.run.ruff.clone(), jobs: args.run.jobs, format: args.format.format };
-    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, _| generate(ctx, args))
+    let overrides = args.run.overrides(&args.format);
+    Session::run_pipeline("generate", &overrides, Some(args.verbose), |ctx, settings| {
+        generate(ctx, args, open_cache(ctx, settings))
+    })
 }
 
-/// Generate what `args` asks for, writing files unless `--dry-run`.
-pub fn generate(ctx: &Context, args: &GenerateArgs) -> Result<GenerateReport, Fatal> {
+/// Generate what `args` asks for, writing files unless `--dry-run`. With a
+/// cache, a config whose entry is valid and whose files on disk are already
+/// what generation would write (for a dry run: its `.py`) is neither
+/// generated nor written again.
+pub fn generate(
+    ctx: &Context,
+    args: &GenerateArgs,
+    cache: Result<Option<crate::cache::Cache>, String>,
+) -> Result<GenerateReport, Fatal> {
     let mut report = GenerateReport { all: args.all, configs: Vec::new(), args: args.clone(), usage_error: None };
-    if args.all {
+    let modules: Vec<String> = if args.all {
         let configs = ctx.project.discover().map_err(|e| Fatal::new("generate", e.to_string()))?;
-        let modules: Vec<String> = configs.into_iter().map(|c| c.module).collect();
-        let results = ctx.generate_many(&modules, &args.config_name.config_name);
-        for (module, (result, secs)) in modules.iter().zip(results) {
-            match result {
-                // Evaluates fine but has no `config` PatchConfig: the reference skips it.
-                Err(Failure::NotAConfig { .. }) => continue,
-                r => report.configs.push(outcome(module, r, secs, args)),
-            }
-        }
+        configs.into_iter().map(|c| c.module).collect()
     } else {
-        let module = ctx.project.normalize_module(args.module.as_deref().unwrap_or_default());
         if let Some(dir) = args.output_dir.as_deref().filter(|d| d.is_file()) {
             report.usage_error = Some(format!("-o {}: is a file, not a directory", dir.display()));
             return Ok(report);
         }
-        let start = std::time::Instant::now();
-        let result = ctx.generate(&module, &args.config_name.config_name, args.output_dir.as_deref());
-        report.configs.push(outcome(&module, result, start.elapsed().as_secs_f64(), args));
+        vec![ctx.project.normalize_module(args.module.as_deref().unwrap_or_default())]
+    };
+    let compare = Compare::Written { diff: args.diff && !args.dry_run };
+    let (cache, off) = match &cache {
+        Ok(c) => (c.as_ref().map(|cache| crate::pipeline::cached::Use { cache, compare }), None),
+        Err(why) => (None, Some(why.as_str())),
+    };
+    let output_dir = if args.all { None } else { args.output_dir.as_deref() };
+    let results = ctx.generate_many_cached(cache, &modules, &args.config_name.config_name, output_dir, &|_| None);
+    for (module, (result, secs, note)) in modules.iter().zip(results) {
+        match result {
+            // Evaluates fine but has no `config` PatchConfig: the reference skips it.
+            Err(Failure::NotAConfig { .. }) if args.all => continue,
+            r => {
+                let note = off.map_or(note, |why| Note::Unavailable(why.to_string()));
+                report.configs.push(outcome(module, r, secs, note, args))
+            }
+        }
     }
     Ok(report)
 }
 
-fn outcome(module: &str, result: Result<Generated, Failure>, seconds: f64, args: &GenerateArgs) -> ConfigOutcome {
+fn outcome(
+    module: &str,
+    result: Result<Produced, Failure>,
+    seconds: f64,
+    cache: Note,
+    args: &GenerateArgs,
+) -> ConfigOutcome {
     let mut o = ConfigOutcome {
         module: module.to_string(),
         status: "failed",
@@ -124,9 +149,10 @@ fn outcome(module: &str, result: Result<Generated, Failure>, seconds: f64, args:
         diagnostics: Vec::new(),
         detail: None,
         failure: None,
+        cache,
     };
-    let g = match result {
-        Ok(g) => g,
+    let produced = match result {
+        Ok(p) => p,
         Err(f) => {
             o.error = Some(f.to_string());
             o.diagnostics.push(f.diagnostic(module));
@@ -134,15 +160,20 @@ fn outcome(module: &str, result: Result<Generated, Failure>, seconds: f64, args:
             return o;
         }
     };
-    o.diagnostics = g.diagnostics.clone();
+    let (e, fresh) = match produced {
+        Produced::Fresh(g) => (Expected::of(&g), Some(g)),
+        Produced::Cached(e) => (*e, None),
+    };
+    o.diagnostics = e.diagnostics.clone();
     o.detail = Some(Detail {
-        plan: g.plan.clone(),
-        upstream_origin: g.upstream_origin.clone(),
-        upstream_lines: g.upstream_lines,
-        py_path: g.py_path.clone(),
-        diff_path: g.diff_path.clone(),
+        summary: e.summary.clone(),
+        patches: e.patches,
+        upstream_origin: e.upstream_origin.clone(),
+        upstream_lines: e.upstream_lines,
+        py_path: e.py_path.clone(),
+        diff_path: e.diff_path.clone(),
     });
-    let warnings = g.diagnostics.iter().filter(|d| d.severity >= Severity::Warning).count();
+    let warnings = e.diagnostics.iter().filter(|d| d.severity >= Severity::Warning).count();
     if args.strict && warnings > 0 {
         let msg = format!("{warnings} warning(s) under --strict");
         o.diagnostics.push(codes::STRICT.diagnostic(msg.clone()).config(module));
@@ -154,60 +185,56 @@ fn outcome(module: &str, result: Result<Generated, Failure>, seconds: f64, args:
         o.status = "dry_run";
         return o;
     }
-    if let Err(msg) = write(&g, args.diff, &mut o) {
+    // A cached config's files are on disk already, byte for byte.
+    let written = match &fresh {
+        Some(g) => write(g, args.diff),
+        None => Ok(()),
+    };
+    if let Err((py_written, msg)) = written {
         o.diagnostics.push(codes::WRITE_ERROR.diagnostic(msg.clone()).config(module));
         o.error = Some(msg.clone());
         o.failure = Some(FailureText::Write(msg));
         o.status = "failed";
+        if py_written {
+            o.py = Some(e.py_path.clone());
+            o.py_lines = Some(e.py_lines);
+        }
         return o;
+    }
+    o.py = Some(e.py_path.clone());
+    o.py_lines = Some(e.py_lines);
+    if args.diff {
+        o.diff = Some(e.diff_path.clone());
+        o.diff_lines = Some(e.diff_lines);
     }
     o.status = "generated";
     o
 }
 
-/// Write the `.py` (and `.diff`), recording each as it is written.
-fn write(g: &Generated, diff: bool, o: &mut ConfigOutcome) -> Result<(), String> {
+/// Write the `.py` (and `.diff`); on failure, whether the `.py` was written.
+fn write(g: &crate::pipeline::Generated, diff: bool) -> Result<(), (bool, String)> {
     if g.output_dir.is_file() {
-        return Err(format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display()));
+        let msg = format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display());
+        return Err((false, msg));
     }
     let cannot = |p: &Path, e: io::Error| format!("{}: cannot write: {e}", p.display());
-    crate::atomic::write(&g.py_path, &g.py).map_err(|e| cannot(&g.py_path, e))?;
-    o.py = Some(g.py_path.clone());
-    o.py_lines = Some(crate::pytext::splitlines(&g.py).len());
+    crate::atomic::write(&g.py_path, &g.py).map_err(|e| (false, cannot(&g.py_path, e)))?;
     if diff {
-        crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| cannot(&g.diff_path, e))?;
-        o.diff = Some(g.diff_path.clone());
-        o.diff_lines = Some(crate::pytext::splitlines(&g.diff).len());
+        crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| (true, cannot(&g.diff_path, e)))?;
     }
     Ok(())
 }
 
-fn print_summary(p: &mut Printer, plan: &PatchPlan) -> io::Result<()> {
-    let rule = "=".repeat(70);
-    let mut s = format!("\n{rule}\nPATCH CONFIGURATION SUMMARY\n{rule}\n");
-    s += &format!("\nSource: {}\n", plan.source_module);
-    s += &format!("Target: {}\n", plan.target_file);
-    if !plan.description.is_empty() {
-        s += &format!("Description: {}\n", plan.description);
-    }
-    s += &format!("\nPatches ({}):\n", plan.patches.len());
-    for patch in &plan.patches {
-        s += &format!("  • [{}] {}\n", patch.patch_type.value(), patch.target);
-        if let Some(d) = patch.description.as_ref().filter(|d| !d.is_empty()) {
-            s += &format!("    └─ {d}\n");
-        }
-    }
-    if !plan.exclude.is_empty() {
-        s += &format!("\nExcluded: {}\n", plan.exclude.join(", "));
-    }
-    if !plan.additional_imports.is_empty() {
-        s += &format!("\nAdditional imports: {}\n", plan.additional_imports.len());
-    }
-    s += &format!("{rule}\n");
-    p.out(&s)
-}
-
 impl ConfigOutcome {
+    /// `-v`: what the result cache did.
+    fn text_cache(&self, p: &mut Printer, args: &GenerateArgs) -> io::Result<()> {
+        if !args.verbose || self.cache == Note::Off {
+            return Ok(());
+        }
+        let label = p.style.dim("cache:");
+        p.err(&format!("{label} {}\n", self.cache))
+    }
+
     /// The diagnostics before the failure (warnings and notes).
     fn findings(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics.iter().filter(|d| !d.code.starts_with("PGE"))
@@ -217,7 +244,7 @@ impl ConfigOutcome {
     fn text_files(&self, p: &mut Printer, args: &GenerateArgs) -> io::Result<()> {
         let Some(d) = &self.detail else { return Ok(()) };
         if args.verbose {
-            print_summary(p, &d.plan)?;
+            p.out(&d.summary)?;
             p.out(&format!("  Upstream: {}\n", d.upstream_origin.display()))?;
         }
         if self.status == "dry_run" {
@@ -225,7 +252,7 @@ impl ConfigOutcome {
             if args.diff {
                 s += &format!("  Diff:   {}\n", d.diff_path.display());
             }
-            s += &format!("  Source lines: ~{}\n  Patches to apply: {}\n", d.upstream_lines, d.plan.patches.len());
+            s += &format!("  Source lines: ~{}\n  Patches to apply: {}\n", d.upstream_lines, d.patches);
             return p.out(&s);
         }
         let tick = p.style.ok("✓");
@@ -245,6 +272,7 @@ impl GenerateReport {
         if self.args.verbose {
             p.out(&format!("Loading patch module: {}\n", o.module))?;
         }
+        o.text_cache(p, &self.args)?;
         for d in o.findings() {
             p.diagnostic(d)?;
         }
@@ -279,6 +307,7 @@ impl GenerateReport {
                     p.out(&format!("\n{rule}\nGenerating: {} {ms}\n{rule}\n", o.module))?;
                 }
             }
+            o.text_cache(p, &self.args)?;
             for d in o.findings() {
                 p.diagnostic(d)?;
             }

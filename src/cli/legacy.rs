@@ -45,6 +45,8 @@ pub struct LegacyArgs {
     pub ruff: Option<PathBuf>,
     #[arg(hide = true, long, value_enum)]
     pub format: Option<Format>,
+    #[arg(hide = true, long = "no-cache")]
+    pub no_cache: bool,
 }
 
 /// Pairs of reference-form arguments that mean nothing together, with the
@@ -105,7 +107,7 @@ impl LegacyArgs {
             ));
         }
         let config_name = ConfigNameArg { config_name: self.config_name.unwrap_or_else(|| "config".into()) };
-        let run = RunArgs { jobs: self.jobs, ruff: self.ruff };
+        let run = RunArgs { jobs: self.jobs, ruff: self.ruff, no_cache: self.no_cache };
         let format = FormatArg { format: self.format };
         Ok(if self.check {
             Command::Check(CheckArgs {

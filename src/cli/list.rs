@@ -45,7 +45,7 @@ pub struct ListReport {
 }
 
 pub fn run(args: &ListArgs) -> ExitStatus {
-    let overrides = Overrides { ruff: None, jobs: args.jobs, format: args.format.format };
+    let overrides = Overrides { ruff: None, jobs: args.jobs, format: args.format.format, no_cache: true };
     Session::run_pipeline("list", &overrides, None, |ctx, _| list(ctx, args))
 }
 

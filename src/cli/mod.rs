@@ -34,6 +34,7 @@
 
 pub mod args;
 mod check;
+mod clean;
 mod generate;
 mod legacy;
 mod list;
@@ -54,6 +55,7 @@ Examples:
   patchgen check                        drift gate: exit 1 if generated files are stale
   patchgen check --fix                  rewrite the files that drifted
   patchgen list                         list the configs
+  patchgen clean                        remove the result cache (.patchgen_cache/)
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
@@ -95,6 +97,7 @@ pub enum Command {
     Generate(GenerateArgs),
     Check(CheckArgs),
     List(ListArgs),
+    Clean(args::CleanArgs),
     Survey(crate::survey::SurveyArgs),
     Moe(crate::moe::MoeArgs),
     Reference(crate::reference::ReferenceArgs),
@@ -123,6 +126,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Generate(a) => generate::run(&a),
         Command::Check(a) => check::run(&a),
         Command::List(a) => list::run(&a),
+        Command::Clean(a) => clean::run(&a),
         Command::Survey(a) => crate::survey::run(a),
         Command::Moe(a) => crate::moe::run(a),
         Command::Reference(a) => crate::reference::run_command(a),

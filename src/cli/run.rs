@@ -175,3 +175,23 @@ impl Session {
         self.printer.print(report)
     }
 }
+
+/// Where the result cache is: `PATCHGEN_CACHE_DIR` (from the working
+/// directory) or `cache-dir` (from the pyproject's directory), else
+/// `.patchgen_cache` next to the pyproject.
+pub fn cache_dir(settings: &Resolved, cwd: &std::path::Path, project_root: &std::path::Path) -> PathBuf {
+    match &settings.cache_dir {
+        Some(d) => cwd.join(d),
+        None => project_root.join(crate::cache::DEFAULT_DIR),
+    }
+}
+
+/// The result cache of a pipeline command: `Ok(None)` with `--no-cache`
+/// (`PATCHGEN_NO_CACHE`), `Err(why)` when it cannot be used (the command
+/// then runs without it).
+pub fn open_cache(ctx: &Context, settings: &Resolved) -> Result<Option<crate::cache::Cache>, String> {
+    if settings.no_cache {
+        return Ok(None);
+    }
+    crate::cache::Cache::open(&cache_dir(settings, &ctx.cwd, &ctx.project.root)).map(Some).map_err(|e| e.to_string())
+}

@@ -1,12 +1,14 @@
 //! Finding and parsing the project's own Python modules (configs and what
 //! they import). Files are read and parsed once per process and shared by
-//! every evaluation.
+//! every evaluation. A [`Recording`] loader notes every lookup and read an
+//! evaluation makes, as cache inputs (`crate::cache`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::source::ParsedFile;
+use crate::cache::{Digest, Input};
 
 pub struct LoadedModule {
     pub file: Arc<ParsedFile>,
@@ -26,11 +28,15 @@ pub trait ModuleLoader: Sync {
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>>;
 }
 
+/// A file read and parsed, with the digest of the bytes read.
+type Loaded = Result<(Arc<ParsedFile>, Digest), LoadError>;
+
 /// Modules found under the project's roots (the package root, then the
 /// working directory), as `<root>/a/b.py` or `<root>/a/b/__init__.py`.
 pub struct ProjectLoader {
     roots: Vec<PathBuf>,
-    files: Mutex<HashMap<PathBuf, Result<Arc<ParsedFile>, LoadError>>>,
+    /// Each file read, parsed, with the digest of the bytes read.
+    files: Mutex<HashMap<PathBuf, Loaded>>,
 }
 
 impl ProjectLoader {
@@ -46,17 +52,27 @@ impl ProjectLoader {
 
     /// The file `module` lives in, and whether it is a package.
     pub fn find(&self, module: &str) -> Option<(PathBuf, bool)> {
+        self.find_probing(module, &mut |_, _| {})
+    }
+
+    /// [`ProjectLoader::find`], telling `probe` each path it looks at and
+    /// whether a file is there.
+    fn find_probing(&self, module: &str, probe: &mut dyn FnMut(&Path, bool)) -> Option<(PathBuf, bool)> {
         if module.is_empty() || module.split('.').any(|p| p.is_empty() || p.contains(['/', '\\'])) {
             return None;
         }
         let rel: PathBuf = module.split('.').collect();
         for root in &self.roots {
             let file = root.join(&rel).with_extension("py");
-            if file.is_file() {
+            let found = file.is_file();
+            probe(&file, found);
+            if found {
                 return Some((file, false));
             }
             let init = root.join(&rel).join("__init__.py");
-            if init.is_file() {
+            let found = init.is_file();
+            probe(&init, found);
+            if found {
                 return Some((init, true));
             }
         }
@@ -65,16 +81,23 @@ impl ProjectLoader {
 
     /// Read and parse a file (cached).
     pub fn parse_file(&self, path: &Path) -> Result<Arc<ParsedFile>, LoadError> {
+        self.parse_file_digest(path).map(|(file, _)| file)
+    }
+
+    /// [`ProjectLoader::parse_file`] and the digest of the bytes it read.
+    fn parse_file_digest(&self, path: &Path) -> Loaded {
         if let Some(r) = self.files.lock().expect("loader cache").get(path) {
             return r.clone();
         }
-        let result = read_python(path).and_then(|text| {
-            ParsedFile::parse(path.to_path_buf(), &text).map(Arc::new).map_err(|e| LoadError::Syntax {
-                path: path.to_path_buf(),
-                line: e.line,
-                message: e.message,
-            })
-        });
+        let result = std::fs::read(path)
+            .map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })
+            .and_then(|bytes| {
+                let digest = crate::cache::probe::content_digest(&bytes);
+                let text = decode_python(path, bytes)?;
+                ParsedFile::parse(path.to_path_buf(), &text)
+                    .map(|file| (Arc::new(file), digest))
+                    .map_err(|e| LoadError::Syntax { path: path.to_path_buf(), line: e.line, message: e.message })
+            });
         self.files.lock().expect("loader cache").insert(path.to_path_buf(), result.clone());
         result
     }
@@ -83,6 +106,10 @@ impl ProjectLoader {
 /// A Python source file as text: UTF-8 (a BOM is dropped, as Python does).
 pub fn read_python(path: &Path) -> Result<String, LoadError> {
     let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    decode_python(path, bytes)
+}
+
+fn decode_python(path: &Path, bytes: Vec<u8>) -> Result<String, LoadError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
@@ -104,6 +131,46 @@ impl ModuleLoader for ProjectLoader {
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>> {
         let (path, is_package) = self.find(module)?;
         Some(self.parse_file(&path).map(|file| LoadedModule { file, is_package }))
+    }
+}
+
+/// A [`ProjectLoader`] that notes, as cache inputs, every path it looks
+/// at for a module (and whether a file was there) and the bytes of every
+/// file it hands out: exactly what one evaluation depended on.
+pub struct Recording<'a> {
+    inner: &'a ProjectLoader,
+    inputs: Mutex<Vec<Input>>,
+}
+
+impl<'a> Recording<'a> {
+    pub fn new(inner: &'a ProjectLoader) -> Self {
+        Recording { inner, inputs: Mutex::new(Vec::new()) }
+    }
+
+    /// What was looked at and read, in order.
+    pub fn into_inputs(self) -> Vec<Input> {
+        self.inputs.into_inner().expect("recording")
+    }
+
+    fn find(&self, module: &str) -> Option<(PathBuf, bool)> {
+        let mut inputs = self.inputs.lock().expect("recording");
+        self.inner
+            .find_probing(module, &mut |path, found| inputs.push(Input::exists("project module lookup", path, found)))
+    }
+}
+
+impl ModuleLoader for Recording<'_> {
+    fn exists(&self, module: &str) -> bool {
+        self.find(module).is_some()
+    }
+
+    fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>> {
+        let (path, is_package) = self.find(module)?;
+        Some(self.inner.parse_file_digest(&path).map(|(file, digest)| {
+            let probe = crate::cache::Probe::Content { path: path.clone() };
+            self.inputs.lock().expect("recording").push(Input::new("project module", probe, digest));
+            LoadedModule { file, is_package }
+        }))
     }
 }
 

@@ -14,10 +14,10 @@ pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How bad a finding is. Ordered: `Error > Warning > Info`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -37,7 +37,7 @@ impl Severity {
 
 /// A place in a file. Lines and columns are 1-based; `column == 0` means no
 /// column is known (the whole line); `line == 0` means the whole file.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Location {
     pub path: PathBuf,
     pub line: usize,
@@ -104,14 +104,14 @@ pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
 }
 
 /// A secondary place that helps explain a diagnostic (e.g. "generated here").
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Related {
     pub location: Location,
     pub message: String,
 }
 
 /// One finding or error, as every command reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Stable code, e.g. `PG101` (lint rules) or `PGW001` (generation warnings).
     pub code: String,
@@ -125,7 +125,7 @@ pub struct Diagnostic {
     /// What to do about it, one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<Related>,
     /// The config module this diagnostic belongs to, when it belongs to one.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -17,6 +17,7 @@
 //! `docs/performance.md` has the measurements behind the choice.
 
 mod batch;
+pub mod inputs;
 mod settings;
 #[cfg(test)]
 mod tests;

@@ -2,14 +2,16 @@
 //! diff. Pure of writes: the caller decides whether to write, compare or
 //! fix. Configs are independent jobs.
 
+pub mod cached;
 pub mod diagnostics;
 mod many;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::cache::{Input, Prober};
 use crate::codegen;
-use crate::config::{self, EvalError, PatchPlan, ProjectLoader, Warning, source::ParsedFile};
+use crate::config::{self, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording, source::ParsedFile};
 use crate::diagnostics::Diagnostic;
 use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
@@ -22,7 +24,15 @@ pub struct Context {
     pub loader: ProjectLoader,
     pub search: SearchPath,
     pub ruff: Ruff,
-    transformers_version: std::sync::OnceLock<String>,
+    /// The working directory the run started in.
+    pub cwd: PathBuf,
+    /// The version for `Based on:`, and what deciding it read.
+    transformers_version: std::sync::OnceLock<(String, Vec<Input>)>,
+    /// Looks at the cache inputs nothing else reads (ruff's settings and
+    /// binary), once per run.
+    recorder: Prober,
+    /// The inputs every config shares (see `cached`).
+    run_inputs: std::sync::OnceLock<Vec<Input>>,
     /// Upstream modules read and parsed so far, by module name (configs
     /// often share one: a model's GPU and NPU configs). A failure is not
     /// kept: the config that meets it reads the module again for its own
@@ -32,8 +42,9 @@ pub struct Context {
     codegen: codegen::Cache,
 }
 
-/// An upstream module: where it was found, and its text parsed.
-type Upstream = (PathBuf, Arc<ParsedFile>);
+/// An upstream module: where it was found, its text parsed, and what
+/// finding and reading it depended on.
+type Upstream = (PathBuf, Arc<ParsedFile>, Arc<Vec<Input>>);
 
 /// One config's identity and where its files go: what `Raw` and
 /// `Generated` share.
@@ -50,6 +61,11 @@ pub struct Job {
     pub diagnostics: Vec<Diagnostic>,
     /// Override targets missing upstream, injected into their class.
     pub injected: Vec<String>,
+    /// Everything the output was computed from, as cache inputs (see
+    /// `cached`): what evaluation looked up and read, the upstream module
+    /// and what decided `Based on:`, ruff's binary and settings, the run's
+    /// settings. Recorded before ruff runs.
+    pub inputs: Vec<Input>,
 }
 
 /// A config's generated files, in memory.
@@ -195,19 +211,35 @@ impl Context {
             loader,
             search,
             ruff,
+            cwd: cwd.to_path_buf(),
             transformers_version: std::sync::OnceLock::new(),
+            recorder: Prober::new(Default::default()),
+            run_inputs: std::sync::OnceLock::new(),
             upstream: Default::default(),
             codegen: Default::default(),
         }
     }
 
     pub fn transformers_version(&self) -> &str {
-        self.transformers_version.get_or_init(|| self.search.transformers_version())
+        &self.transformers_version_inputs().0
+    }
+
+    fn transformers_version_inputs(&self) -> &(String, Vec<Input>) {
+        self.transformers_version.get_or_init(|| self.search.transformers_version_inputs())
     }
 
     /// Evaluate a config module into its plan.
     pub fn evaluate(&self, module: &str, config_name: &str) -> Result<(PatchPlan, PathBuf, Vec<Warning>), Failure> {
-        match config::evaluate(&self.loader, module, config_name).map_err(Failure::Eval)? {
+        self.evaluate_with(&self.loader, module, config_name)
+    }
+
+    fn evaluate_with(
+        &self,
+        loader: &dyn config::ModuleLoader,
+        module: &str,
+        config_name: &str,
+    ) -> Result<(PatchPlan, PathBuf, Vec<Warning>), Failure> {
+        match config::evaluate(loader, module, config_name).map_err(Failure::Eval)? {
             Some(ev) => Ok((ev.plan, ev.path, ev.warnings)),
             None => Err(Failure::NotAConfig {
                 module: module.to_string(),
@@ -250,15 +282,17 @@ impl Context {
         let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| {
             Failure::UpstreamSyntax { origin: upstream.origin.clone(), line: e.line, message: e.message }
         })?;
-        Ok((upstream.origin, Arc::new(parsed)))
+        Ok((upstream.origin, Arc::new(parsed), Arc::new(upstream.inputs)))
     }
 
     /// Evaluate, find upstream and generate, stopping before ruff: the
     /// caller normalises `text` as the file at `abs_target` (one by one or
     /// in a batch) and hands the result to [`Raw::finish`].
     pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
-        let (plan, config_path, warnings) = self.evaluate(module, config_name)?;
-        let (upstream_origin, parsed) = match self.upstream(&plan.source_module) {
+        let recording = Recording::new(&self.loader);
+        let (plan, config_path, warnings) = self.evaluate_with(&recording, module, config_name)?;
+        let mut inputs = recording.into_inputs();
+        let (upstream_origin, parsed, upstream_inputs) = match self.upstream(&plan.source_module) {
             Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
                 return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
             }
@@ -281,6 +315,11 @@ impl Context {
         } else {
             std::env::current_dir().unwrap_or_default().join(&py_path)
         };
+        inputs.extend(upstream_inputs.iter().cloned());
+        inputs.extend(self.transformers_version_inputs().1.iter().cloned());
+        inputs.extend(self.run_inputs().iter().cloned());
+        inputs.extend(self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder));
+        crate::normalize::inputs::dedup(&mut inputs);
         Ok(Raw {
             job: Job {
                 module: module.to_string(),
@@ -292,6 +331,7 @@ impl Context {
                 upstream_origin,
                 diagnostics: found,
                 injected: diagnosis.injected,
+                inputs,
             },
             abs_target,
             text,

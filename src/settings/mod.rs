@@ -167,6 +167,8 @@ pub struct Overrides {
     pub ruff: Option<PathBuf>,
     pub jobs: Option<usize>,
     pub format: Option<crate::cli::Format>,
+    /// `--no-cache`.
+    pub no_cache: bool,
 }
 
 /// The environment, as a lookup (tests pass a map).
@@ -186,6 +188,8 @@ pub struct Resolved {
     pub format: crate::cli::Format,
     /// `None`: each cache's own default.
     pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the result cache (`--no-cache`, `PATCHGEN_NO_CACHE`).
+    pub no_cache: bool,
     pub lint: LintOptions,
 }
 
@@ -247,11 +251,17 @@ impl Resolved {
             (None, None) => crate::cli::Format::Text,
         };
         let cache_dir = env("PATCHGEN_CACHE_DIR").map(PathBuf::from).or_else(|| project.settings.cache_dir.clone());
+        let no_cache = cli.no_cache
+            || match env("PATCHGEN_NO_CACHE") {
+                Some(v) => env_bool("PATCHGEN_NO_CACHE", v)?,
+                None => false,
+            };
         Ok(Resolved {
             ruff: ruff(cli.ruff.as_deref(), env, project)?,
             jobs,
             format,
             cache_dir,
+            no_cache,
             lint: project.settings.lint.clone(),
         })
     }

@@ -109,7 +109,7 @@ fn jobs_format_cache_dir_precedence() {
     let e = env(&[("PATCHGEN_JOBS", "3"), ("PATCHGEN_OUTPUT_FORMAT", "github"), ("PATCHGEN_CACHE_DIR", "/c/env")]);
     let r = Resolved::resolve(&Overrides::default(), &e, &p).unwrap();
     assert_eq!((r.jobs, r.format, r.cache_dir), (Some(3), Format::Github, Some(PathBuf::from("/c/env"))));
-    let cli = Overrides { jobs: Some(1), format: Some(Format::Json), ruff: None };
+    let cli = Overrides { jobs: Some(1), format: Some(Format::Json), ruff: None, no_cache: false };
     let r = Resolved::resolve(&cli, &e, &p).unwrap();
     assert_eq!((r.jobs, r.format), (Some(1), Format::Json));
     let r = Resolved::resolve(&Overrides::default(), &env(&[]), &p).unwrap();

@@ -2,6 +2,12 @@
 //! reference walks `sys.path`: `PYTHONPATH` entries, the active
 //! virtualenv's site-packages, the project's `.venv`, then the working
 //! directory. A wheel (zip) file is a valid entry.
+//!
+//! Every lookup also says what it depended on, as cache inputs
+//! (`crate::cache`): for each entry tried before the one that has the
+//! file, that it did not (a directory: no file at that path; a wheel: the
+//! wheel's file identity, which stands for every member), and for the one
+//! that has it, the bytes read (a directory) or the wheel's identity.
 
 pub mod wheel;
 
@@ -10,6 +16,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
+
+use crate::cache::{Input, Probe, probe};
 
 /// One place modules are looked up.
 pub enum Entry {
@@ -31,6 +39,8 @@ pub struct UpstreamSource {
     /// The file (or `archive!member`), for messages.
     pub origin: PathBuf,
     pub text: String,
+    /// What finding and reading it depended on.
+    pub inputs: Vec<Input>,
 }
 
 #[derive(Debug)]
@@ -139,20 +149,31 @@ impl SearchPath {
             .as_ref()
     }
 
-    fn read_member(&self, entry: &Entry, rel: &str) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
+    /// `rel` in `entry`, noting in `inputs` what the answer depended on.
+    fn read_member(
+        &self,
+        entry: &Entry,
+        rel: &str,
+        inputs: &mut Vec<Input>,
+    ) -> Option<Result<(PathBuf, Vec<u8>), UpstreamError>> {
         match entry {
             Entry::Dir(dir) => {
                 let file = dir.join(rel);
                 if !file.is_file() {
+                    inputs.push(Input::exists("upstream search path entry", &file, false));
                     return None;
                 }
                 Some(
                     std::fs::read(&file)
+                        .inspect(|b| inputs.push(Input::content("upstream file", &file, b)))
                         .map(|b| (file.clone(), b))
                         .map_err(|e| UpstreamError::Io { origin: file, message: e.to_string() }),
                 )
             }
             Entry::Archive { path, .. } => {
+                // The identity is taken before anything is read from the wheel.
+                let identity = probe::identity(path);
+                inputs.push(Input::new("wheel", Probe::Identity { path: path.clone() }, identity));
                 let idx = *Self::archive_names(entry)?.get(rel)?;
                 let _guard = self.archives.lock();
                 let origin = PathBuf::from(format!("{}!{rel}", path.display()));
@@ -177,12 +198,13 @@ impl SearchPath {
     /// for exactly that file, never a package's `__init__.py`).
     pub fn find_module(&self, module: &str) -> Result<UpstreamSource, UpstreamError> {
         let rel = format!("{}.py", module.replace('.', "/"));
+        let mut inputs = Vec::new();
         for entry in &self.entries {
-            if let Some(found) = self.read_member(entry, &rel) {
+            if let Some(found) = self.read_member(entry, &rel, &mut inputs) {
                 let (origin, bytes) = found?;
                 let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").map(|b| b.to_vec()).unwrap_or(bytes);
                 return match String::from_utf8(bytes) {
-                    Ok(text) => Ok(UpstreamSource { origin, text }),
+                    Ok(text) => Ok(UpstreamSource { origin, text, inputs }),
                     Err(e) => {
                         let valid = e.utf8_error().valid_up_to();
                         let line = e.as_bytes()[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
@@ -201,13 +223,42 @@ impl SearchPath {
     /// path, read from its `__init__.py`; `"unknown"` as the reference says
     /// when transformers cannot be imported.
     pub fn transformers_version(&self) -> String {
+        self.transformers_version_inputs().0
+    }
+
+    /// [`SearchPath::transformers_version`] and what it depended on.
+    pub fn transformers_version_inputs(&self) -> (String, Vec<Input>) {
+        let mut inputs = Vec::new();
         for entry in &self.entries {
-            if let Some(Ok((_, bytes))) = self.read_member(entry, "transformers/__init__.py") {
-                let text = String::from_utf8_lossy(&bytes);
-                return parse_version(&text).unwrap_or_else(|| "unknown".to_string());
+            match self.read_member(entry, "transformers/__init__.py", &mut inputs) {
+                Some(Ok((_, bytes))) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    return (parse_version(&text).unwrap_or_else(|| "unknown".to_string()), inputs);
+                }
+                // Unreadable: the reference's import would fail too.
+                Some(Err(UpstreamError::Io { origin, .. })) => {
+                    inputs.push(Input::new(
+                        "transformers package",
+                        Probe::Content { path: origin },
+                        probe::digest_parts([b"unreadable".as_slice()]),
+                    ));
+                }
+                _ => {}
             }
         }
-        "unknown".to_string()
+        ("unknown".to_string(), inputs)
+    }
+
+    /// The entries, each with its kind, as one text (a cache input: the
+    /// search path decides where everything upstream is found).
+    pub fn describe(&self) -> String {
+        self.entries
+            .iter()
+            .map(|e| match e {
+                Entry::Dir(p) => format!("dir {}\n", p.display()),
+                Entry::Archive { path, .. } => format!("archive {}\n", path.display()),
+            })
+            .collect()
     }
 }
 

@@ -1,0 +1,358 @@
+//! The project's result cache (`.patchgen_cache/`): what a computation
+//! produced, keyed by everything it read, so that a later run whose inputs
+//! are all unchanged can skip it.
+//!
+//! Contract:
+//! - An entry is found by a [`Key`] (a kind, such as `"check"` or
+//!   `"lint"`, and the parts that name the computation: the config module,
+//!   the config name, the output directory, …). It holds the [`Input`]s
+//!   the computation read, each with its digest then, and a payload (for
+//!   generation: the digest of the expected `.py` and `.diff`).
+//! - [`Cache::lookup`] is a hit only when the entry is intact, written by
+//!   this patchgen version in this format, names the same key, and every
+//!   input has the same digest now. Anything else is a [`Miss`] saying why
+//!   (for `-v`): no entry, unreadable or corrupt, foreign, or the first
+//!   input that changed. A bad entry is never trusted and never an error.
+//! - [`Cache::store`] writes an entry only if every input still has the
+//!   digest recorded when it was used (so a file edited while the
+//!   computation ran cannot pair its new digest with the old result) and
+//!   no file identity is too fresh to trust ([`probe::RACY`]). It writes a
+//!   temporary file in the cache and renames it over the entry: readers see
+//!   the old entry or the new one, never a mix, and two processes storing
+//!   the same entry at once leave one of the two whole. An entry carries a
+//!   BLAKE3 checksum of its body, so a torn write (a crash, a full disk) is
+//!   detected on read; no fsync is needed for correctness.
+//! - The cache directory holds a `.gitignore` of `*` and a `CACHEDIR.TAG`.
+//!   [`Cache::open`] refuses a non-empty directory that has no such tag
+//!   and is not named `.patchgen_cache` (a mistyped `cache-dir` must not
+//!   turn a source directory into a cache, nor git-ignore it); [`clean`]
+//!   removes only what the cache itself writes.
+
+//!
+//! Using it from a command (as `pipeline::cached` does for `check` and
+//! `generate`; `lint` could the same way, keyed `"lint"`, with the
+//! diagnostics as payload and every file its rules read as inputs): build a
+//! [`Key`]; [`Cache::lookup`] with a fresh [`Prober`] (its `Value` inputs
+//! computed for the run); on a miss, compute while recording inputs
+//! ([`Input::content`] for bytes you read, [`Prober::input`] for what
+//! another program reads), then [`Cache::store`] with another fresh
+//! prober.
+
+pub mod probe;
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use probe::{Change, Digest, Input, Probe, Prober};
+
+/// The default cache directory, relative to the project root.
+pub const DEFAULT_DIR: &str = ".patchgen_cache";
+
+/// The on-disk entry format; entries of another format are misses.
+pub const FORMAT: u32 = 1;
+
+const ENTRIES: &str = "entries";
+const TAG_FILE: &str = "CACHEDIR.TAG";
+/// <https://bford.info/cachedir/>: backup tools skip a directory holding this.
+const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by patchgen.\n# For information about cache directory tags see https://bford.info/cachedir/\n";
+const GITIGNORE: &str = "# Automatically created by patchgen.\n*\n";
+const MAGIC: &str = "patchgen-cache";
+
+/// This build's version, written into every entry.
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// What names a cached computation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    pub kind: String,
+    pub parts: Vec<String>,
+}
+
+impl Key {
+    pub fn new(kind: &str, parts: impl IntoIterator<Item = String>) -> Key {
+        Key { kind: kind.to_string(), parts: parts.into_iter().collect() }
+    }
+
+    fn file_name(&self) -> String {
+        let mut all: Vec<&[u8]> = vec![self.kind.as_bytes()];
+        all.extend(self.parts.iter().map(|p| p.as_bytes()));
+        let hex = probe::digest_parts(all).hex();
+        format!("{}-{}.entry", self.kind, &hex[..32])
+    }
+}
+
+/// Why a lookup was not a hit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// No entry for this key yet.
+    NoEntry,
+    /// The entry cannot be used: truncated, corrupt, unreadable, or for
+    /// another key (it will be rewritten).
+    Corrupt(String),
+    /// Written by another patchgen version or entry format.
+    Foreign(String),
+    /// An input differs from when the entry was written.
+    Input { what: String, probe: Probe, change: Change },
+}
+
+impl std::fmt::Display for Miss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Miss::NoEntry => write!(f, "no cache entry yet"),
+            Miss::Corrupt(why) => write!(f, "cache entry unusable ({why})"),
+            Miss::Foreign(who) => write!(f, "cache entry from {who}"),
+            Miss::Input { what, probe, change } => {
+                let subject = match probe {
+                    Probe::Content { path }
+                    | Probe::Exists { path }
+                    | Probe::IsDir { path }
+                    | Probe::Identity { path } => {
+                        format!("{what} {}", path.display())
+                    }
+                    Probe::Value { .. } => what.clone(),
+                };
+                let how = match change {
+                    Change::Changed => "changed",
+                    Change::Appeared => "appeared",
+                    Change::Disappeared => "disappeared",
+                    Change::Unreadable => "cannot be read",
+                };
+                write!(f, "{subject} {how}")
+            }
+        }
+    }
+}
+
+/// A lookup's outcome.
+#[derive(Debug)]
+pub enum Lookup<P> {
+    Hit(P),
+    Miss(Miss),
+}
+
+/// Why an entry was not stored (not an error: the next run computes it
+/// again).
+#[derive(Debug)]
+pub enum NotStored {
+    /// An input changed while the computation ran, or could not be read.
+    Changed(Miss),
+    /// A file identity is too fresh to be trusted (see [`probe::RACY`]).
+    Racy(PathBuf),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for NotStored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotStored::Changed(m) => write!(f, "not cached: {m} while it ran"),
+            NotStored::Racy(p) => write!(f, "not cached: {} changed too recently to trust its identity", p.display()),
+            NotStored::Io(e) => write!(f, "not cached: cannot write the cache: {e}"),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry<P> {
+    patchgen: String,
+    key: Key,
+    inputs: Vec<Input>,
+    payload: P,
+}
+
+/// An open cache directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+impl Cache {
+    /// Open (creating if needed) the cache at `dir`. Refuses a directory
+    /// that exists, is not empty and is not a patchgen cache.
+    pub fn open(dir: &Path) -> std::io::Result<Cache> {
+        let tag = dir.join(TAG_FILE);
+        if !tag.is_file() {
+            // A directory named as ours (another patchgen cache may have
+            // made it) is adopted; any other non-empty one is refused.
+            let ours = dir.file_name().is_some_and(|n| n == DEFAULT_DIR);
+            if let Ok(mut listing) = std::fs::read_dir(dir)
+                && listing.next().is_some()
+                && !ours
+            {
+                return Err(std::io::Error::other(format!(
+                    "{} exists and is not a patchgen cache (no {TAG_FILE}); not using it",
+                    dir.display()
+                )));
+            }
+            std::fs::create_dir_all(dir.join(ENTRIES))?;
+            write_atomic(&dir.join(".gitignore"), GITIGNORE.as_bytes())?;
+            write_atomic(&tag, TAG.as_bytes())?;
+        } else if !dir.join(".gitignore").is_file() {
+            write_atomic(&dir.join(".gitignore"), GITIGNORE.as_bytes())?;
+        }
+        Ok(Cache { dir: dir.to_path_buf() })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &Key) -> PathBuf {
+        self.dir.join(ENTRIES).join(key.file_name())
+    }
+
+    /// The payload stored for `key`, if the entry is intact and every
+    /// input has the same digest now.
+    pub fn lookup<P: DeserializeOwned>(&self, key: &Key, prober: &Prober) -> Lookup<P> {
+        let bytes = match std::fs::read(self.path(key)) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss(Miss::NoEntry),
+            Err(e) => return Lookup::Miss(Miss::Corrupt(e.to_string())),
+        };
+        let entry: Entry<P> = match decode(&bytes) {
+            Ok(e) => e,
+            Err(miss) => return Lookup::Miss(miss),
+        };
+        if entry.key != *key {
+            return Lookup::Miss(Miss::Corrupt("written for another key".into()));
+        }
+        if let Some((input, change)) = prober.first_change(&entry.inputs) {
+            return Lookup::Miss(Miss::Input { what: input.what.clone(), probe: input.probe.clone(), change });
+        }
+        Lookup::Hit(entry.payload)
+    }
+
+    /// Store `payload` for `key`, computed from `inputs`, if every input is
+    /// still as recorded (looked at with `prober`, which must not have
+    /// looked at anything before the computation ended).
+    pub fn store<P: Serialize>(
+        &self,
+        key: &Key,
+        inputs: &[Input],
+        payload: &P,
+        prober: &Prober,
+    ) -> Result<(), NotStored> {
+        if let Some((input, change)) = prober.first_change(inputs) {
+            return Err(NotStored::Changed(Miss::Input {
+                what: input.what.clone(),
+                probe: input.probe.clone(),
+                change,
+            }));
+        }
+        if let Some(racy) = inputs.iter().find(|i| probe::is_racy(i)) {
+            let Probe::Identity { path } = &racy.probe else { unreachable!("only identities are racy") };
+            return Err(NotStored::Racy(path.clone()));
+        }
+        let entry = Entry { patchgen: version().to_string(), key: key.clone(), inputs: inputs.to_vec(), payload };
+        let body = serde_json::to_vec(&entry).map_err(|e| NotStored::Io(std::io::Error::other(e)))?;
+        let mut bytes = format!("{MAGIC} {FORMAT} {}\n", probe::digest_parts([body.as_slice()]).hex()).into_bytes();
+        bytes.extend_from_slice(&body);
+        let path = self.path(key);
+        match write_atomic(&path, &bytes) {
+            // `clean` ran meanwhile: recreate the cache and try once more.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Cache::open(&self.dir).and_then(|_| write_atomic(&path, &bytes)).map_err(NotStored::Io)
+            }
+            r => r.map_err(NotStored::Io),
+        }
+    }
+}
+
+/// An entry's body, if its header and checksum are right.
+fn decode<P: DeserializeOwned>(bytes: &[u8]) -> Result<Entry<P>, Miss> {
+    let newline = bytes.iter().position(|&b| b == b'\n').ok_or_else(|| Miss::Corrupt("truncated header".into()))?;
+    let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| Miss::Corrupt("bad header".into()))?;
+    let body = &bytes[newline + 1..];
+    let mut fields = header.split(' ');
+    if fields.next() != Some(MAGIC) {
+        return Err(Miss::Corrupt("not a patchgen cache entry".into()));
+    }
+    let format = fields.next().unwrap_or_default();
+    if format != FORMAT.to_string() {
+        return Err(Miss::Foreign(format!("cache format {format}")));
+    }
+    let sum = fields.next().and_then(Digest::from_hex).ok_or_else(|| Miss::Corrupt("bad checksum field".into()))?;
+    if fields.next().is_some() || sum != probe::digest_parts([body]) {
+        return Err(Miss::Corrupt("checksum mismatch (truncated or altered)".into()));
+    }
+    #[derive(Deserialize)]
+    struct Version {
+        patchgen: String,
+    }
+    let v: Version = serde_json::from_slice(body).map_err(|e| Miss::Corrupt(e.to_string()))?;
+    if v.patchgen != version() {
+        return Err(Miss::Foreign(format!("patchgen {}", v.patchgen)));
+    }
+    serde_json::from_slice(body).map_err(|e| Miss::Corrupt(e.to_string()))
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory
+/// and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile creates 0600; the cache is as readable as the project.
+        let _ = std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644));
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// What [`clean`] did.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Cleaned {
+    pub dir: PathBuf,
+    /// Entries removed.
+    pub entries: usize,
+    /// Whether the directory itself is gone (it is kept when something
+    /// else is in it).
+    pub removed_dir: bool,
+}
+
+/// Remove the cache at `dir`: its entries (and leftover temporary files),
+/// `.gitignore` and `CACHEDIR.TAG`, then the directory if nothing else is
+/// in it. A directory without the tag is not touched (an error); a missing
+/// one is nothing to do.
+pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
+    if !dir.exists() {
+        return Ok(Cleaned { dir: dir.to_path_buf(), entries: 0, removed_dir: false });
+    }
+    if !dir.join(TAG_FILE).is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a patchgen cache (no {TAG_FILE}); not removing it",
+            dir.display()
+        )));
+    }
+    let mut entries = 0;
+    let entries_dir = dir.join(ENTRIES);
+    if let Ok(listing) = std::fs::read_dir(&entries_dir) {
+        for item in listing.flatten() {
+            let name = item.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".entry") || name.starts_with(".tmp-") {
+                match std::fs::remove_file(item.path()) {
+                    Ok(()) => entries += usize::from(name.ends_with(".entry")),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(&entries_dir);
+    }
+    for name in [".gitignore", TAG_FILE] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    let removed_dir = std::fs::remove_dir(dir).is_ok();
+    Ok(Cleaned { dir: dir.to_path_buf(), entries, removed_dir })
+}
+
+#[cfg(test)]
+mod tests;
