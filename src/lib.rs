@@ -5,7 +5,9 @@
 //! → `upstream` (module resolution) → `codegen` (pure text generation)
 //! → `normalize` (ruff) → `diff` (difflib port) → `check` (drift gate).
 //! `pytext` holds the Python text semantics everything else mimics
-//! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …).
+//! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …);
+//! `pysource` the Python-source layer every reader of Python files shares
+//! (a parsed file with its line index, name bindings, signatures).
 
 pub mod atomic;
 pub mod check;
@@ -18,6 +20,7 @@ pub mod json;
 pub mod normalize;
 pub mod pipeline;
 pub mod project;
+pub mod pysource;
 pub mod pytext;
 pub mod survey;
 pub mod timings;

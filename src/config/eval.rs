@@ -15,7 +15,7 @@ use ruff_text_size::Ranged;
 
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
-use super::source::{keyword_line, DefObj, ParsedFile};
+use super::source::{keyword_line, DefObj, LocOf, ParsedFile};
 use super::value::*;
 
 /// A located evaluation error: what is wrong and what to do.
@@ -354,9 +354,9 @@ impl<'a> Evaluator<'a> {
             }
         }
         let loc = frame.loc(stmt);
-        for name in super::names::bound_names(stmt) {
+        for name in crate::pysource::names::bound_names(stmt) {
             frame.ns.borrow_mut().insert(
-                name.clone(),
+                name.to_string(),
                 Value::Unknown(Rc::new(Opaque {
                     what: format!("`{name}`, bound by {what} that patchgen does not evaluate"),
                     loc: loc.clone(),
