@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprContext, Parameters, Pattern, Stmt};
+use ruff_python_ast::{Comprehension, Expr, ExprContext, Parameters, Pattern, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 /// `dir(builtins)` plus the module attributes every module has.
@@ -273,6 +273,26 @@ pub fn target_names(target: &Expr) -> Vec<&str> {
     b.found.into_iter().map(|b| b.name).collect()
 }
 
+/// A comprehension's generators and the expressions its items are built
+/// from (a dict comprehension's key, then value).
+fn comprehension_parts(expr: &Expr) -> Option<(&[Comprehension], Vec<&Expr>)> {
+    Some(match expr {
+        Expr::ListComp(c) => (&c.generators, vec![&*c.elt]),
+        Expr::SetComp(c) => (&c.generators, vec![&*c.elt]),
+        Expr::Generator(c) => (&c.generators, vec![&*c.elt]),
+        Expr::DictComp(c) => (&c.generators, c.key.as_deref().into_iter().chain([&*c.value]).collect()),
+        _ => return None,
+    })
+}
+
+/// What a comprehension evaluates in its own scope, in the order Python
+/// does: each clause's iterable (but the first's) and conditions, then the
+/// elements.
+fn comprehension_scope<'a>(generators: &'a [Comprehension], elts: &[&'a Expr]) -> impl Iterator<Item = &'a Expr> {
+    let clauses = generators.iter().enumerate().flat_map(|(i, g)| (i > 0).then_some(&g.iter).into_iter().chain(&g.ifs));
+    clauses.chain(elts.to_vec())
+}
+
 #[derive(Default)]
 struct Binder<'a> {
     found: Vec<Binding<'a>>,
@@ -302,22 +322,12 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn comprehension(&mut self, generators: &'a [ruff_python_ast::Comprehension], elts: &[&'a Expr]) {
-        let Some(first) = generators.first() else {
-            return;
-        };
+    fn comprehension(&mut self, generators: &'a [Comprehension], elts: &[&'a Expr]) {
+        let Some(first) = generators.first() else { return };
         // The first iterable is evaluated in the enclosing scope.
         self.visit_expr(&first.iter);
         let was = std::mem::replace(&mut self.in_comprehension, true);
-        for (i, g) in generators.iter().enumerate() {
-            if i > 0 {
-                self.visit_expr(&g.iter);
-            }
-            for cond in &g.ifs {
-                self.visit_expr(cond);
-            }
-        }
-        for e in elts {
+        for e in comprehension_scope(generators, elts) {
             self.visit_expr(e);
         }
         self.in_comprehension = was;
@@ -414,13 +424,10 @@ impl<'a> Visitor<'a> for Binder<'a> {
                     self.parameters(p, false);
                 }
             }
-            Expr::ListComp(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::SetComp(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::Generator(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::DictComp(c) => {
-                let mut elts: Vec<&Expr> = c.key.as_deref().into_iter().collect();
-                elts.push(&c.value);
-                self.comprehension(&c.generators, &elts)
+            Expr::ListComp(_) | Expr::SetComp(_) | Expr::Generator(_) | Expr::DictComp(_) => {
+                if let Some((generators, elts)) = comprehension_parts(expr) {
+                    self.comprehension(generators, &elts);
+                }
             }
             _ => visitor::walk_expr(self, expr),
         }
@@ -507,22 +514,12 @@ impl FreeNames {
         }
     }
 
-    fn comprehension(&mut self, generators: &[ruff_python_ast::Comprehension], elts: &[&Expr]) {
-        let Some(first) = generators.first() else {
-            return;
-        };
+    fn comprehension(&mut self, generators: &[Comprehension], elts: &[&Expr]) {
+        let Some(first) = generators.first() else { return };
         self.visit_expr(&first.iter);
         let names = generators.iter().flat_map(|g| target_names(&g.target)).map(str::to_string).collect();
         self.with_scope(names, false, |me| {
-            for (i, g) in generators.iter().enumerate() {
-                if i > 0 {
-                    me.visit_expr(&g.iter);
-                }
-                for cond in &g.ifs {
-                    me.visit_expr(cond);
-                }
-            }
-            for e in elts {
+            for e in comprehension_scope(generators, elts) {
                 me.visit_expr(e);
             }
         });
@@ -587,13 +584,10 @@ impl<'a> Visitor<'a> for FreeNames {
                 };
                 self.with_scope(names, false, |me| me.visit_expr(&l.body));
             }
-            Expr::ListComp(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::SetComp(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::Generator(c) => self.comprehension(&c.generators, &[&c.elt]),
-            Expr::DictComp(c) => {
-                let mut elts: Vec<&Expr> = c.key.as_deref().into_iter().collect();
-                elts.push(&c.value);
-                self.comprehension(&c.generators, &elts)
+            Expr::ListComp(_) | Expr::SetComp(_) | Expr::Generator(_) | Expr::DictComp(_) => {
+                if let Some((generators, elts)) = comprehension_parts(expr) {
+                    self.comprehension(generators, &elts);
+                }
             }
             Expr::StringLiteral(s) if self.in_annotation => {
                 // A forward reference: its names are read when annotations are resolved.
