@@ -6,6 +6,7 @@
 //! the names declared `global` in its functions). Over generated modules (every binding construct, walrus
 //! targets in comprehensions, decorators, defaults, lambdas and bases,
 //! `match` captures) and over every module of the transformers 5.9.0 wheel.
+//! There too, statement locations (`ParsedFile::location`) against `ast`.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -65,10 +66,11 @@ json.dump(out, sys.stdout)
 
 type Scope = (String, String, usize, Vec<String>, Vec<String>);
 
-fn python(input: &[String]) -> Vec<Option<Vec<Scope>>> {
+/// Run a python3 program that reads a JSON list on stdin and writes JSON.
+fn run_python<T: serde::de::DeserializeOwned>(program: &str, input: &[String]) -> T {
     let mut child = Command::new("python3")
         .arg("-c")
-        .arg(ORACLE)
+        .arg(program)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -121,7 +123,7 @@ fn ours(file: &ParsedFile) -> Vec<Scope> {
 
 /// Compare every source python3 accepts; returns how many it accepted.
 fn compare(sources: &[String], label: impl Fn(usize) -> String) -> usize {
-    let expected = python(sources);
+    let expected: Vec<Option<Vec<Scope>>> = run_python(ORACLE, sources);
     assert_eq!(expected.len(), sources.len());
     let mut accepted = 0;
     for (i, (src, want)) in sources.iter().zip(expected).enumerate() {
@@ -238,15 +240,15 @@ fn bindings_match_symtable_on_generated_modules() {
     eprintln!("{accepted} of {} generated modules compile and match", sources.len());
 }
 
-#[test]
-fn bindings_match_symtable_on_transformers() {
+/// Every `.py` module of the transformers 5.9.0 wheel: (names, sources).
+fn wheel_modules() -> Option<(Vec<String>, Vec<String>)> {
     let Some(wheel) = std::env::var_os("PATCHGEN_TEST_TRANSFORMERS") else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "PATCHGEN_TEST_TRANSFORMERS must point at the transformers 5.9.0 wheel (scripts/test-env.sh)"
         );
         eprintln!("skipped: PATCHGEN_TEST_TRANSFORMERS is not set");
-        return;
+        return None;
     };
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&wheel).unwrap()).unwrap();
     let mut names = Vec::new();
@@ -262,6 +264,59 @@ fn bindings_match_symtable_on_transformers() {
         names.push(name);
         sources.push(text);
     }
+    Some((names, sources))
+}
+
+#[test]
+fn bindings_match_symtable_on_transformers() {
+    let Some((names, sources)) = wheel_modules() else { return };
     let accepted = compare(&sources, |i| names[i].clone());
     assert!(accepted > 1000, "only {accepted} modules of the wheel checked");
+}
+
+/// For each source, each top-level statement's (line, column, end line, end
+/// column) as `ast` gives them, columns converted from UTF-8 bytes to
+/// characters and made 1-based (definitions with decorators left out: `ast`
+/// starts them at the keyword, ruff at the first decorator).
+const AST_LOCATIONS: &str = r#"
+import ast, json, sys
+out = []
+for src in json.load(sys.stdin):
+    text = src.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    col = lambda line, offset: len(lines[line - 1].encode()[:offset].decode()) + 1
+    spans = []
+    for s in ast.parse(text).body:
+        if getattr(s, "decorator_list", None):
+            continue
+        spans.append([s.lineno, col(s.lineno, s.col_offset), s.end_lineno, col(s.end_lineno, s.end_col_offset)])
+    out.append(spans)
+json.dump(out, sys.stdout)
+"#;
+
+#[test]
+fn statement_locations_match_ast_on_transformers() {
+    let Some((names, sources)) = wheel_modules() else { return };
+    let expected: Vec<Vec<[usize; 4]>> = run_python(AST_LOCATIONS, &sources);
+    let mut checked = 0;
+    for ((name, src), want) in names.iter().zip(&sources).zip(expected) {
+        let file = ParsedFile::parse(name.into(), src).unwrap();
+        let got: Vec<[usize; 4]> = file
+            .body()
+            .iter()
+            .filter(|s| match s {
+                Stmt::FunctionDef(f) => f.decorator_list.is_empty(),
+                Stmt::ClassDef(c) => c.decorator_list.is_empty(),
+                _ => true,
+            })
+            .map(|s| {
+                let l = file.location(s.range());
+                let (end_line, end_column) = l.end.unwrap();
+                [l.line, l.column, end_line, end_column]
+            })
+            .collect();
+        assert_eq!(got, want, "{name}");
+        checked += got.len();
+    }
+    assert!(checked > 10_000, "only {checked} statements checked");
 }
