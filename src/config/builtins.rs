@@ -132,7 +132,8 @@ pub(super) fn builtin_name(name: &str) -> Option<Value> {
     })
 }
 
-/// Call a modelled builtin (not a DSL constructor: `dsl::call_builtin`).
+/// Call a builtin: Python's modelled ones here, the DSL's constructors
+/// (`PatchConfig`, `Patch`, …) in `dsl::call_builtin`.
 pub(super) fn call(
     ev: &mut Evaluator,
     frame: &mut Frame,

@@ -342,6 +342,9 @@ const PATCH_CONFIG_PARAMS: [Param<'static>; 12] = [
     ("optional", true),
 ];
 
+/// Call one of the DSL's constructors (`PatchConfig`, `Patch`,
+/// `ImportSpec`, `PositionedHelper`, `create_patch_from_external`); other
+/// builtins are `builtins::call`'s.
 pub(super) fn call_builtin(
     ev: &mut Evaluator,
     frame: &mut Frame,

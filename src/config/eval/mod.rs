@@ -5,6 +5,10 @@
 //! Imports are lazy: `from m import x` binds a reference that is only looked
 //! at when the DSL needs the value. Only modules inside the project are ever
 //! read; everything else stays opaque.
+//!
+//! Here: the evaluator and its frames, modules and lazy references, name
+//! lookup and calls (dispatched to `builtins`, `dsl` and `methods/`);
+//! `stmt.rs` runs statements, `expr.rs` evaluates expressions.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -215,8 +219,7 @@ impl<'a> Evaluator<'a> {
                 // Calls into code patchgen does not run. Refuse when the
                 // callee could modify a config behind our back.
                 for a in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-                    if matches!(a, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
-                    {
+                    if a.can_reach_config() {
                         return Err(EvalError::new(
                             loc.clone(),
                             format!(

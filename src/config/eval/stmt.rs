@@ -140,7 +140,7 @@ impl Evaluator<'_> {
         for name in &used {
             let value = self.lookup_quiet(frame, name);
             if let Some(v) = value
-                && matches!(v, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
+                && v.can_reach_config()
             {
                 return Err(EvalError::new(
                     frame.loc(stmt),

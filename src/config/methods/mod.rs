@@ -39,6 +39,7 @@ pub(in crate::config) fn call_method(
     }
 }
 
+/// Exactly `min..=max` positional arguments and no keywords.
 pub(super) fn expect_args(
     name: &str,
     args: &[Value],
@@ -59,6 +60,7 @@ pub(super) fn expect_args(
     Ok(())
 }
 
+/// An argument that must be a string.
 pub(super) fn expect_str<'v>(v: &'v Value, what: &str, loc: &Loc) -> EResult<&'v str> {
     match v {
         Value::Str(s) => Ok(s),
@@ -67,7 +69,7 @@ pub(super) fn expect_str<'v>(v: &'v Value, what: &str, loc: &Loc) -> EResult<&'v
     }
 }
 
-/// Methods of lists, sets, dicts, tuples and strings.
+/// A method patchgen does not model: the closest supported one, else the list.
 pub(super) fn unknown_method(type_name: &str, name: &str, known: &[&str], loc: &Loc) -> EvalError {
     let err = EvalError::new(loc.clone(), format!("`{type_name}.{name}` is not supported by static evaluation"));
     match closest(name, known) {
