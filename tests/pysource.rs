@@ -1,3 +1,5 @@
+//! The shared Python-source layer (`pysource`) against python3.
+//!
 //! The binding visitor (`pysource::names::bindings`) against python3's own
 //! symbol table: for every module, function and class scope of a module,
 //! the names `symtable` marks assigned or imported must be exactly the
@@ -7,12 +9,15 @@
 //! targets in comprehensions, decorators, defaults, lambdas and bases,
 //! `match` captures) and over every module of the transformers 5.9.0 wheel.
 //! There too, statement locations (`ParsedFile::location`) against `ast`.
+//! Parameter lists (`pysource::signature::Signature`) against
+//! `inspect.signature` on generated `def`s.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
 use patchgen::pysource::names::bindings;
+use patchgen::pysource::signature::Signature;
 use patchgen::pysource::{ParsedFile, keyword_line};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -319,4 +324,91 @@ fn statement_locations_match_ast_on_transformers() {
         checked += got.len();
     }
     assert!(checked > 10_000, "only {checked} statements checked");
+}
+
+/// For each `def`: its parameters as `inspect.signature` gives them
+/// (name, kind, `repr` of the default), or `null` when CPython rejects it.
+const INSPECT_SIGNATURES: &str = r#"
+import inspect, json, sys
+out = []
+for src in json.load(sys.stdin):
+    ns = {}
+    try:
+        exec(compile(src, "m.py", "exec"), ns)
+    except SyntaxError:
+        out.append(None)
+        continue
+    e = inspect.Parameter.empty
+    out.append([[p.name, p.kind.name.lower(), None if p.default is e else repr(p.default)]
+                for p in inspect.signature(ns["f"]).parameters.values()])
+json.dump(out, sys.stdout)
+"#;
+
+fn parameter_list() -> impl Strategy<Value = String> {
+    let default = prop::sample::select(vec!["", "", "=1", "=None", "='a'", "=-2", "=(1, 2)", "=[]"]);
+    let param = (prop::sample::select(vec!["a", "b", "self", "x_1", "é"]), default);
+    (
+        prop::collection::vec(param.clone(), 0..3),
+        any::<bool>(),
+        prop::collection::vec(param.clone(), 0..3),
+        prop::sample::select(vec!["", "*", "*args"]),
+        prop::collection::vec(param, 0..3),
+        any::<bool>(),
+    )
+        .prop_map(|(posonly, slash, regular, star, kwonly, kwargs)| {
+            let mut parts: Vec<String> = Vec::new();
+            let mut n = 0;
+            // Distinct names: CPython rejects duplicate parameters.
+            let mut name = |base: &str| {
+                n += 1;
+                format!("{base}{n}")
+            };
+            for (p, d) in &posonly {
+                parts.push(format!("{}{d}", name(p)));
+            }
+            if slash && !posonly.is_empty() {
+                parts.push("/".into());
+            }
+            for (p, d) in &regular {
+                parts.push(format!("{}{d}", name(p)));
+            }
+            match star {
+                "*args" => parts.push(format!("*{}", name("args"))),
+                // Keyword-only parameters need a star before them.
+                _ if !kwonly.is_empty() => parts.push("*".into()),
+                _ => {}
+            }
+            for (p, d) in &kwonly {
+                parts.push(format!("{}{d}", name(p)));
+            }
+            if kwargs {
+                parts.push(format!("**{}", name("kw")));
+            }
+            format!("def f({}):\n    pass\n", parts.join(", "))
+        })
+}
+
+#[test]
+fn signatures_match_inspect_on_generated_defs() {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &[12; 32]),
+    );
+    let strategy = parameter_list();
+    let sources: Vec<String> = (0..2000).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect();
+    let expected: Vec<Option<Vec<(String, String, Option<String>)>>> = run_python(INSPECT_SIGNATURES, &sources);
+    let mut accepted = 0;
+    for (src, want) in sources.iter().zip(expected) {
+        let Some(want) = want else { continue };
+        accepted += 1;
+        let parsed = ruff_python_parser::parse_module(src).unwrap();
+        let Stmt::FunctionDef(f) = &parsed.syntax().body[0] else { unreachable!() };
+        let got: Vec<(String, String, Option<String>)> = Signature::of(&f.parameters, src)
+            .params
+            .into_iter()
+            .map(|p| (p.name, p.kind.as_str().to_string(), p.default))
+            .collect();
+        assert_eq!(got, want, "{src}");
+    }
+    assert!(accepted * 2 > sources.len(), "only {accepted} of {} generated defs compile", sources.len());
 }
