@@ -16,6 +16,7 @@
 //! `DIR/<path relative to TREE>` (for measuring ruff alone on the same input).
 //! With `--with-ruff`, also normalises (as `--check` does) and builds the
 //! `.diff`s, and reports those times separately.
+#![allow(clippy::print_stdout)] // a measurement tool: its figures are its output
 
 // The same allocator as the `patchgen` binary.
 #[global_allocator]

@@ -22,6 +22,7 @@ pub mod pipeline;
 pub mod project;
 pub mod pysource;
 pub mod pytext;
+pub mod settings;
 pub mod survey;
 pub mod timings;
 pub mod upstream;

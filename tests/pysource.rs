@@ -326,6 +326,9 @@ fn statement_locations_match_ast_on_transformers() {
     assert!(checked > 10_000, "only {checked} statements checked");
 }
 
+/// A parameter as compared: name, kind, `repr` of the default.
+type ParamRow = (String, String, Option<String>);
+
 /// For each `def`: its parameters as `inspect.signature` gives them
 /// (name, kind, `repr` of the default), or `null` when CPython rejects it.
 const INSPECT_SIGNATURES: &str = r#"
@@ -396,14 +399,14 @@ fn signatures_match_inspect_on_generated_defs() {
     );
     let strategy = parameter_list();
     let sources: Vec<String> = (0..2000).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect();
-    let expected: Vec<Option<Vec<(String, String, Option<String>)>>> = run_python(INSPECT_SIGNATURES, &sources);
+    let expected: Vec<Option<Vec<ParamRow>>> = run_python(INSPECT_SIGNATURES, &sources);
     let mut accepted = 0;
     for (src, want) in sources.iter().zip(expected) {
         let Some(want) = want else { continue };
         accepted += 1;
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let Stmt::FunctionDef(f) = &parsed.syntax().body[0] else { unreachable!() };
-        let got: Vec<(String, String, Option<String>)> = Signature::of(&f.parameters, src)
+        let got: Vec<ParamRow> = Signature::of(&f.parameters, src)
             .params
             .into_iter()
             .map(|p| (p.name, p.kind.as_str().to_string(), p.default))

@@ -97,7 +97,7 @@ pub fn strip_patch_decorators(source: &str) -> String {
 pub fn apply_name_map(source: &str, name_map: Option<&[(String, String)]>) -> String {
     let Some(map) = name_map else { return source.to_string() };
     let mut entries: Vec<&(String, String)> = map.iter().collect();
-    entries.sort_by(|a, b| char_len(&b.0).cmp(&char_len(&a.0)));
+    entries.sort_by_key(|e| std::cmp::Reverse(char_len(&e.0)));
     let mut s = source.to_string();
     for (old, new) in entries {
         s = py_replace(&s, old, new, None);

@@ -209,6 +209,8 @@ impl SequenceMatcher {
     ) -> Match {
         let (a, b) = (&self.a, &self.b);
         let (mut besti, mut bestj, mut bestsize) = (alo, blo, 0usize);
+        // Indexes as difflib's loop does (`i` is the match position too).
+        #[allow(clippy::needless_range_loop)]
         for i in alo..ahi {
             let js = self.b2j(a[i]);
             // `if j < blo: continue` — skipping them all at once changes nothing.
@@ -386,7 +388,7 @@ impl SequenceMatcher {
             }
             group.push(Opcode::new(tag, i1, i2, j1, j2));
         }
-        if !group.is_empty() && !(group.len() == 1 && group[0].tag == Tag::Equal) {
+        if !(group.is_empty() || group.len() == 1 && group[0].tag == Tag::Equal) {
             groups.push(group);
         }
         groups
