@@ -22,7 +22,8 @@
 //!   `bound_names(stmt)`: the distinct local names a statement binds;
 //!   `target_names(expr)`: the names an assignment target binds;
 //!   `free_names(body)`: the global names code reads (pyflakes F821's view),
-//!   first use each; `is_builtin(name)`.
+//!   first use each; `free_name_uses(body)` / `free_name_uses_in(body,
+//!   wanted)`: every such use, in order; `is_builtin(name)`.
 //! - [`signature`]: `Signature::of(&Parameters, text)` → `{ params: [Param {
 //!   name, kind: ParamKind, default: Option<String> }] }` (Display: Python's
 //!   notation); `decorators(list, text)` → `[DecoratorInfo { name, text }]`;

@@ -465,8 +465,8 @@ struct Scope {
 /// Free-name finder: every `Load` of a name that no enclosing scope binds.
 struct FreeNames {
     scopes: Vec<Scope>,
-    /// Name → offset of its first free use.
-    free: BTreeMap<String, TextSize>,
+    /// Every free use, in visiting order.
+    uses: Vec<(String, TextSize)>,
     in_annotation: bool,
 }
 
@@ -484,7 +484,7 @@ impl FreeNames {
 
     fn load(&mut self, name: &str, at: TextSize) {
         if !self.resolves(name) {
-            self.free.entry(name.to_string()).or_insert(at);
+            self.uses.push((name.to_string(), at));
         }
     }
 
@@ -593,16 +593,11 @@ impl<'a> Visitor<'a> for FreeNames {
                 // A forward reference: its names are read when annotations are resolved.
                 if let Ok(parsed) = ruff_python_parser::parse_expression(s.value.to_str().trim()) {
                     let at = s.start();
-                    let mut inner = FreeNames {
-                        scopes: std::mem::take(&mut self.scopes),
-                        free: BTreeMap::new(),
-                        in_annotation: true,
-                    };
+                    let mut inner =
+                        FreeNames { scopes: std::mem::take(&mut self.scopes), uses: Vec::new(), in_annotation: true };
                     inner.visit_expr(parsed.expr());
                     self.scopes = inner.scopes;
-                    for name in inner.free.into_keys() {
-                        self.free.entry(name).or_insert(at);
-                    }
+                    self.uses.extend(inner.uses.into_iter().map(|(name, _)| (name, at)));
                 }
             }
             _ if self.in_annotation && is_literal_subscript(expr) => {
@@ -618,14 +613,34 @@ impl<'a> Visitor<'a> for FreeNames {
 /// The global names `body` reads, with the offset of the first read.
 /// Module-level bindings of `body` itself count as defined.
 pub fn free_names(body: &[Stmt]) -> BTreeMap<String, TextSize> {
+    let mut first = BTreeMap::new();
+    for (name, at) in free_name_uses(body) {
+        first.entry(name).or_insert(at);
+    }
+    first
+}
+
+/// Every read of a global name in `body` that nothing binds (module-level
+/// bindings of `body` count as bound), with its offset, in visiting order:
+/// what pyflakes reports as F821, one entry per use (a string annotation's
+/// uses at the string).
+pub fn free_name_uses(body: &[Stmt]) -> Vec<(String, TextSize)> {
+    free_name_uses_in(body, |_| true)
+}
+
+/// [`free_name_uses`] of the top-level statements of `body` that `wanted`
+/// selects (the whole module's bindings still count as bound).
+pub fn free_name_uses_in(body: &[Stmt], wanted: impl Fn(&Stmt) -> bool) -> Vec<(String, TextSize)> {
     let module_names = scope_names(body).collect();
     let mut f = FreeNames {
         scopes: vec![Scope { names: module_names, is_class: false }],
-        free: BTreeMap::new(),
+        uses: Vec::new(),
         in_annotation: false,
     };
-    f.visit_body(body);
-    f.free
+    for stmt in body.iter().filter(|s| wanted(s)) {
+        f.visit_stmt(stmt);
+    }
+    f.uses
 }
 
 #[cfg(test)]
@@ -718,6 +733,19 @@ mod tests {
     fn nested_functions_see_enclosing_locals() {
         let src = "def outer(a):\n    b = 1\n    def inner():\n        return a + b + c\n    return inner\n";
         assert_eq!(free(src), ["c"]);
+    }
+
+    #[test]
+    fn every_use_is_listed_and_a_selection_keeps_module_bindings() {
+        let src = "X = 1\ndef f():\n    return a + a + X\ndef g(p: \"b.c\"):\n    return a\n";
+        let parsed = ruff_python_parser::parse_module(src).unwrap();
+        let body = &parsed.syntax().body;
+        let uses: Vec<(String, &str)> =
+            free_name_uses(body).into_iter().map(|(n, at)| (n, &src[usize::from(at)..usize::from(at) + 1])).collect();
+        let expected = [("a", "a"), ("a", "a"), ("b", "\""), ("a", "a")];
+        assert_eq!(uses, expected.map(|(n, at)| (n.to_string(), at)));
+        let in_g = free_name_uses_in(body, |s| matches!(s, Stmt::FunctionDef(f) if f.name.id.as_str() == "g"));
+        assert_eq!(in_g.into_iter().map(|(n, _)| n).collect::<Vec<_>>(), ["b", "a"]);
     }
 
     #[test]

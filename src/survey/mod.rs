@@ -10,6 +10,7 @@
 pub mod attrs;
 pub mod compare;
 pub mod modules;
+pub mod names;
 pub mod report;
 pub mod signature;
 pub mod source;
