@@ -13,6 +13,21 @@ use super::objects::closest;
 use super::plan::Loc;
 use super::value::Value;
 
+/// A call's evaluated arguments, as the callee receives them: the
+/// positionals (`*` already expanded), then the keywords in source order
+/// (`**` already expanded).
+pub(in crate::config) struct Args {
+    pub positional: Vec<Value>,
+    pub keywords: Vec<(String, Value)>,
+}
+
+impl Args {
+    /// Positional arguments only.
+    pub(in crate::config) fn positional(values: Vec<Value>) -> Args {
+        Args { positional: values, keywords: Vec::new() }
+    }
+}
+
 /// A parameter: its name and whether it has a default.
 pub(super) type Param<'p> = (&'p str, bool);
 
@@ -24,14 +39,9 @@ pub(super) struct Bound<'p> {
     loc: &'p Loc,
 }
 
-/// Bind `args` and `kwargs` to `params` (in declaration order).
-pub(super) fn bind<'p>(
-    func: &'p str,
-    params: &'p [Param<'p>],
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &'p Loc,
-) -> EResult<Bound<'p>> {
+/// Bind `args` to `params` (in declaration order).
+pub(super) fn bind<'p>(func: &'p str, params: &'p [Param<'p>], args: Args, loc: &'p Loc) -> EResult<Bound<'p>> {
+    let Args { positional: args, keywords: kwargs } = args;
     let mut slots: Vec<Option<Value>> = vec![None; params.len()];
     if args.len() > params.len() {
         return Err(EvalError::new(
@@ -109,8 +119,8 @@ mod tests {
 
     fn run(args: Vec<Value>, kwargs: Vec<(&str, Value)>) -> Result<Vec<Option<Value>>, String> {
         let loc = loc();
-        let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let mut b = bind("f", &PARAMS, args, kwargs, &loc).map_err(|e| e.to_string())?;
+        let keywords = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mut b = bind("f", &PARAMS, Args { positional: args, keywords }, &loc).map_err(|e| e.to_string())?;
         let target = b.required("target").map_err(|e| e.to_string())?;
         Ok(vec![Some(target), b.optional("replacement"), b.optional("description")])
     }
@@ -141,7 +151,7 @@ mod tests {
     #[test]
     fn a_required_value_taken_twice_is_an_error_not_a_panic() {
         let loc = loc();
-        let mut b = bind("f", &PARAMS, vec![Value::Int(1)], vec![], &loc).unwrap();
+        let mut b = bind("f", &PARAMS, Args::positional(vec![Value::Int(1)]), &loc).unwrap();
         assert!(b.required("target").is_ok());
         assert_eq!(b.required("target").unwrap_err().message, "`f()` is missing the required argument `target`");
     }

@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use super::args::bind;
+use super::args::{Args, bind};
 use super::dsl::need_str;
 use super::eval::{EResult, EvalError, Evaluator, Frame, opaque};
 use super::objects::set_add;
@@ -134,27 +134,20 @@ pub(super) fn builtin_name(name: &str) -> Option<Value> {
 
 /// Call a builtin: Python's modelled ones here, the DSL's constructors
 /// (`PatchConfig`, `Patch`, …) in `dsl::call_builtin`.
-pub(super) fn call(
-    ev: &mut Evaluator,
-    frame: &mut Frame,
-    builtin: Builtin,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &Loc,
-) -> EResult<Value> {
+pub(super) fn call(ev: &mut Evaluator, frame: &mut Frame, builtin: Builtin, args: Args, loc: &Loc) -> EResult<Value> {
     match builtin {
         Builtin::DeepCopy | Builtin::ShallowCopy => {
-            let mut a = bind("copy", &[("x", false), ("memo", true)], args, kwargs, loc)?;
+            let mut a = bind("copy", &[("x", false), ("memo", true)], args, loc)?;
             let v = ev.force(a.required("x")?)?;
             Ok(if builtin == Builtin::DeepCopy { deep_copy(&v, &mut Vec::new()) } else { shallow_copy(&v) })
         }
         Builtin::Dedent => {
-            let mut a = bind("dedent", &[("text", false)], args, kwargs, loc)?;
+            let mut a = bind("dedent", &[("text", false)], args, loc)?;
             let text = need_str(ev, a.required("text")?, "the text to dedent", loc)?;
             Ok(Value::str(&crate::pytext::dedent(&text)))
         }
         Builtin::List | Builtin::Tuple | Builtin::Set | Builtin::Sorted => {
-            let items = match args.first() {
+            let items = match args.positional.first() {
                 Some(a) => ev.iterate(frame, a, loc)?,
                 None => vec![],
             };
@@ -183,7 +176,7 @@ pub(super) fn call(
         }
         Builtin::Dict => {
             let dict = shared(Vec::new());
-            if let Some(a) = args.first() {
+            if let Some(a) = args.positional.first() {
                 match ev.force(a.clone())? {
                     Value::Dict(d) => *dict.borrow_mut() = d.borrow().clone(),
                     other => {
@@ -194,18 +187,18 @@ pub(super) fn call(
                     }
                 }
             }
-            for (k, v) in kwargs {
+            for (k, v) in args.keywords {
                 super::objects::dict_set(&dict, Value::str(&k), v, loc)?;
             }
             Ok(Value::Dict(dict))
         }
-        Builtin::Str => match args.first().map(|a| ev.force(a.clone())).transpose()? {
+        Builtin::Str => match args.positional.first().map(|a| ev.force(a.clone())).transpose()? {
             Some(Value::Str(s)) => Ok(Value::Str(s)),
             Some(Value::Int(i)) => Ok(Value::str(&i.to_string())),
             None => Ok(Value::str("")),
             Some(other) => Ok(opaque(&format!("str({})", other.type_name()), loc.clone())),
         },
-        Builtin::Len => match args.first().map(|a| ev.force(a.clone())).transpose()? {
+        Builtin::Len => match args.positional.first().map(|a| ev.force(a.clone())).transpose()? {
             Some(Value::Str(s)) => Ok(Value::Int(s.chars().count() as i64)),
             Some(v @ (Value::List(_) | Value::Tuple(_) | Value::Set(_) | Value::Dict(_))) => {
                 Ok(Value::Int(ev.iterate(frame, &v, loc)?.len() as i64))
@@ -218,7 +211,7 @@ pub(super) fn call(
         | Builtin::ImportSpecClass
         | Builtin::PositionedHelperClass
         | Builtin::PatchTypeEnum
-        | Builtin::CreatePatchFromExternal => super::dsl::call_builtin(ev, frame, builtin, args, kwargs, loc),
+        | Builtin::CreatePatchFromExternal => super::dsl::call_builtin(ev, frame, builtin, args, loc),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::args::{Param, bind};
+use super::args::{Args, Param, bind};
 use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
 use super::objects::{closest, set_add};
 use super::plan::{Loc, PatchType};
@@ -117,14 +117,13 @@ pub(super) fn call_config_method(
     frame: &mut Frame,
     config: Shared<ConfigObj>,
     name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
     let _ = frame;
     if let Some((kind, patch_type)) = kind_of(name) {
         let params = [(first_param(name), false), ("replacement", true), ("name_map", true), ("description", true)];
-        let mut a = bind(name, &params, args, kwargs, loc)?;
+        let mut a = bind(name, &params, args, loc)?;
         let t = need_str(ev, a.required(first_param(name))?, "the patch target", loc)?;
         let target = Value::Str(t.clone());
         let replacement = a.or_none("replacement");
@@ -152,7 +151,7 @@ pub(super) fn call_config_method(
     }
     match name {
         "modify_init" => {
-            let mut a = bind(name, &[("target_class", false), ("description", true)], args, kwargs, loc)?;
+            let mut a = bind(name, &[("target_class", false), ("description", true)], args, loc)?;
             let target = need_str(ev, a.required("target_class")?, "the patch target", loc)?;
             Ok(Value::Decorator(Rc::new(PendingDecorator {
                 config: config.clone(),
@@ -164,7 +163,7 @@ pub(super) fn call_config_method(
             })))
         }
         "add_helper_after" => {
-            let mut a = bind(name, &[("target", false), ("helper", true)], args, kwargs, loc)?;
+            let mut a = bind(name, &[("target", false), ("helper", true)], args, loc)?;
             let target = need_str(ev, a.required("target")?, "the helper's target", loc)?;
             let pending = Rc::new(PendingDecorator {
                 config: config.clone(),
@@ -183,7 +182,7 @@ pub(super) fn call_config_method(
             }
         }
         "add_helper" => {
-            let mut a = bind(name, &[("func", true)], args, kwargs, loc)?;
+            let mut a = bind(name, &[("func", true)], args, loc)?;
             match a.optional("func") {
                 None | Some(Value::None) => {
                     Ok(Value::Method(Box::new(Value::Config(config.clone())), Rc::from("add_helper")))
@@ -197,7 +196,7 @@ pub(super) fn call_config_method(
             }
         }
         "add_import" => {
-            let mut a = bind(name, &IMPORT_SPEC_PARAMS, args, kwargs, loc)?;
+            let mut a = bind(name, &IMPORT_SPEC_PARAMS, args, loc)?;
             let module = Value::Str(need_str(ev, a.required("module")?, "the import's module", loc)?);
             let names = ev.force(a.or_none("names"))?;
             let alias = ev.force(a.or_none("alias"))?;
@@ -207,17 +206,17 @@ pub(super) fn call_config_method(
             Ok(Value::None)
         }
         "add_post_import_block" => {
-            let mut a = bind(name, &[("block", false)], args, kwargs, loc)?;
+            let mut a = bind(name, &[("block", false)], args, loc)?;
             let block = need_str(ev, a.required("block")?, "the post-import block", loc)?;
             push(&config.borrow().post_import_blocks, Value::Str(block), "post_import_blocks", loc)?;
             Ok(Value::None)
         }
         "drop_import_names" => {
-            if !kwargs.is_empty() {
+            if !args.keywords.is_empty() {
                 return Err(EvalError::new(loc.clone(), "`drop_import_names()` takes names as positional arguments"));
             }
             let set = config.borrow().drop_imported_names.clone();
-            for a in args {
+            for a in args.positional {
                 let s = need_str(ev, a, "a dropped import name", loc)?;
                 match &set {
                     Value::Set(s2) => set_add(s2, Value::Str(s), loc)?,
@@ -232,11 +231,11 @@ pub(super) fn call_config_method(
             Ok(Value::None)
         }
         "exclude_from_output" => {
-            if !kwargs.is_empty() {
+            if !args.keywords.is_empty() {
                 return Err(EvalError::new(loc.clone(), "`exclude_from_output()` takes names as positional arguments"));
             }
             let list = config.borrow().exclude.clone();
-            for a in args {
+            for a in args.positional {
                 let s = need_str(ev, a, "an excluded name", loc)?;
                 push(&list, Value::Str(s), "exclude", loc)?;
             }
@@ -349,13 +348,12 @@ pub(super) fn call_builtin(
     ev: &mut Evaluator,
     frame: &mut Frame,
     builtin: Builtin,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
     match builtin {
         Builtin::PatchConfig => {
-            let mut a = bind("PatchConfig", &PATCH_CONFIG_PARAMS, args, kwargs, loc)?;
+            let mut a = bind("PatchConfig", &PATCH_CONFIG_PARAMS, args, loc)?;
             let config = ConfigObj {
                 source_module: a.required("source_module")?,
                 target_file: a.or("target_file", Value::str("patched_modeling.py")),
@@ -381,7 +379,7 @@ pub(super) fn call_builtin(
                 ("patch_type", true),
                 ("description", true),
             ];
-            let mut a = bind("create_patch_from_external", &params, args, kwargs, loc)?;
+            let mut a = bind("create_patch_from_external", &params, args, loc)?;
             let target = need_str(ev, a.required("target")?, "the patch target", loc)?;
             let module = need_str(ev, a.required("replacement_module")?, "replacement_module", loc)?;
             let rname = need_str(ev, a.required("replacement_name")?, "replacement_name", loc)?;
@@ -416,7 +414,7 @@ pub(super) fn call_builtin(
                 ("replacement_source", true),
                 ("name_map", true),
             ];
-            let mut a = bind("Patch", &params, args, kwargs, loc)?;
+            let mut a = bind("Patch", &params, args, loc)?;
             let patch_type = ev.force(a.required("patch_type")?)?;
             let target = a.required("target")?;
             let replacement = ev.force(a.required("replacement")?)?;
@@ -432,7 +430,7 @@ pub(super) fn call_builtin(
             })))
         }
         Builtin::ImportSpecClass => {
-            let mut a = bind("ImportSpec", &IMPORT_SPEC_PARAMS, args, kwargs, loc)?;
+            let mut a = bind("ImportSpec", &IMPORT_SPEC_PARAMS, args, loc)?;
             let module = a.required("module")?;
             let names = a.or_none("names");
             let alias = a.or_none("alias");
@@ -440,13 +438,8 @@ pub(super) fn call_builtin(
             Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import })))
         }
         Builtin::PositionedHelperClass => {
-            let mut a = bind(
-                "PositionedHelper",
-                &[("target", false), ("helper", false), ("placement", true)],
-                args,
-                kwargs,
-                loc,
-            )?;
+            let mut a =
+                bind("PositionedHelper", &[("target", false), ("helper", false), ("placement", true)], args, loc)?;
             let target = a.required("target")?;
             let helper = ev.force(a.required("helper")?)?;
             let placement = a.or("placement", Value::str("after"));
@@ -455,6 +448,6 @@ pub(super) fn call_builtin(
         Builtin::PatchTypeEnum => {
             Err(EvalError::new(loc.clone(), "use a member such as `PatchType.CLASS_REPLACEMENT`"))
         }
-        _ => super::builtins::call(ev, frame, builtin, args, kwargs, loc),
+        _ => super::builtins::call(ev, frame, builtin, args, loc),
     }
 }

@@ -8,6 +8,7 @@ use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 
 use super::{EResult, EvalError, Evaluator, Frame, MAX_DEPTH, describe_origin, opaque, too_large, value_size};
+use crate::config::args::Args;
 use crate::config::plan::Loc;
 use crate::config::source::LocOf;
 use crate::config::value::*;
@@ -81,7 +82,7 @@ impl Evaluator<'_> {
                 let items = self.comprehension(frame, &c.generators, &|ev, fr| ev.eval(fr, &c.elt))?;
                 let set = Value::Set(shared(Vec::new()));
                 let l = loc();
-                self.call_method(frame, set.clone(), "update", vec![Value::list(items)], vec![], &l)?;
+                self.call_method(frame, set.clone(), "update", Args::positional(vec![Value::list(items)]), &l)?;
                 set
             }
             Expr::DictComp(c) => self.eval_dict_comp(frame, expr, c)?,
@@ -136,7 +137,7 @@ impl Evaluator<'_> {
                 }
             }
             let l = frame.loc(expr);
-            self.call(frame, func, args, kwargs, &l)?
+            self.call(frame, func, Args { positional: args, keywords: kwargs }, &l)?
         })
     }
 
@@ -146,7 +147,7 @@ impl Evaluator<'_> {
             let items = self.eval_elts(frame, &s.elts)?;
             let set = Value::Set(shared(Vec::new()));
             let l = frame.loc(expr);
-            self.call_method(frame, set.clone(), "update", vec![Value::list(items)], vec![], &l)?;
+            self.call_method(frame, set.clone(), "update", Args::positional(vec![Value::list(items)]), &l)?;
             set
         })
     }

@@ -19,6 +19,7 @@ use ruff_text_size::Ranged;
 mod expr;
 mod stmt;
 
+use super::args::Args;
 pub use super::error::{EResult, EvalError, Warning};
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
@@ -194,22 +195,22 @@ impl<'a> Evaluator<'a> {
             .with_help("define or import it above this line"))
     }
 
-    pub(super) fn call(
-        &mut self,
-        frame: &mut Frame,
-        func: Value,
-        args: Vec<Value>,
-        kwargs: Vec<(String, Value)>,
-        loc: &Loc,
-    ) -> EResult<Value> {
+    /// Call `func` (a builtin, a method, a pending patch decorator; anything
+    /// else is code patchgen does not run).
+    pub(super) fn call(&mut self, frame: &mut Frame, func: Value, args: Args, loc: &Loc) -> EResult<Value> {
         match func {
-            Value::Builtin(b) => super::builtins::call(self, frame, b, args, kwargs, loc),
-            Value::Method(recv, name) => self.call_method(frame, *recv, &name, args, kwargs, loc),
+            Value::Builtin(b) => super::builtins::call(self, frame, b, args, loc),
+            Value::Method(recv, name) => self.call_method(frame, *recv, &name, args, loc),
             Value::Decorator(pending) => {
-                if args.len() != 1 || !kwargs.is_empty() {
-                    return Err(EvalError::new(loc.clone(), "a patch decorator takes exactly one function or class"));
-                }
-                let target = args.into_iter().next().expect("one arg");
+                let target = match <[Value; 1]>::try_from(args.positional) {
+                    Ok([target]) if args.keywords.is_empty() => target,
+                    _ => {
+                        return Err(EvalError::new(
+                            loc.clone(),
+                            "a patch decorator takes exactly one function or class",
+                        ));
+                    }
+                };
                 super::dsl::register_decorated(self, &pending, target.clone(), loc)?;
                 Ok(target)
             }
@@ -218,7 +219,7 @@ impl<'a> Evaluator<'a> {
             other => {
                 // Calls into code patchgen does not run. Refuse when the
                 // callee could modify a config behind our back.
-                for a in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+                for a in args.positional.iter().chain(args.keywords.iter().map(|(_, v)| v)) {
                     if a.can_reach_config() {
                         return Err(EvalError::new(
                             loc.clone(),
@@ -236,18 +237,18 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Call method `name` of `recv`.
     pub(super) fn call_method(
         &mut self,
         frame: &mut Frame,
         recv: Value,
         name: &str,
-        args: Vec<Value>,
-        kwargs: Vec<(String, Value)>,
+        args: Args,
         loc: &Loc,
     ) -> EResult<Value> {
         match &recv {
-            Value::Config(c) => super::dsl::call_config_method(self, frame, c.clone(), name, args, kwargs, loc),
-            _ => super::methods::call_method(self, frame, recv, name, args, kwargs, loc),
+            Value::Config(c) => super::dsl::call_config_method(self, frame, c.clone(), name, args, loc),
+            _ => super::methods::call_method(self, frame, recv, name, args, loc),
         }
     }
 }

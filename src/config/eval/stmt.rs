@@ -8,6 +8,7 @@ use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 
 use super::{EResult, EvalError, Evaluator, Frame, dotted, is_config_module, is_dsl_module, too_large};
+use crate::config::args::Args;
 use crate::config::plan::Loc;
 use crate::config::source::{DefObj, keyword_line};
 use crate::config::value::*;
@@ -68,7 +69,13 @@ impl Evaluator<'_> {
                     }
                     (Value::Set(_), ast::Operator::BitOr) => {
                         let items = self.iterate(frame, &rhs, &loc)?;
-                        self.call_method(frame, current.clone(), "update", vec![Value::list(items)], vec![], &loc)?;
+                        self.call_method(
+                            frame,
+                            current.clone(),
+                            "update",
+                            Args::positional(vec![Value::list(items)]),
+                            &loc,
+                        )?;
                         current.clone()
                     }
                     _ => self.binop(&current, aug.op, &rhs, &loc)?,
@@ -339,7 +346,7 @@ impl Evaluator<'_> {
             Value::Method(recv, name) => {
                 if let Value::Config(_) = *recv {
                     if &*name == "add_helper" {
-                        self.call_method(frame, *recv, &name, vec![target.clone()], vec![], loc)?;
+                        self.call_method(frame, *recv, &name, Args::positional(vec![target.clone()]), loc)?;
                         return Ok(target);
                     }
                     return Err(EvalError::new(

@@ -3,18 +3,14 @@
 use std::rc::Rc;
 
 use super::unknown_method;
+use crate::config::args::Args;
 use crate::config::eval::{EResult, EvalError};
 use crate::config::objects::dict_set;
 use crate::config::plan::Loc;
 use crate::config::value::*;
 
-pub(super) fn call(
-    d: &Shared<Vec<(Value, Value)>>,
-    name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &Loc,
-) -> EResult<Value> {
+pub(super) fn call(d: &Shared<Vec<(Value, Value)>>, name: &str, args: Args, loc: &Loc) -> EResult<Value> {
+    let Args { positional: args, keywords: kwargs } = args;
     match name {
         "update" => {
             for a in &args {

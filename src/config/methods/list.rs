@@ -3,6 +3,7 @@
 use std::rc::Rc;
 
 use super::{expect_args, unknown_method};
+use crate::config::args::Args;
 use crate::config::eval::{EResult, EvalError, Evaluator, Frame};
 use crate::config::objects::{find_eq, index};
 use crate::config::plan::Loc;
@@ -13,10 +14,10 @@ pub(super) fn call(
     frame: &mut Frame,
     l: &Shared<Vec<Value>>,
     name: &str,
-    mut args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
+    let Args { positional: mut args, keywords: kwargs } = args;
     match name {
         "append" => {
             expect_args(name, &args, &kwargs, 1, 1, loc)?;
@@ -85,13 +86,8 @@ pub(super) fn call(
     Ok(Value::None)
 }
 
-pub(super) fn call_tuple(
-    t: &Rc<Vec<Value>>,
-    name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &Loc,
-) -> EResult<Value> {
+pub(super) fn call_tuple(t: &Rc<Vec<Value>>, name: &str, args: Args, loc: &Loc) -> EResult<Value> {
+    let Args { positional: args, keywords: kwargs } = args;
     match name {
         "index" | "count" => {
             expect_args(name, &args, &kwargs, 1, 1, loc)?;

@@ -8,6 +8,7 @@ mod list;
 mod set;
 mod str;
 
+use super::args::Args;
 use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
 use super::objects::closest;
 use super::plan::Loc;
@@ -19,22 +20,21 @@ pub(in crate::config) fn call_method(
     frame: &mut Frame,
     recv: Value,
     name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
     let mut args = args;
-    for a in args.iter_mut() {
+    for a in args.positional.iter_mut() {
         if let Value::Lazy(_) = a {
             *a = ev.force(a.clone())?;
         }
     }
     match &recv {
-        Value::List(l) => list::call(ev, frame, l, name, args, kwargs, loc),
-        Value::Tuple(t) => list::call_tuple(t, name, args, kwargs, loc),
-        Value::Set(s) => set::call(ev, frame, s, name, args, kwargs, loc),
-        Value::Dict(d) => dict::call(d, name, args, kwargs, loc),
-        Value::Str(s) => str::call(ev, frame, s, name, args, kwargs, loc),
+        Value::List(l) => list::call(ev, frame, l, name, args, loc),
+        Value::Tuple(t) => list::call_tuple(t, name, args, loc),
+        Value::Set(s) => set::call(ev, frame, s, name, args, loc),
+        Value::Dict(d) => dict::call(d, name, args, loc),
+        Value::Str(s) => str::call(ev, frame, s, name, args, loc),
         other => Ok(opaque(&format!("{}.{name}(...)", other.type_name()), loc.clone())),
     }
 }

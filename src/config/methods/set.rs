@@ -1,6 +1,7 @@
 //! Methods of sets.
 
 use super::{expect_args, unknown_method};
+use crate::config::args::Args;
 use crate::config::eval::{EResult, EvalError, Evaluator, Frame};
 use crate::config::objects::{find_eq, set_add};
 use crate::config::plan::Loc;
@@ -11,10 +12,10 @@ pub(super) fn call(
     frame: &mut Frame,
     s: &Shared<Vec<Value>>,
     name: &str,
-    mut args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
+    let Args { positional: mut args, keywords: kwargs } = args;
     match name {
         "add" => {
             expect_args(name, &args, &kwargs, 1, 1, loc)?;

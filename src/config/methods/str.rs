@@ -1,6 +1,7 @@
 //! Methods of strings (those configs use; others are opaque).
 
 use super::{expect_args, expect_str};
+use crate::config::args::Args;
 use crate::config::eval::{EResult, EvalError, Evaluator, Frame, opaque};
 use crate::config::plan::Loc;
 use crate::config::value::*;
@@ -10,10 +11,10 @@ pub(super) fn call(
     frame: &mut Frame,
     s: &str,
     name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
+    let Args { positional: args, keywords: kwargs } = args;
     Ok(match name {
         "strip" | "lstrip" | "rstrip" if args.is_empty() => Value::str(match name {
             "strip" => crate::pytext::strip(s),
