@@ -17,6 +17,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod diff;
 pub mod json;
+pub mod moe;
 pub mod normalize;
 pub mod pipeline;
 pub mod project;

@@ -55,6 +55,7 @@ Examples:
   patchgen check --fix                  rewrite the files that drifted
   patchgen list                         list the configs
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
+  patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen completions bash > /etc/bash_completion.d/patchgen
 
 The reference's command lines work unchanged:
@@ -93,6 +94,7 @@ pub enum Command {
     Check(CheckArgs),
     List(ListArgs),
     Survey(crate::survey::SurveyArgs),
+    Moe(crate::moe::MoeArgs),
     Completions(args::CompletionsArgs),
 }
 
@@ -118,6 +120,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Check(a) => check::run(&a),
         Command::List(a) => list::run(&a),
         Command::Survey(a) => crate::survey::run(a),
+        Command::Moe(a) => crate::moe::run(a),
         Command::Completions(a) => {
             let mut cmd = Cli::command();
             let mut out = std::io::stdout();
