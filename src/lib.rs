@@ -5,7 +5,9 @@
 //! → `upstream` (module resolution) → `codegen` (pure text generation)
 //! → `normalize` (ruff) → `diff` (difflib port) → `check` (drift gate).
 //! `pytext` holds the Python text semantics everything else mimics
-//! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …).
+//! (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, …);
+//! `pysource` the Python-source layer every reader of Python files shares
+//! (a parsed file with its line index, name bindings, signatures).
 
 pub mod atomic;
 pub mod cache;
@@ -21,6 +23,7 @@ pub mod moe;
 pub mod normalize;
 pub mod pipeline;
 pub mod project;
+pub mod pysource;
 pub mod pytext;
 pub mod reference;
 pub mod scaffold;

@@ -5,60 +5,11 @@
 
 use std::rc::Rc;
 
+use super::args::{Args, Param, bind};
 use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
 use super::objects::{closest, set_add};
 use super::plan::{Loc, PatchType};
 use super::value::*;
-
-/// Bind call arguments to a Python signature: `params` in order, each with
-/// whether it has a default. Returns one slot per parameter.
-fn bind(
-    func: &str,
-    params: &[(&str, bool)],
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &Loc,
-) -> EResult<Vec<Option<Value>>> {
-    let mut slots: Vec<Option<Value>> = vec![None; params.len()];
-    if args.len() > params.len() {
-        return Err(EvalError::new(
-            loc.clone(),
-            format!("`{func}()` takes at most {} positional arguments ({} given)", params.len(), args.len()),
-        ));
-    }
-    for (i, a) in args.into_iter().enumerate() {
-        slots[i] = Some(a);
-    }
-    for (name, v) in kwargs {
-        match params.iter().position(|(p, _)| *p == name) {
-            Some(i) => {
-                if slots[i].is_some() {
-                    return Err(EvalError::new(loc.clone(), format!("`{func}()` got multiple values for `{name}`")));
-                }
-                slots[i] = Some(v);
-            }
-            None => {
-                let names: Vec<&str> = params.iter().map(|(p, _)| *p).collect();
-                let err =
-                    EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"));
-                return Err(match closest(&name, &names) {
-                    Some(s) => err.with_help(format!("did you mean `{s}=`?")),
-                    None => err.with_help(format!("`{func}` takes: {}", names.join(", "))),
-                });
-            }
-        }
-    }
-    for (i, (p, has_default)) in params.iter().enumerate() {
-        if slots[i].is_none() && !has_default {
-            return Err(EvalError::new(loc.clone(), format!("`{func}()` is missing the required argument `{p}`")));
-        }
-    }
-    Ok(slots)
-}
-
-fn or_none(v: Option<Value>) -> Value {
-    v.unwrap_or(Value::None)
-}
 
 /// A value the DSL needs as a string.
 pub(super) fn need_str(ev: &mut Evaluator, v: Value, what: &str, loc: &Loc) -> EResult<Rc<str>> {
@@ -135,7 +86,7 @@ fn push(list: &Value, item: Value, field: &str, loc: &Loc) -> EResult<()> {
 
 /// `description or f"..."`: the user's description when truthy, else the default.
 fn description_or(ev: &mut Evaluator, description: Option<Value>, default: String, loc: &Loc) -> EResult<Value> {
-    let d = ev.force(or_none(description))?;
+    let d = ev.force(description.unwrap_or(Value::None))?;
     match d.truthy() {
         Some(true) => Ok(d),
         Some(false) => Ok(Value::str(&default)),
@@ -166,38 +117,29 @@ pub(super) fn call_config_method(
     frame: &mut Frame,
     config: Shared<ConfigObj>,
     name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
     let _ = frame;
     if let Some((kind, patch_type)) = kind_of(name) {
-        let slots = bind(
-            name,
-            &[(first_param(name), false), ("replacement", true), ("name_map", true), ("description", true)],
-            args,
-            kwargs,
-            loc,
-        )?;
-        let mut slots = slots.into_iter();
-        let target = slots.next().flatten().expect("required");
-        let target = Value::Str(need_str(ev, target, "the patch target", loc)?);
-        let replacement = or_none(slots.next().flatten());
-        let name_map = or_none(slots.next().flatten());
-        let description = slots.next().flatten();
+        let params = [(first_param(name), false), ("replacement", true), ("name_map", true), ("description", true)];
+        let mut a = bind(name, &params, args, loc)?;
+        let t = need_str(ev, a.required(first_param(name))?, "the patch target", loc)?;
+        let target = Value::Str(t.clone());
+        let replacement = a.or_none("replacement");
+        let name_map = a.or_none("name_map");
+        let description = a.optional("description");
         let replacement = ev.force(replacement)?;
         if !matches!(replacement, Value::None) {
             // Direct form: registers now and returns None.
             let replacement = need_def(ev, replacement, "`replacement=`", loc)?;
-            let Value::Str(t) = &target else { unreachable!() };
             let description =
-                description_or(ev, description, default_description(kind, t, &def_name(&replacement)), loc)?;
+                description_or(ev, description, default_description(kind, &t, &def_name(&replacement)), loc)?;
             let module = def_module(&replacement);
             let patch = new_patch(patch_type, target, replacement, module, description, name_map, loc);
             push(&config.borrow().patches, patch, "patches", loc)?;
             return Ok(Value::None);
         }
-        let Value::Str(t) = &target else { unreachable!() };
         return Ok(Value::Decorator(Rc::new(PendingDecorator {
             config: config.clone(),
             kind,
@@ -209,21 +151,20 @@ pub(super) fn call_config_method(
     }
     match name {
         "modify_init" => {
-            let mut slots =
-                bind(name, &[("target_class", false), ("description", true)], args, kwargs, loc)?.into_iter();
-            let target = need_str(ev, slots.next().flatten().expect("required"), "the patch target", loc)?;
+            let mut a = bind(name, &[("target_class", false), ("description", true)], args, loc)?;
+            let target = need_str(ev, a.required("target_class")?, "the patch target", loc)?;
             Ok(Value::Decorator(Rc::new(PendingDecorator {
                 config: config.clone(),
                 kind: DecoratorKind::ModifyInit,
                 target: target.to_string(),
                 name_map: None,
-                description: slots.next().flatten(),
+                description: a.optional("description"),
                 loc: loc.clone(),
             })))
         }
         "add_helper_after" => {
-            let mut slots = bind(name, &[("target", false), ("helper", true)], args, kwargs, loc)?.into_iter();
-            let target = need_str(ev, slots.next().flatten().expect("required"), "the helper's target", loc)?;
+            let mut a = bind(name, &[("target", false), ("helper", true)], args, loc)?;
+            let target = need_str(ev, a.required("target")?, "the helper's target", loc)?;
             let pending = Rc::new(PendingDecorator {
                 config: config.clone(),
                 kind: DecoratorKind::AddHelperAfter,
@@ -232,7 +173,7 @@ pub(super) fn call_config_method(
                 description: None,
                 loc: loc.clone(),
             });
-            match slots.next().flatten() {
+            match a.optional("helper") {
                 None | Some(Value::None) => Ok(Value::Decorator(pending)),
                 Some(helper) => {
                     register_decorated(ev, &pending, helper.clone(), loc)?;
@@ -241,8 +182,8 @@ pub(super) fn call_config_method(
             }
         }
         "add_helper" => {
-            let mut slots = bind(name, &[("func", true)], args, kwargs, loc)?.into_iter();
-            match slots.next().flatten() {
+            let mut a = bind(name, &[("func", true)], args, loc)?;
+            match a.optional("func") {
                 None | Some(Value::None) => {
                     Ok(Value::Method(Box::new(Value::Config(config.clone())), Rc::from("add_helper")))
                 }
@@ -255,35 +196,27 @@ pub(super) fn call_config_method(
             }
         }
         "add_import" => {
-            let slots = bind(
-                name,
-                &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)],
-                args,
-                kwargs,
-                loc,
-            )?;
-            let mut slots = slots.into_iter();
-            let module =
-                Value::Str(need_str(ev, slots.next().flatten().expect("required"), "the import's module", loc)?);
-            let names = ev.force(or_none(slots.next().flatten()))?;
-            let alias = ev.force(or_none(slots.next().flatten()))?;
-            let is_from_import = ev.force(slots.next().flatten().unwrap_or(Value::Bool(true)))?;
+            let mut a = bind(name, &IMPORT_SPEC_PARAMS, args, loc)?;
+            let module = Value::Str(need_str(ev, a.required("module")?, "the import's module", loc)?);
+            let names = ev.force(a.or_none("names"))?;
+            let alias = ev.force(a.or_none("alias"))?;
+            let is_from_import = ev.force(a.or("is_from_import", Value::Bool(true)))?;
             let spec = Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import }));
             push(&config.borrow().additional_imports, spec, "additional_imports", loc)?;
             Ok(Value::None)
         }
         "add_post_import_block" => {
-            let mut slots = bind(name, &[("block", false)], args, kwargs, loc)?.into_iter();
-            let block = need_str(ev, slots.next().flatten().expect("required"), "the post-import block", loc)?;
+            let mut a = bind(name, &[("block", false)], args, loc)?;
+            let block = need_str(ev, a.required("block")?, "the post-import block", loc)?;
             push(&config.borrow().post_import_blocks, Value::Str(block), "post_import_blocks", loc)?;
             Ok(Value::None)
         }
         "drop_import_names" => {
-            if !kwargs.is_empty() {
+            if !args.keywords.is_empty() {
                 return Err(EvalError::new(loc.clone(), "`drop_import_names()` takes names as positional arguments"));
             }
             let set = config.borrow().drop_imported_names.clone();
-            for a in args {
+            for a in args.positional {
                 let s = need_str(ev, a, "a dropped import name", loc)?;
                 match &set {
                     Value::Set(s2) => set_add(s2, Value::Str(s), loc)?,
@@ -298,11 +231,11 @@ pub(super) fn call_config_method(
             Ok(Value::None)
         }
         "exclude_from_output" => {
-            if !kwargs.is_empty() {
+            if !args.keywords.is_empty() {
                 return Err(EvalError::new(loc.clone(), "`exclude_from_output()` takes names as positional arguments"));
             }
             let list = config.borrow().exclude.clone();
-            for a in args {
+            for a in args.positional {
                 let s = need_str(ev, a, "an excluded name", loc)?;
                 push(&list, Value::Str(s), "exclude", loc)?;
             }
@@ -390,7 +323,10 @@ pub(super) fn register_decorated(
     push(&config.borrow().patches, patch, "patches", loc)
 }
 
-const PATCH_CONFIG_PARAMS: [(&str, bool); 12] = [
+const IMPORT_SPEC_PARAMS: [Param<'static>; 4] =
+    [("module", false), ("names", true), ("alias", true), ("is_from_import", true)];
+
+const PATCH_CONFIG_PARAMS: [Param<'static>; 12] = [
     ("source_module", false),
     ("target_file", true),
     ("description", true),
@@ -405,61 +341,58 @@ const PATCH_CONFIG_PARAMS: [(&str, bool); 12] = [
     ("optional", true),
 ];
 
+/// Call one of the DSL's constructors (`PatchConfig`, `Patch`,
+/// `ImportSpec`, `PositionedHelper`, `create_patch_from_external`); other
+/// builtins are `builtins::call`'s.
 pub(super) fn call_builtin(
     ev: &mut Evaluator,
     frame: &mut Frame,
     builtin: Builtin,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
+    args: Args,
     loc: &Loc,
 ) -> EResult<Value> {
     match builtin {
         Builtin::PatchConfig => {
-            let slots = bind("PatchConfig", &PATCH_CONFIG_PARAMS, args, kwargs, loc)?;
-            let mut s = slots.into_iter();
-            let mut next = |default: Value| s.next().flatten().unwrap_or(default);
-            let source_module = next(Value::None);
+            let mut a = bind("PatchConfig", &PATCH_CONFIG_PARAMS, args, loc)?;
             let config = ConfigObj {
-                source_module,
-                target_file: next(Value::str("patched_modeling.py")),
-                description: next(Value::str("")),
-                patches: next(Value::list(vec![])),
-                additional_imports: next(Value::list(vec![])),
-                post_import_blocks: next(Value::list(vec![])),
-                helpers: next(Value::list(vec![])),
-                positioned_helpers: next(Value::list(vec![])),
-                drop_imported_names: next(Value::Set(shared(vec![]))),
-                exclude: next(Value::list(vec![])),
-                transformers_version: next(Value::None),
-                optional: next(Value::Bool(false)),
+                source_module: a.required("source_module")?,
+                target_file: a.or("target_file", Value::str("patched_modeling.py")),
+                description: a.or("description", Value::str("")),
+                patches: a.or("patches", Value::list(vec![])),
+                additional_imports: a.or("additional_imports", Value::list(vec![])),
+                post_import_blocks: a.or("post_import_blocks", Value::list(vec![])),
+                helpers: a.or("helpers", Value::list(vec![])),
+                positioned_helpers: a.or("positioned_helpers", Value::list(vec![])),
+                drop_imported_names: a.or("drop_imported_names", Value::Set(shared(vec![]))),
+                exclude: a.or("exclude", Value::list(vec![])),
+                transformers_version: a.or_none("transformers_version"),
+                optional: a.or("optional", Value::Bool(false)),
                 created_at: loc.clone(),
             };
             Ok(Value::Config(shared(config)))
         }
         Builtin::CreatePatchFromExternal => {
-            let slots = bind(
-                "create_patch_from_external",
-                &[
-                    ("target", false),
-                    ("replacement_module", false),
-                    ("replacement_name", false),
-                    ("patch_type", true),
-                    ("description", true),
-                ],
-                args,
-                kwargs,
-                loc,
-            )?;
-            let mut s = slots.into_iter();
-            let target = need_str(ev, s.next().flatten().expect("required"), "the patch target", loc)?;
-            let module = need_str(ev, s.next().flatten().expect("required"), "replacement_module", loc)?;
-            let rname = need_str(ev, s.next().flatten().expect("required"), "replacement_name", loc)?;
-            let patch_type = ev.force(s.next().flatten().unwrap_or(Value::PatchType(PatchType::ClassReplacement)))?;
+            let params = [
+                ("target", false),
+                ("replacement_module", false),
+                ("replacement_name", false),
+                ("patch_type", true),
+                ("description", true),
+            ];
+            let mut a = bind("create_patch_from_external", &params, args, loc)?;
+            let target = need_str(ev, a.required("target")?, "the patch target", loc)?;
+            let module = need_str(ev, a.required("replacement_module")?, "replacement_module", loc)?;
+            let rname = need_str(ev, a.required("replacement_name")?, "replacement_name", loc)?;
+            let patch_type = ev.force(a.or("patch_type", Value::PatchType(PatchType::ClassReplacement)))?;
             if !matches!(patch_type, Value::PatchType(_)) {
                 return Err(EvalError::new(loc.clone(), "patch_type must be a PatchType member"));
             }
-            let description =
-                description_or(ev, s.next().flatten(), format!("Replace {target} with {rname} from {module}"), loc)?;
+            let description = description_or(
+                ev,
+                a.optional("description"),
+                format!("Replace {target} with {rname} from {module}"),
+                loc,
+            )?;
             Ok(Value::Patch(shared(PatchObj {
                 patch_type,
                 target: Value::Str(target),
@@ -472,146 +405,49 @@ pub(super) fn call_builtin(
             })))
         }
         Builtin::PatchClass => {
-            let slots = bind(
-                "Patch",
-                &[
-                    ("patch_type", false),
-                    ("target", false),
-                    ("replacement", false),
-                    ("source_module", true),
-                    ("description", true),
-                    ("replacement_source", true),
-                    ("name_map", true),
-                ],
-                args,
-                kwargs,
-                loc,
-            )?;
-            let mut s = slots.into_iter().map(or_none);
-            let mut n = || s.next().unwrap_or(Value::None);
-            let (patch_type, target, replacement) = (ev.force(n())?, n(), ev.force(n())?);
+            let params = [
+                ("patch_type", false),
+                ("target", false),
+                ("replacement", false),
+                ("source_module", true),
+                ("description", true),
+                ("replacement_source", true),
+                ("name_map", true),
+            ];
+            let mut a = bind("Patch", &params, args, loc)?;
+            let patch_type = ev.force(a.required("patch_type")?)?;
+            let target = a.required("target")?;
+            let replacement = ev.force(a.required("replacement")?)?;
             Ok(Value::Patch(shared(PatchObj {
                 patch_type,
                 target,
                 replacement,
-                source_module: n(),
-                description: n(),
-                replacement_source: n(),
-                name_map: n(),
+                source_module: a.or_none("source_module"),
+                description: a.or_none("description"),
+                replacement_source: a.or_none("replacement_source"),
+                name_map: a.or_none("name_map"),
                 loc: loc.clone(),
             })))
         }
         Builtin::ImportSpecClass => {
-            let slots = bind(
-                "ImportSpec",
-                &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)],
-                args,
-                kwargs,
-                loc,
-            )?;
-            let mut s = slots.into_iter();
-            let module = or_none(s.next().flatten());
-            let names = or_none(s.next().flatten());
-            let alias = or_none(s.next().flatten());
-            let is_from_import = s.next().flatten().unwrap_or(Value::Bool(true));
+            let mut a = bind("ImportSpec", &IMPORT_SPEC_PARAMS, args, loc)?;
+            let module = a.required("module")?;
+            let names = a.or_none("names");
+            let alias = a.or_none("alias");
+            let is_from_import = a.or("is_from_import", Value::Bool(true));
             Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import })))
         }
         Builtin::PositionedHelperClass => {
-            let slots = bind(
-                "PositionedHelper",
-                &[("target", false), ("helper", false), ("placement", true)],
-                args,
-                kwargs,
-                loc,
-            )?;
-            let mut s = slots.into_iter();
-            let target = or_none(s.next().flatten());
-            let helper = ev.force(or_none(s.next().flatten()))?;
-            let placement = s.next().flatten().unwrap_or(Value::str("after"));
+            let mut a =
+                bind("PositionedHelper", &[("target", false), ("helper", false), ("placement", true)], args, loc)?;
+            let target = a.required("target")?;
+            let helper = ev.force(a.required("helper")?)?;
+            let placement = a.or("placement", Value::str("after"));
             Ok(Value::PositionedHelper(shared(PositionedHelperObj { target, helper, placement })))
         }
         Builtin::PatchTypeEnum => {
             Err(EvalError::new(loc.clone(), "use a member such as `PatchType.CLASS_REPLACEMENT`"))
         }
-        Builtin::DeepCopy | Builtin::ShallowCopy => {
-            let mut s = bind("copy", &[("x", false), ("memo", true)], args, kwargs, loc)?.into_iter();
-            let v = ev.force(s.next().flatten().expect("required"))?;
-            Ok(if builtin == Builtin::DeepCopy { deep_copy(&v, &mut Vec::new()) } else { shallow_copy(&v) })
-        }
-        Builtin::Dedent => {
-            let mut s = bind("dedent", &[("text", false)], args, kwargs, loc)?.into_iter();
-            let text = need_str(ev, s.next().flatten().expect("required"), "the text to dedent", loc)?;
-            Ok(Value::str(&crate::pytext::dedent(&text)))
-        }
-        Builtin::List | Builtin::Tuple | Builtin::Set | Builtin::Sorted => {
-            let items = match args.first() {
-                Some(a) => ev.iterate(frame, a, loc)?,
-                None => vec![],
-            };
-            Ok(match builtin {
-                Builtin::List => Value::list(items),
-                Builtin::Tuple => Value::Tuple(Rc::new(items)),
-                Builtin::Sorted => {
-                    let mut strs = Vec::new();
-                    for i in &items {
-                        match i {
-                            Value::Str(s) => strs.push(s.clone()),
-                            _ => return Ok(opaque("sorted(...) of non-strings", loc.clone())),
-                        }
-                    }
-                    strs.sort();
-                    Value::list(strs.into_iter().map(Value::Str).collect())
-                }
-                _ => {
-                    let set = shared(Vec::new());
-                    for i in items {
-                        set_add(&set, i, loc)?;
-                    }
-                    Value::Set(set)
-                }
-            })
-        }
-        Builtin::Dict => {
-            let dict = shared(Vec::new());
-            if let Some(a) = args.first() {
-                match ev.force(a.clone())? {
-                    Value::Dict(d) => *dict.borrow_mut() = d.borrow().clone(),
-                    other => {
-                        return Err(EvalError::new(
-                            loc.clone(),
-                            format!("dict({}) is not supported", other.type_name()),
-                        ));
-                    }
-                }
-            }
-            for (k, v) in kwargs {
-                super::objects::dict_set(&dict, Value::str(&k), v, loc)?;
-            }
-            Ok(Value::Dict(dict))
-        }
-        Builtin::Str => match args.first().map(|a| ev.force(a.clone())).transpose()? {
-            Some(Value::Str(s)) => Ok(Value::Str(s)),
-            Some(Value::Int(i)) => Ok(Value::str(&i.to_string())),
-            None => Ok(Value::str("")),
-            Some(other) => Ok(opaque(&format!("str({})", other.type_name()), loc.clone())),
-        },
-        Builtin::Len => match args.first().map(|a| ev.force(a.clone())).transpose()? {
-            Some(Value::Str(s)) => Ok(Value::Int(s.chars().count() as i64)),
-            Some(v @ (Value::List(_) | Value::Tuple(_) | Value::Set(_) | Value::Dict(_))) => {
-                Ok(Value::Int(ev.iterate(frame, &v, loc)?.len() as i64))
-            }
-            _ => Ok(opaque("len(...)", loc.clone())),
-        },
-    }
-}
-
-fn shallow_copy(v: &Value) -> Value {
-    match v {
-        Value::List(l) => Value::list(l.borrow().clone()),
-        Value::Dict(d) => Value::Dict(shared(d.borrow().clone())),
-        Value::Set(s) => Value::Set(shared(s.borrow().clone())),
-        Value::Config(c) => Value::Config(shared(c.borrow().clone())),
-        Value::Patch(p) => Value::Patch(shared(p.borrow().clone())),
-        other => other.clone(),
+        _ => super::builtins::call(ev, frame, builtin, args, loc),
     }
 }

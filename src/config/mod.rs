@@ -1,13 +1,21 @@
 //! Static evaluation of patch configs: config file → `PatchPlan`.
 //!
 //! Configs are read, never executed. `eval` runs the declarative subset of
-//! Python they are written in; `dsl` is the patch DSL; `source` extracts
-//! replacement sources exactly as `inspect` would; `to_plan` checks the
-//! result into a `PatchPlan`.
+//! Python they are written in (`eval/stmt.rs` statements, `eval/expr.rs`
+//! expressions), over the values of `value`; `builtins` are Python's
+//! built-in names and functions, `methods/` the methods of each modelled
+//! type, `objects` attribute and item access; `dsl` is the patch DSL, its
+//! calls bound by `args`; `error` what evaluation reports; `source`
+//! extracts replacement sources exactly as `inspect` would; `to_plan`
+//! checks the result into a `PatchPlan`.
 
+mod args;
+mod builtins;
 mod dsl;
+mod error;
 pub mod eval;
 pub mod loader;
+mod methods;
 mod names;
 mod objects;
 pub mod plan;

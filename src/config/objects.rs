@@ -1,11 +1,12 @@
-//! Attribute access, item access, comparisons and methods of the modelled
-//! Python objects (lists, dicts, sets, strings, `Patch`, …).
+//! Attribute access, item access and comparisons of the modelled Python
+//! objects (lists, dicts, sets, strings, `Patch`, …); their methods are in
+//! `methods/`.
 
 use std::rc::Rc;
 
 use ruff_python_ast::CmpOp;
 
-use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
+use super::eval::{EResult, EvalError, Evaluator, Frame, opaque};
 use super::plan::{Loc, PatchType};
 use super::value::*;
 
@@ -158,7 +159,7 @@ pub(super) fn setattr(ev: &mut Evaluator, obj: &Value, attr: &str, value: Value,
     }
 }
 
-fn index(len: usize, i: i64, loc: &Loc) -> EResult<usize> {
+pub(super) fn index(len: usize, i: i64, loc: &Loc) -> EResult<usize> {
     let idx = if i < 0 { len as i64 + i } else { i };
     if idx < 0 || idx as usize >= len {
         return Err(EvalError::new(loc.clone(), "index out of range"));
@@ -314,289 +315,7 @@ pub(super) fn compare(
     })
 }
 
-fn expect_args(
-    name: &str,
-    args: &[Value],
-    kwargs: &[(String, Value)],
-    min: usize,
-    max: usize,
-    loc: &Loc,
-) -> EResult<()> {
-    if !kwargs.is_empty() {
-        return Err(EvalError::new(loc.clone(), format!("`{name}()` takes no keyword arguments here")));
-    }
-    if args.len() < min || args.len() > max {
-        return Err(EvalError::new(
-            loc.clone(),
-            format!("`{name}()` takes {min}..={max} arguments ({} given)", args.len()),
-        ));
-    }
-    Ok(())
-}
-
-fn expect_str<'v>(v: &'v Value, what: &str, loc: &Loc) -> EResult<&'v str> {
-    match v {
-        Value::Str(s) => Ok(s),
-        other => Err(EvalError::new(loc.clone(), format!("{what} must be a string, not {}", other.type_name()))
-            .with_help(describe_origin(other))),
-    }
-}
-
-/// Methods of lists, sets, dicts, tuples and strings.
-pub(super) fn call_method(
-    ev: &mut Evaluator,
-    frame: &mut Frame,
-    recv: Value,
-    name: &str,
-    args: Vec<Value>,
-    kwargs: Vec<(String, Value)>,
-    loc: &Loc,
-) -> EResult<Value> {
-    let mut args = args;
-    for a in args.iter_mut() {
-        if let Value::Lazy(_) = a {
-            *a = ev.force(a.clone())?;
-        }
-    }
-    match &recv {
-        Value::List(l) => {
-            match name {
-                "append" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    l.borrow_mut().push(args.remove(0));
-                }
-                "extend" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let items = ev.iterate(frame, &args[0], loc)?;
-                    l.borrow_mut().extend(items);
-                }
-                "insert" => {
-                    expect_args(name, &args, &kwargs, 2, 2, loc)?;
-                    let Value::Int(i) = args[0] else {
-                        return Err(EvalError::new(loc.clone(), "list.insert index must be an integer"));
-                    };
-                    let len = l.borrow().len() as i64;
-                    let i = if i < 0 { (len + i).max(0) } else { i.min(len) } as usize;
-                    l.borrow_mut().insert(i, args.remove(1));
-                }
-                "remove" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let pos = find_eq(&l.borrow(), &args[0], loc)?;
-                    match pos {
-                        Some(p) => {
-                            l.borrow_mut().remove(p);
-                        }
-                        None => return Err(EvalError::new(loc.clone(), "list.remove(x): x not in list")),
-                    }
-                }
-                "pop" => {
-                    expect_args(name, &args, &kwargs, 0, 1, loc)?;
-                    let len = l.borrow().len();
-                    let i = match args.first() {
-                        Some(Value::Int(i)) => index(len, *i, loc)?,
-                        None if len > 0 => len - 1,
-                        _ => return Err(EvalError::new(loc.clone(), "pop from empty list or bad index")),
-                    };
-                    return Ok(l.borrow_mut().remove(i));
-                }
-                "clear" => {
-                    expect_args(name, &args, &kwargs, 0, 0, loc)?;
-                    l.borrow_mut().clear();
-                }
-                "copy" => {
-                    expect_args(name, &args, &kwargs, 0, 0, loc)?;
-                    return Ok(Value::list(l.borrow().clone()));
-                }
-                "reverse" => {
-                    expect_args(name, &args, &kwargs, 0, 0, loc)?;
-                    l.borrow_mut().reverse();
-                }
-                "index" | "count" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let items = l.borrow().clone();
-                    return seq_query(name, &items, &args[0], loc);
-                }
-                _ => {
-                    return Err(unknown_method(
-                        "list",
-                        name,
-                        &["append", "extend", "insert", "remove", "pop", "clear", "copy", "reverse", "index", "count"],
-                        loc,
-                    ));
-                }
-            }
-            Ok(Value::None)
-        }
-        Value::Tuple(t) => match name {
-            "index" | "count" => {
-                expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                seq_query(name, t, &args[0], loc)
-            }
-            _ => Err(unknown_method("tuple", name, &["index", "count"], loc)),
-        },
-        Value::Set(s) => {
-            match name {
-                "add" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    set_add(s, args.remove(0), loc)?;
-                }
-                "update" => {
-                    for a in &args {
-                        for item in ev.iterate(frame, a, loc)? {
-                            set_add(s, item, loc)?;
-                        }
-                    }
-                }
-                "discard" | "remove" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let pos = find_eq(&s.borrow(), &args[0], loc)?;
-                    match pos {
-                        Some(p) => {
-                            s.borrow_mut().remove(p);
-                        }
-                        None if name == "remove" => {
-                            return Err(EvalError::new(loc.clone(), "set.remove(x): x not in set"));
-                        }
-                        None => {}
-                    }
-                }
-                "clear" => s.borrow_mut().clear(),
-                "copy" => return Ok(Value::Set(shared(s.borrow().clone()))),
-                "union" => {
-                    let new = shared(s.borrow().clone());
-                    for a in &args {
-                        for item in ev.iterate(frame, a, loc)? {
-                            set_add(&new, item, loc)?;
-                        }
-                    }
-                    return Ok(Value::Set(new));
-                }
-                _ => {
-                    return Err(unknown_method(
-                        "set",
-                        name,
-                        &["add", "update", "discard", "remove", "clear", "copy", "union"],
-                        loc,
-                    ));
-                }
-            }
-            Ok(Value::None)
-        }
-        Value::Dict(d) => {
-            match name {
-                "update" => {
-                    for a in &args {
-                        match a {
-                            Value::Dict(other) => {
-                                let items = other.borrow().clone();
-                                for (k, v) in items {
-                                    dict_set(d, k, v, loc)?;
-                                }
-                            }
-                            other => {
-                                return Err(EvalError::new(
-                                    loc.clone(),
-                                    format!("dict.update of {} is not supported", other.type_name()),
-                                ));
-                            }
-                        }
-                    }
-                    for (k, v) in kwargs {
-                        dict_set(d, Value::str(&k), v, loc)?;
-                    }
-                }
-                "get" => {
-                    let key = args.first().cloned().unwrap_or(Value::None);
-                    for (k, v) in d.borrow().iter() {
-                        if k.py_eq(&key) == Some(true) {
-                            return Ok(v.clone());
-                        }
-                    }
-                    return Ok(args.get(1).cloned().unwrap_or(Value::None));
-                }
-                "keys" => return Ok(Value::list(d.borrow().iter().map(|(k, _)| k.clone()).collect())),
-                "values" => return Ok(Value::list(d.borrow().iter().map(|(_, v)| v.clone()).collect())),
-                "items" => {
-                    return Ok(Value::list(
-                        d.borrow().iter().map(|(k, v)| Value::Tuple(Rc::new(vec![k.clone(), v.clone()]))).collect(),
-                    ));
-                }
-                "copy" => return Ok(Value::Dict(shared(d.borrow().clone()))),
-                "setdefault" => {
-                    let key = args.first().cloned().unwrap_or(Value::None);
-                    for (k, v) in d.borrow().iter() {
-                        if k.py_eq(&key) == Some(true) {
-                            return Ok(v.clone());
-                        }
-                    }
-                    let default = args.get(1).cloned().unwrap_or(Value::None);
-                    dict_set(d, key, default.clone(), loc)?;
-                    return Ok(default);
-                }
-                _ => {
-                    return Err(unknown_method(
-                        "dict",
-                        name,
-                        &["update", "get", "keys", "values", "items", "copy", "setdefault"],
-                        loc,
-                    ));
-                }
-            }
-            Ok(Value::None)
-        }
-        Value::Str(s) => {
-            let s: &str = s;
-            Ok(match name {
-                "strip" | "lstrip" | "rstrip" if args.is_empty() => Value::str(match name {
-                    "strip" => crate::pytext::strip(s),
-                    "lstrip" => crate::pytext::lstrip(s),
-                    _ => crate::pytext::rstrip(s),
-                }),
-                "lower" => Value::str(&s.to_lowercase()),
-                "upper" => Value::str(&s.to_uppercase()),
-                "startswith" | "endswith" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let p = expect_str(&args[0], "argument", loc)?;
-                    Value::Bool(if name == "startswith" { s.starts_with(p) } else { s.ends_with(p) })
-                }
-                "replace" => {
-                    expect_args(name, &args, &kwargs, 2, 2, loc)?;
-                    let a = expect_str(&args[0], "argument", loc)?;
-                    let b = expect_str(&args[1], "argument", loc)?;
-                    Value::str(&s.replace(a, b))
-                }
-                "join" => {
-                    expect_args(name, &args, &kwargs, 1, 1, loc)?;
-                    let items = ev.iterate(frame, &args[0], loc)?;
-                    let mut parts = Vec::new();
-                    for i in &items {
-                        parts.push(expect_str(i, "joined item", loc)?.to_string());
-                    }
-                    Value::str(&parts.join(s))
-                }
-                "split" if args.len() == 1 => {
-                    let sep = expect_str(&args[0], "separator", loc)?;
-                    if sep.is_empty() {
-                        return Err(EvalError::new(loc.clone(), "empty separator"));
-                    }
-                    Value::list(s.split(sep).map(Value::str).collect())
-                }
-                _ => opaque(&format!("str.{name}(...)"), loc.clone()),
-            })
-        }
-        other => Ok(opaque(&format!("{}.{name}(...)", other.type_name()), loc.clone())),
-    }
-}
-
-fn unknown_method(type_name: &str, name: &str, known: &[&str], loc: &Loc) -> EvalError {
-    let err = EvalError::new(loc.clone(), format!("`{type_name}.{name}` is not supported by static evaluation"));
-    match closest(name, known) {
-        Some(s) if s != name => err.with_help(format!("did you mean `{s}`?")),
-        _ => err.with_help(format!("supported: {}", known.join(", "))),
-    }
-}
-
-fn find_eq(items: &[Value], x: &Value, loc: &Loc) -> EResult<Option<usize>> {
+pub(super) fn find_eq(items: &[Value], x: &Value, loc: &Loc) -> EResult<Option<usize>> {
     for (i, v) in items.iter().enumerate() {
         match v.py_same_or_eq(x) {
             Some(true) => return Ok(Some(i)),
@@ -605,22 +324,6 @@ fn find_eq(items: &[Value], x: &Value, loc: &Loc) -> EResult<Option<usize>> {
         }
     }
     Ok(None)
-}
-
-fn seq_query(name: &str, items: &[Value], x: &Value, loc: &Loc) -> EResult<Value> {
-    if name == "count" {
-        let mut n = 0;
-        for v in items {
-            if v.py_eq(x) == Some(true) {
-                n += 1;
-            }
-        }
-        return Ok(Value::Int(n));
-    }
-    match find_eq(items, x, loc)? {
-        Some(i) => Ok(Value::Int(i as i64)),
-        None => Err(EvalError::new(loc.clone(), "value is not in the sequence")),
-    }
 }
 
 pub(super) fn set_add(set: &Shared<Vec<Value>>, item: Value, loc: &Loc) -> EResult<()> {

@@ -3,14 +3,13 @@
 //! the contiguous column-0 `#` comment block directly above it.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use ruff_python_ast::{ModModule, Stmt};
-use ruff_python_parser::Parsed;
+use ruff_python_ast::Stmt;
 use ruff_text_size::{Ranged, TextSize};
 
 use super::plan::Loc;
+pub use crate::pysource::{ParsedFile, SyntaxProblem, keyword_line};
 use crate::pytext;
 
 #[path = "from_parse.rs"]
@@ -19,146 +18,24 @@ mod from_parse;
 #[path = "source_tests.rs"]
 mod tests;
 
-/// A Python file read and parsed once, shared by every evaluation that uses it.
-pub struct ParsedFile {
-    pub path: PathBuf,
-    /// Text after universal-newline decoding, as Python reads it.
-    pub text: String,
-    pub parsed: Parsed<ModModule>,
-    line_starts: Vec<u32>,
-    /// `object_source_with_leading_comments` of the objects defined here,
-    /// by (qualified name, first line, is a class): configs of one model
-    /// share most of their replacement objects.
-    sources: Mutex<HashMap<SourceKey, Result<ObjectSource, SourceError>>>,
-    /// `str.splitlines(True)` of the text, as byte ranges, with where each
-    /// line's break starts, and whether `\n` is its only line break
-    /// (computed once: every config of a model reads the same upstream).
-    splitlines: std::sync::OnceLock<SplitLines>,
-    /// Whether `\n` is the only line break (often wanted without the lines).
-    newline_only: std::sync::OnceLock<bool>,
-}
+/// The sources of the objects a file defines, by (qualified name, first
+/// line, is a class): configs of one model share most of their replacement
+/// objects, so each is extracted once per file (a [`ParsedFile::memo`]).
+#[derive(Default)]
+struct Sources(Mutex<HashMap<SourceKey, Result<ObjectSource, SourceError>>>);
 
 /// An object's (qualified name, first line, is a class).
 type SourceKey = (String, usize, bool);
 
-/// Each line's (start, start of its line break, end) and whether every
-/// break is `\n`.
-type SplitLines = (Vec<(u32, u32, u32)>, bool);
-
-impl std::fmt::Debug for ParsedFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ParsedFile({})", self.path.display())
-    }
+/// Locations as the config reader reports them (a file and a line).
+pub trait LocOf {
+    fn loc(&self, offset: TextSize) -> Loc;
 }
 
-/// Why a Python file could not be read.
-#[derive(Debug)]
-pub struct SyntaxProblem {
-    pub line: usize,
-    pub message: String,
-}
-
-impl ParsedFile {
-    /// Parse `text` (already decoded); `Err` carries the first syntax error.
-    pub fn parse(path: PathBuf, raw_text: &str) -> Result<ParsedFile, SyntaxProblem> {
-        let text = pytext::universal_newlines(raw_text).into_owned();
-        let line_starts = line_starts(&text);
-        match ruff_python_parser::parse_module(&text) {
-            Ok(parsed) => Ok(ParsedFile {
-                path,
-                text,
-                parsed,
-                line_starts,
-                sources: Mutex::default(),
-                splitlines: std::sync::OnceLock::new(),
-                newline_only: std::sync::OnceLock::new(),
-            }),
-            Err(err) => {
-                let offset: usize = err.location.start().into();
-                let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);
-                Err(SyntaxProblem { line, message: err.error.to_string() })
-            }
-        }
-    }
-
-    pub fn body(&self) -> &[Stmt] {
-        &self.parsed.syntax().body
-    }
-
-    /// 1-based line of a byte offset (lines counted by "\n", as CPython's
-    /// tokenizer counts them after universal-newline decoding).
-    pub fn line_of(&self, offset: TextSize) -> usize {
-        let offset = u32::from(offset);
-        self.line_starts.partition_point(|&s| s <= offset)
-    }
-
-    /// Byte offset where 1-based `line` starts.
-    fn line_start(&self, line: usize) -> usize {
-        self.line_starts[line - 1] as usize
-    }
-
-    /// The text of 1-based lines `first..=last` (lines counted by `\n`),
-    /// with the last one's `\n` if it has one.
-    fn line_range(&self, first: usize, last: usize) -> &str {
-        let end = self.line_starts.get(last).map_or(self.text.len(), |&s| s as usize);
-        &self.text[self.line_start(first)..end]
-    }
-
-    pub fn loc(&self, offset: TextSize) -> Loc {
+impl LocOf for ParsedFile {
+    fn loc(&self, offset: TextSize) -> Loc {
         Loc { path: self.path.clone(), line: self.line_of(offset) }
     }
-
-    fn splitlines_ranges(&self) -> &SplitLines {
-        self.splitlines.get_or_init(|| {
-            let offset = |l: &str| (l.as_ptr() as usize - self.text.as_ptr() as usize) as u32;
-            let ranges = pytext::splitlines_keepends(&self.text)
-                .iter()
-                .map(|l| {
-                    let start = offset(l);
-                    let content = pytext::without_line_break(l).len() as u32;
-                    (start, start + content, start + l.len() as u32)
-                })
-                .collect();
-            (ranges, pytext::only_newline_breaks(&self.text))
-        })
-    }
-
-    /// `str.splitlines()` of the text.
-    pub fn splitlines(&self) -> Vec<&str> {
-        self.splitlines_ranges().0.iter().map(|&(a, b, _)| &self.text[a as usize..b as usize]).collect()
-    }
-
-    /// `str.splitlines(True)` of the text.
-    pub fn splitlines_keepends(&self) -> Vec<&str> {
-        self.splitlines_ranges().0.iter().map(|&(a, _, c)| &self.text[a as usize..c as usize]).collect()
-    }
-
-    /// Whether `\n` is the text's only line break (so the parse's line
-    /// numbers index [`ParsedFile::splitlines`]).
-    pub fn only_newline_breaks(&self) -> bool {
-        *self.newline_only.get_or_init(|| match self.splitlines.get() {
-            Some((_, only)) => *only,
-            None => pytext::only_newline_breaks(&self.text),
-        })
-    }
-
-    /// The file's lines as `file.readlines()` gives them (split after "\n").
-    pub fn readlines(&self) -> Vec<&str> {
-        let mut lines: Vec<&str> =
-            self.line_starts.windows(2).map(|w| &self.text[w[0] as usize..w[1] as usize]).collect();
-        let last = *self.line_starts.last().expect("line 1 always starts") as usize;
-        if last < self.text.len() {
-            lines.push(&self.text[last..]);
-        }
-        lines
-    }
-}
-
-pub fn line_starts(text: &str) -> Vec<u32> {
-    let mut starts = Vec::with_capacity(text.len() / 32 + 1);
-    starts.push(0u32);
-    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| (i + 1) as u32));
-    starts
 }
 
 /// A function or class defined in a module patchgen evaluated.
@@ -177,36 +54,6 @@ pub struct DefObj {
     pub first_line: usize,
     /// Where the definition statement is, for messages.
     pub loc: Loc,
-}
-
-/// Python's `lineno` of a `def`/`class` statement: the line of its keyword
-/// (`async` for `async def`), found by walking back from the name.
-pub fn keyword_line(file: &ParsedFile, name_start: TextSize) -> usize {
-    let text = file.text.as_bytes();
-    let mut i = u32::from(name_start) as usize;
-    // Skip whitespace and backslash continuations before the name, then the keyword.
-    let skip_ws = |mut i: usize| {
-        loop {
-            while i > 0 && matches!(text[i - 1], b' ' | b'\t' | b'\x0c') {
-                i -= 1;
-            }
-            if i >= 2 && text[i - 1] == b'\n' && text[i - 2] == b'\\' {
-                i -= 2;
-                continue;
-            }
-            return i;
-        }
-    };
-    i = skip_ws(i);
-    while i > 0 && text[i - 1].is_ascii_alphabetic() {
-        i -= 1;
-    }
-    let kw_start = i;
-    let j = skip_ws(i);
-    if j >= 5 && &text[j - 5..j] == b"async" {
-        return file.line_of(TextSize::from((j - 5) as u32));
-    }
-    file.line_of(TextSize::from(kw_start as u32))
 }
 
 /// `inspect._ClassFinder`: the first class (pre-order) whose qualified name
@@ -301,11 +148,12 @@ pub struct ObjectSource {
 /// per object and file).
 pub fn object_source_with_leading_comments(def: &DefObj) -> Result<ObjectSource, SourceError> {
     let key = (def.qualname.clone(), def.first_line, def.is_class);
-    if let Some(found) = def.file.sources.lock().expect("not poisoned").get(&key) {
+    let sources = def.file.memo::<Sources>();
+    if let Some(found) = sources.0.lock().expect("not poisoned").get(&key) {
         return found.clone();
     }
     let found = compute_object_source(def);
-    def.file.sources.lock().expect("not poisoned").insert(key, found.clone());
+    sources.0.lock().expect("not poisoned").insert(key, found.clone());
     found
 }
 

@@ -103,6 +103,18 @@ fn unsupported_statements_fail_only_when_they_touch_the_config() {
 }
 
 #[test]
+fn unevaluated_statements_make_unknown_exactly_the_names_python_binds() {
+    // Neither the class body nor the comprehension binds a module name (python3 prints "kept").
+    let p = one("NAME = \"kept\"\ntry:\n    class A:\n        NAME = 1\n    xs = [NAME for NAME in range(3)]\nexcept Exception:\n    pass\nconfig.add_import(NAME)\n").unwrap();
+    assert_eq!(p.additional_imports[0].module, "kept");
+    // A `match` capture does.
+    let err =
+        one("NAME = \"kept\"\nimport torch\nmatch torch.x:\n    case [NAME]:\n        pass\nconfig.add_import(NAME)\n")
+            .unwrap_err();
+    assert!(err.help.unwrap().contains("bound by a `match` statement"));
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let n = 1000;
     let body = format!("config.add_import({}\"x\"{})\n", "[".repeat(n), "][0]".repeat(n));

@@ -250,6 +250,12 @@ impl Value {
         Value::List(shared(items))
     }
 
+    /// Code patchgen does not run could change the config through this
+    /// value: a config or patch, or a container that may hold one.
+    pub fn can_reach_config(&self) -> bool {
+        matches!(self, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
+    }
+
     /// A short description of the value's type, for messages.
     pub fn type_name(&self) -> String {
         match self {

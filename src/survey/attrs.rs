@@ -93,7 +93,9 @@ pub fn of_replacement(body: &[Stmt]) -> MethodAttrs {
     let Some(f) = body.iter().find_map(|s| if let Stmt::FunctionDef(f) = s { Some(f) } else { None }) else {
         return MethodAttrs::default();
     };
-    let Some(v) = scan(f) else { return MethodAttrs::default() };
+    let Some(v) = scan(f) else {
+        return MethodAttrs::default();
+    };
     let mut reads = v.reads;
     reads.retain(|name, _| !v.writes.contains_key(name));
     MethodAttrs { reads, writes: v.writes }
@@ -110,8 +112,8 @@ pub fn provided(lineage: &Lineage) -> Provided {
         let mut add = |name: String, at: TextSize| {
             out.entry(name).or_insert_with(|| (class.name().to_string(), file.line_of(at)));
         };
-        for (name, at) in super::names::bound_in(&class.def().body) {
-            add(name, at);
+        for b in crate::pysource::names::bindings(&class.def().body) {
+            add(b.name.to_string(), b.node.start());
         }
         for stmt in &class.def().body {
             let Stmt::FunctionDef(f) = stmt else { continue };

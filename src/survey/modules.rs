@@ -10,7 +10,7 @@ use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 
 use super::source::Upstream;
 use crate::codegen::imports::absolute_module;
-use crate::config::source::ParsedFile;
+use crate::pysource::{ParsedFile, defs};
 use crate::upstream::UpstreamError;
 
 /// Why a module of an upstream version could not be used.
@@ -51,10 +51,7 @@ impl ClassRef {
 
     /// The last `def name` in the class body (the one Python keeps).
     pub fn own_method(&self, name: &str) -> Option<&StmtFunctionDef> {
-        self.def().body.iter().rev().find_map(|s| match s {
-            Stmt::FunctionDef(f) if f.name.id.as_str() == name => Some(f),
-            _ => None,
-        })
+        defs::method(self.def(), name)
     }
 }
 
@@ -79,10 +76,7 @@ const MAX_DEPTH: usize = 12;
 
 /// The last top-level `def name` of a module.
 pub fn function<'f>(file: &'f ParsedFile, name: &str) -> Option<&'f StmtFunctionDef> {
-    file.body().iter().rev().find_map(|s| match s {
-        Stmt::FunctionDef(f) if f.name.id.as_str() == name => Some(f),
-        _ => None,
-    })
+    defs::function(file.body(), name)
 }
 
 impl Version {
@@ -120,7 +114,7 @@ impl Version {
         }
         let file = self.module(module).ok()?;
         let body = file.body();
-        if let Some(index) = body.iter().rposition(|s| matches!(s, Stmt::ClassDef(c) if c.name.id.as_str() == name)) {
+        if let Some((index, _)) = defs::class(body, name) {
             return Some(ClassRef { file: file.clone(), module: module.to_string(), index });
         }
         let (from, original) = imported_from(module, body, name)?;
@@ -139,7 +133,9 @@ impl Version {
             return;
         }
         out.classes.push(class.clone());
-        let Some(args) = &class.def().arguments else { return };
+        let Some(args) = &class.def().arguments else {
+            return;
+        };
         for base in args.args.iter() {
             let found = match base {
                 Expr::Name(n) => self.class(&class.module, n.id.as_str()),

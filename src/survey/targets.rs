@@ -12,13 +12,13 @@ use ruff_text_size::Ranged;
 use super::attrs;
 use super::compare;
 use super::modules::{self, ModuleError, Version};
-use super::names;
 use super::report::{Details, Finding, Kind, MissingAttr, MissingName, PatchKind, Site};
 use super::signature::{self, FunctionInfo};
 use crate::codegen::imports::{collect_imports, transform_imports};
 use crate::codegen::text::{apply_name_map, strip_patch_decorators};
 use crate::config::plan::{Patch, PatchPlan, PatchType, SourceObject};
-use crate::config::source::ParsedFile;
+use crate::pysource::ParsedFile;
+use crate::pysource::names;
 use crate::pytext;
 
 /// A target as found in one version.
@@ -115,8 +115,8 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
     impl<'a> ruff_python_ast::statement_visitor::StatementVisitor<'a> for Imports<'_> {
         fn visit_stmt(&mut self, stmt: &'a Stmt) {
             if matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)) {
-                for (name, _) in names::bound_in(std::slice::from_ref(stmt)) {
-                    self.0.entry(name).or_insert_with(|| self.1.line_of(stmt.start()));
+                for b in names::bindings(std::slice::from_ref(stmt)) {
+                    self.0.entry(b.name.to_string()).or_insert_with(|| self.1.line_of(stmt.start()));
                 }
             }
             ruff_python_ast::statement_visitor::walk_stmt(self, stmt);
@@ -130,9 +130,9 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
     let mut out = ModuleNames::new();
     let block = transform_imports(plan, &collect_imports(upstream.body()));
     if let Ok(parsed) = ruff_python_parser::parse_module(&block) {
-        for (name, _) in names::bound_in(&parsed.syntax().body) {
-            let line = import_lines.get(&name).copied();
-            out.entry(name).or_insert(line);
+        for b in names::bindings(&parsed.syntax().body) {
+            let line = import_lines.get(b.name).copied();
+            out.entry(b.name.to_string()).or_insert(line);
         }
     }
     for stmt in upstream.body() {
@@ -143,15 +143,15 @@ fn module_names(plan: &PatchPlan, upstream: &ParsedFile) -> ModuleNames {
             _ => false,
         };
         if keep {
-            for (name, at) in names::bound_in(std::slice::from_ref(stmt)) {
-                out.entry(name).or_insert(Some(upstream.line_of(at)));
+            for b in names::bindings(std::slice::from_ref(stmt)) {
+                out.entry(b.name.to_string()).or_insert(Some(upstream.line_of(b.node.start())));
             }
         }
     }
     for helper in plan.helpers.iter().chain(plan.positioned_helpers.iter().map(|h| &h.helper)) {
         if let Some(body) = helper.object.as_ref().and_then(helper_body) {
-            for (name, _) in names::bound_in(&body.syntax().body) {
-                out.entry(name).or_insert(None);
+            for b in names::bindings(&body.syntax().body) {
+                out.entry(b.name.to_string()).or_insert(None);
             }
         }
     }
@@ -208,7 +208,9 @@ fn targets(plan: &PatchPlan) -> Vec<&Patch> {
 fn config_attributes(plan: &PatchPlan, class: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for p in targets(plan) {
-        let Some((c, method)) = p.target.split_once('.') else { continue };
+        let Some((c, method)) = p.target.split_once('.') else {
+            continue;
+        };
         if p.patch_type != PatchType::MethodOverride || c != class {
             continue;
         }
@@ -318,10 +320,14 @@ fn missing_attributes(
     to: &Version,
     body: &[Stmt],
 ) -> Vec<MissingAttr> {
-    let Some((class, _)) = patch.target.split_once('.') else { return Vec::new() };
+    let Some((class, _)) = patch.target.split_once('.') else {
+        return Vec::new();
+    };
     let module = plan.source_module.as_str();
     let provided = |v: &Version| v.class(module, class).map(|c| attrs::provided(&v.lineage(&c)));
-    let (Some(old), Some(new)) = (provided(from), provided(to)) else { return Vec::new() };
+    let (Some(old), Some(new)) = (provided(from), provided(to)) else {
+        return Vec::new();
+    };
     let own = config_attributes(plan, class);
     attrs::of_replacement(body)
         .reads
@@ -366,7 +372,9 @@ fn config_code_findings(plan: &PatchPlan, names: &NameCheck) -> Vec<Finding> {
         .map(|h| (PatchKind::AddHelper, h))
         .chain(plan.positioned_helpers.iter().map(|h| (PatchKind::AddHelperAfter, &h.helper)));
     for (kind, helper) in helpers {
-        let Some(object) = &helper.object else { continue };
+        let Some(object) = &helper.object else {
+            continue;
+        };
         if let Some(parsed) = helper_body(object) {
             push(kind, object.name.clone(), &parsed.syntax().body, object.defined_at.clone());
         }

@@ -1,0 +1,42 @@
+//! What evaluating a config can report: a located error (with an optional
+//! `help:` line) that stops the config, and warnings that do not.
+
+use super::plan::Loc;
+
+/// A located evaluation error: what is wrong and what to do.
+#[derive(Debug, Clone)]
+pub struct EvalError {
+    pub loc: Loc,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl EvalError {
+    pub fn new(loc: Loc, message: impl Into<String>) -> Self {
+        EvalError { loc, message: message.into(), help: None }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.loc, self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+pub type EResult<T> = Result<T, EvalError>;
+
+/// A non-fatal finding, reported with the config's result.
+#[derive(Debug, Clone)]
+pub struct Warning {
+    pub loc: Loc,
+    pub message: String,
+}
