@@ -9,7 +9,8 @@
 #   4. in a temporary copy of examples/demo (the repository stays clean):
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
-#      repairing it.
+#      repairing it; then writes llama's reference sources from the wheel
+#      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -158,3 +159,60 @@ rc=0
 run patchgen --check || rc=$?
 echo "(exit $rc)"
 [ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
+
+# Reference sources: the model's upstream files straight from the (cached)
+# wheel, checked against its RECORD, where the protocol keeps them.
+export PATCHGEN_CACHE="$CACHE"
+run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
+    die "patchgen reference failed"
+
+# A new model's first config, by reuse of the closest sibling (llama here),
+# with its toy config and the test-table entries to add.
+run patchgen new mistral --like llama || die "patchgen new failed"
+run cat demo/mistral/mistral_gpu_patch_gen_config.py
+run patchgen --check || die "patchgen --check reported drift after patchgen new"
+# MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
+# (written here with the standard library: an 8-byte header length, the
+# JSON header, the bytes), inspected from its headers, converted to the v5
+# fused layout and inspected again.
+"$PYTHON" - "$WORK/ckpt" <<'PY'
+import json, os, struct, sys
+out = sys.argv[1]
+os.makedirs(out)
+H, I, E, L = 8, 6, 4, 2
+tensors, data = {}, bytearray()
+def add(name, shape):
+    n = 1
+    for d in shape:
+        n *= d
+    start = len(data)
+    data.extend(struct.pack(f"<{n}f", *[(len(tensors) + k) / 64 for k in range(n)]))
+    tensors[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [start, len(data)]}
+add("model.embed_tokens.weight", (16, H))
+for l in range(L):
+    add(f"model.layers.{l}.mlp.gate.weight", (E, H))
+    for j in range(E):
+        add(f"model.layers.{l}.mlp.experts.{j}.gate_proj.weight", (I, H))
+        add(f"model.layers.{l}.mlp.experts.{j}.up_proj.weight", (I, H))
+        add(f"model.layers.{l}.mlp.experts.{j}.down_proj.weight", (H, I))
+header = json.dumps({"__metadata__": {"format": "pt"}, **tensors}).encode()
+header += b" " * (-len(header) % 8)
+with open(os.path.join(out, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(header)) + header + data)
+with open(os.path.join(out, "config.json"), "w") as f:
+    json.dump({"model_type": "qwen3_moe", "num_experts": E, "hidden_size": H, "moe_intermediate_size": I,
+               "num_hidden_layers": L}, f)
+PY
+# From here on, paths are shown relative to the temporary directory.
+patchgen() {
+    local rc
+    "$PATCHGEN" "$@" 2>&1 | sed "s#$WORK/##g"
+    rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+cd "$WORK"
+echo
+echo "A tiny per-expert MoE checkpoint in ckpt/ (qwen3_moe-like, hidden=8, I=6, 4 experts, 2 layers)"
+run patchgen moe inspect ckpt || die "patchgen moe inspect failed"
+run patchgen moe convert ckpt ckpt-fused --verify || die "patchgen moe convert failed"
+run patchgen moe inspect ckpt-fused || die "patchgen moe inspect failed on the converted checkpoint"

@@ -190,3 +190,16 @@ impl Printer {
 pub fn count_at_least(diagnostics: &[Diagnostic], severity: Severity) -> usize {
     diagnostics.iter().filter(|d| d.severity >= severity).count()
 }
+
+/// Print a command's report, or its error on stderr as
+/// `patchgen <command>: error: …` with the given exit status.
+pub fn print_outcome<R: Report>(format: Format, command: &str, outcome: Result<R, (String, ExitStatus)>) -> ExitStatus {
+    let mut printer = Printer::new(format);
+    match outcome {
+        Ok(report) => printer.print(&report),
+        Err((message, status)) => {
+            let written = printer.err(&format!("patchgen {command}: error: {message}\n"));
+            printer.finish(written, status)
+        }
+    }
+}
