@@ -66,3 +66,31 @@ fn a_named_placeholder_module_keeps_its_located_error() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("FAIL") && out.stdout.contains(&located), "{}", out.stdout);
 }
+
+/// A VeOmni fork from before `patchgen-pkg` keeps its generator in
+/// `veomni/patchgen/` and has no `[tool.patchgen]` (shufangxun, zlc1004,
+/// zhihaofang1017 forks): the error gives the section its generator has built
+/// in, and with that section the tree checks.
+#[test]
+fn a_veomni_tree_without_the_section_is_told_the_values_to_add() {
+    let p = MiniProject::new(&[
+        ("veomni/patchgen/run_codegen.py", "MODELS_DIR = None\n"),
+        ("veomni/models/transformers/toy/__init__.py", ""),
+    ]);
+    p.write("pyproject.toml", "[project]\nname = \"veomni\"\n");
+    let out = TestEnv::get().patchgen(&p.path().join("veomni/models"), &p.pythonpath(), &["--check"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    for part in [
+        "veomni/patchgen/run_codegen.py",
+        "search_root = \"veomni/models/transformers\"",
+        "package_prefix = \"veomni.models.transformers\"",
+        "legacy_patches_prefix = \"veomni.models.transformers.qwen3.patches\"",
+    ] {
+        assert!(out.stderr.contains(part), "{part:?} in:\n{}", out.stderr);
+    }
+    let section = out.stderr.lines().skip_while(|l| l.trim() != "[tool.patchgen]").map(str::trim).collect::<Vec<_>>();
+    p.write("pyproject.toml", &format!("{}\n", section.join("\n")));
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "No patch configs found.\n");
+}

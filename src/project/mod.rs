@@ -39,6 +39,13 @@ pub struct ProjectError(pub String);
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
 
+/// The generator VeOmni kept in its own tree before `patchgen-pkg` (and the
+/// forks made then still do); it had no `[tool.patchgen]`.
+const LEGACY_VEOMNI_GENERATOR: &str = "veomni/patchgen/run_codegen.py";
+
+/// The settings that generator has built in (`MODELS_DIR`, `PATCHES_PACKAGE`).
+const LEGACY_VEOMNI_SECTION: &str = "  [tool.patchgen]\n  search_root = \"veomni/models/transformers\"\n  package_prefix = \"veomni.models.transformers\"\n  legacy_patches_prefix = \"veomni.models.transformers.qwen3.patches\"\n";
+
 /// A discovered config file.
 #[derive(Clone, Debug)]
 pub struct ConfigFile {
@@ -80,6 +87,15 @@ impl Project {
             let Some(options) = options else { continue };
             let settings = crate::settings::project_settings(&candidate, dir, options)?;
             return Ok(Project { pyproject: candidate, root: dir.to_path_buf(), settings });
+        }
+        if let Some(root) = start.ancestors().find(|d| d.join(LEGACY_VEOMNI_GENERATOR).is_file()) {
+            return Err(ProjectError(format!(
+                "no [tool.patchgen] section found in any pyproject.toml from the current directory up. This looks like \
+                 a VeOmni tree from before patchgen-pkg ({}, whose settings are built in): add to {} the values it \
+                 uses:\n\n{LEGACY_VEOMNI_SECTION}",
+                root.join(LEGACY_VEOMNI_GENERATOR).display(),
+                root.join("pyproject.toml").display()
+            )));
         }
         Err(ProjectError(format!(
             "no [tool.patchgen] section found in any pyproject.toml from the current directory up. Add a section like:\n\n{SECTION_TEMPLATE}"
