@@ -546,7 +546,10 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 what: "model package".into(),
                 text: String::new(),
             });
-            warnings.push("no project model __init__.py imports MODELING_REGISTRY: __init__.py left empty (register the model by hand)".into());
+            warnings.push(match registry {
+                None => "no project model __init__.py imports MODELING_REGISTRY: __init__.py left empty (register the model by hand)".into(),
+                Some(_) => format!("{} has no `__all__` listing model classes: __init__.py left empty (register the model by hand)", facts.module),
+            });
         }
     }
     // Toy config.
