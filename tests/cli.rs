@@ -63,6 +63,9 @@ fn help_of_every_command() {
         ("help_reference", vec!["reference", "--help"]),
         ("help_new", vec!["new", "--help"]),
         ("help_completions", vec!["completions", "--help"]),
+        ("help_moe", vec!["moe", "--help"]),
+        ("help_moe_inspect", vec!["moe", "inspect", "--help"]),
+        ("help_moe_convert", vec!["moe", "convert", "--help"]),
     ] {
         let out = bare(&args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
