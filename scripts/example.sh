@@ -205,6 +205,8 @@ echo "A tiny per-expert MoE checkpoint in ckpt/ (qwen3_moe-like, hidden=8, I=6, 
 run patchgen moe inspect ckpt || die "patchgen moe inspect failed"
 run patchgen moe convert ckpt ckpt-fused --verify || die "patchgen moe convert failed"
 run patchgen moe inspect ckpt-fused || die "patchgen moe inspect failed on the converted checkpoint"
+cd "$WORK/demo"
+
 # Reference sources: the model's upstream files straight from the (cached)
 # wheel, checked against its RECORD, where the protocol keeps them.
 export PATCHGEN_CACHE="$CACHE"
