@@ -160,6 +160,17 @@ run patchgen --check || rc=$?
 echo "(exit $rc)"
 [ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
 
+# Reference sources: the model's upstream files straight from the (cached)
+# wheel, checked against its RECORD, where the protocol keeps them.
+export PATCHGEN_CACHE="$CACHE"
+run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
+    die "patchgen reference failed"
+
+# A new model's first config, by reuse of the closest sibling (llama here),
+# with its toy config and the test-table entries to add.
+run patchgen new mistral --like llama || die "patchgen new failed"
+run cat demo/mistral/mistral_gpu_patch_gen_config.py
+run patchgen --check || die "patchgen --check reported drift after patchgen new"
 # MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
 # (written here with the standard library: an 8-byte header length, the
 # JSON header, the bytes), inspected from its headers, converted to the v5
@@ -205,16 +216,3 @@ echo "A tiny per-expert MoE checkpoint in ckpt/ (qwen3_moe-like, hidden=8, I=6, 
 run patchgen moe inspect ckpt || die "patchgen moe inspect failed"
 run patchgen moe convert ckpt ckpt-fused --verify || die "patchgen moe convert failed"
 run patchgen moe inspect ckpt-fused || die "patchgen moe inspect failed on the converted checkpoint"
-cd "$WORK/demo"
-
-# Reference sources: the model's upstream files straight from the (cached)
-# wheel, checked against its RECORD, where the protocol keeps them.
-export PATCHGEN_CACHE="$CACHE"
-run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
-    die "patchgen reference failed"
-
-# A new model's first config, by reuse of the closest sibling (llama here),
-# with its toy config and the test-table entries to add.
-run patchgen new mistral --like llama || die "patchgen new failed"
-run cat demo/mistral/mistral_gpu_patch_gen_config.py
-run patchgen --check || die "patchgen --check reported drift after patchgen new"
