@@ -214,7 +214,13 @@ fn a_dense_text_model_by_reuse_of_the_template() {
     assert!(config.contains("# Patch: Qwen3RMSNorm.forward\n# 1. weight applied in float32"), "{config}");
     // The template's own method is injected into the new class; one whose
     // class has no counterpart is left out.
-    assert!(config.contains("\"MistralAttention.describe\""));
+    // A method only the template injects: carried, or dropped for what lint says (PG102).
+    assert!(
+        config.contains("\"MistralAttention.describe\"")
+            || out.stdout.lines().any(|l| l.contains("dropped Qwen3Attention.describe") && l.contains("lint PG102")),
+        "{}",
+        out.stdout
+    );
     assert!(!config.contains("only_in_qwen3") || config.contains("MistralModel.only_in_qwen3"));
     // The reused forward lacks parameters the upstream method takes.
     let todo = config.lines().find(|l| l.contains("TODO(patchgen new)")).expect("a TODO");

@@ -37,9 +37,15 @@ pub struct ModuleChanges {
 /// methods of each class, in file order (the last definition of a name wins,
 /// as Python keeps it).
 struct Symbols<'t> {
-    classes: Vec<(String, &'t str, Vec<(String, &'t str)>)>,
-    functions: Vec<(String, &'t str)>,
+    classes: Vec<Class<'t>>,
+    functions: Vec<Named<'t>>,
 }
+
+/// A name and its definition's text.
+type Named<'t> = (String, &'t str);
+
+/// A class: its name, its definition's text and its methods.
+type Class<'t> = (String, &'t str, Vec<Named<'t>>);
 
 fn keep_last<T>(items: &mut Vec<(String, T)>, name: String, value: T) {
     items.retain(|(n, _)| *n != name);

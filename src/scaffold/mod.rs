@@ -546,7 +546,10 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 what: "model package".into(),
                 text: String::new(),
             });
-            warnings.push("no project model __init__.py imports MODELING_REGISTRY: __init__.py left empty (register the model by hand)".into());
+            warnings.push(match registry {
+                None => "no project model __init__.py imports MODELING_REGISTRY: __init__.py left empty (register the model by hand)".into(),
+                Some(_) => format!("{} has no `__all__` listing model classes: __init__.py left empty (register the model by hand)", facts.module),
+            });
         }
     }
     // Toy config.
@@ -936,7 +939,14 @@ impl crate::cli::Report for Report {
 /// `patchgen new`: run it and print the report.
 pub fn run_command(args: NewArgs) -> crate::cli::ExitStatus {
     use crate::cli::ExitStatus;
-    let format = args.format.format.unwrap_or_default();
+    let format = args
+        .format
+        .format
+        .or_else(|| {
+            crate::settings::process_env("PATCHGEN_OUTPUT_FORMAT")
+                .and_then(|v| clap::ValueEnum::from_str(&v, true).ok())
+        })
+        .unwrap_or_default();
     let outcome = std::env::current_dir()
         .map_err(|e| NewError::usage(format!("cannot read the working directory: {e}")))
         .and_then(|cwd| run(&Options { args, cwd }))

@@ -57,6 +57,10 @@ pub struct LintOptions {
     pub extend_select: Option<Vec<String>>,
     /// Glob (relative to the pyproject's directory) → codes ignored in matching files.
     pub per_file_ignores: Option<BTreeMap<String, Vec<String>>>,
+    /// PG102's framework hook names (replaces the default list; `lint` reads them).
+    pub framework_hooks: Option<Vec<String>>,
+    /// Hook names added to the default list.
+    pub extend_framework_hooks: Option<Vec<String>>,
 }
 
 /// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
@@ -71,7 +75,8 @@ pub const KEYS: [&str; 9] = [
     "reference-dir",
     "lint",
 ];
-pub const LINT_KEYS: [&str; 4] = ["select", "ignore", "extend-select", "per-file-ignores"];
+pub const LINT_KEYS: [&str; 6] =
+    ["select", "ignore", "extend-select", "per-file-ignores", "framework-hooks", "extend-framework-hooks"];
 
 /// A problem with the settings (exit code 2).
 #[derive(Debug, thiserror::Error, PartialEq)]
