@@ -4,15 +4,17 @@
 //! then its tensors' pieces copied file range to file range (`std::io::copy`
 //! between files, which Linux turns into `copy_file_range`: no user-space
 //! buffer) or, for transposed matrices, through one matrix buffer. Memory
-//! does not grow with the checkpoint.
+//! does not grow with the checkpoint. Nothing is memory-mapped: the crate
+//! forbids `unsafe`, and mapped file pages would count in the resident set.
 //!
 //! Safe: refuses SRC == DST, DST inside SRC and a non-empty DST; writes into
 //! a temporary directory next to DST and renames it at the end, so an
 //! interrupted run leaves no DST. Non-weight files of SRC are copied (not
 //! `.safetensors .bin .pt .pth` nor the two index files). Several shards
 //! are written by `--jobs` threads. `--verify` re-reads every output shard,
-//! checks its header with the `safetensors` crate and compares every
-//! tensor's bytes with its sources, reporting the first mismatch.
+//! checks its header with the `safetensors` crate's parser and validation
+//! (`tensor::Metadata`) and compares every tensor's bytes with its sources,
+//! reporting the first mismatch.
 
 use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
@@ -332,32 +334,43 @@ fn copy_other_files(src: &Path, dst: &Path) -> Result<(Vec<String>, Vec<String>)
 /// every tensor's name, dtype, shape and bytes against the plan's sources.
 fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBuf]) -> Result<(), String> {
     let io = |e: std::io::Error| format!("verify: {}: {e}", path.display());
-    let file = File::open(path).map_err(io)?;
-    // SAFETY: the file is ours, in a private temporary directory, and not
-    // modified while mapped; only the header pages are touched.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let st = safetensors::SafeTensors::deserialize(&map)
+    let mut file = File::open(path).map_err(io)?;
+    let file_len = file.metadata().map_err(io)?.len();
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len).map_err(io)?;
+    let n = u64::from_le_bytes(len);
+    let mut json = vec![0u8; n.min(file_len) as usize];
+    file.read_exact(&mut json).map_err(io)?;
+    // The crate's own parser and validation (dtypes, shapes, offsets that
+    // tile the data, sizes), then the end of the data against the file.
+    let meta: safetensors::tensor::Metadata = serde_json::from_slice(&json)
         .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
-    let (n, _) = safetensors::SafeTensors::read_metadata(&map).map_err(|e| format!("verify: {name}: {e:?}"))?;
-    if st.len() != tensors.len() {
-        return Err(format!("verify: {name}: {} tensors, expected {}", st.len(), tensors.len()));
+    let infos = meta.tensors();
+    let data_end = infos.values().map(|i| i.data_offsets.1 as u64).max().unwrap_or(0);
+    if 8 + n + data_end != file_len {
+        return Err(format!("verify: {name}: the data ends at {} but the file has {file_len} bytes", 8 + n + data_end));
     }
-    let data_start = 8 + n as u64;
+    if infos.len() != tensors.len() {
+        return Err(format!("verify: {name}: {} tensors, expected {}", infos.len(), tensors.len()));
+    }
+    let data_start = 8 + n;
     let mut at = data_start;
     let mut files: Vec<Option<File>> = (0..inputs.len()).map(|_| None).collect();
     let (mut want, mut got, mut matrix) = (Vec::new(), Vec::new(), Vec::new());
     const CHUNK: u64 = 8 << 20;
     for t in tensors {
-        let view = st.tensor(&t.name).map_err(|e| format!("verify: {name}: {}: {e}", t.name))?;
-        let shape: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
-        if shape != t.shape || format!("{:?}", view.dtype()) != t.dtype {
+        let info = meta.info(&t.name).ok_or_else(|| format!("verify: {name}: no tensor {}", t.name))?;
+        let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
+        if shape != t.shape || format!("{:?}", info.dtype) != t.dtype || data_start + info.data_offsets.0 as u64 != at {
             return Err(format!(
-                "verify: {name}: {}: {:?} {:?}, expected {} {:?}",
+                "verify: {name}: {}: {:?} {:?} at {:?}, expected {} {:?} at {}",
                 t.name,
-                view.dtype(),
+                info.dtype,
                 shape,
+                info.data_offsets,
                 t.dtype,
-                t.shape
+                t.shape,
+                at - data_start
             ));
         }
         for piece in &t.pieces {
