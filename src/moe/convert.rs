@@ -421,3 +421,63 @@ fn mismatch(shard: &str, tensor: &str, base: u64, want: &[u8], got: &[u8]) -> St
 pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transposes_a_column_range() {
+        // 2 × 3 matrix of 2-byte elements: [[a b c], [d e f]].
+        let m: Vec<u8> = [1u8, 2, 3, 4, 5, 6].iter().flat_map(|&x| [x, 0x10 + x]).collect();
+        let mut out = Vec::new();
+        transpose(&m, 2, 3, 2, 0, 3, &mut out);
+        let els: Vec<u8> = out.chunks(2).map(|c| c[0]).collect();
+        assert_eq!(els, [1, 4, 2, 5, 3, 6]);
+        transpose(&m, 2, 3, 2, 1, 2, &mut out);
+        let els: Vec<u8> = out.chunks(2).map(|c| c[0]).collect();
+        assert_eq!(els, [2, 5, 3, 6]);
+        assert!(out.chunks(2).all(|c| c[1] == c[0] + 0x10));
+    }
+
+    #[test]
+    fn verify_reports_the_first_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.bin");
+        std::fs::write(&input, [9u8, 9, 0, 1, 2, 3, 4, 5]).unwrap();
+        let tensors = vec![OutTensor {
+            name: "w".into(),
+            dtype: "U8".into(),
+            shape: vec![2, 2],
+            pieces: vec![Piece::Range { shard: 0, offset: 2, len: 4 }],
+        }];
+        let out = dir.path().join("model.safetensors");
+        write_shard(&out, &tensors, std::slice::from_ref(&input), &ProgressBar::hidden()).unwrap();
+        verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap();
+        let h = crate::moe::header::read_header(&out).unwrap();
+        assert_eq!(h.metadata, vec![("format".to_string(), "pt".to_string())]);
+        assert_eq!(h.header_len % 8, 0);
+        let mut bytes = std::fs::read(&out).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] = 0xff;
+        std::fs::write(&out, bytes).unwrap();
+        let e = verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap_err();
+        assert_eq!(e, "verify: model.safetensors: w: first mismatch at data byte 2 (expected 0x02, found 0xff)");
+    }
+
+    #[test]
+    fn sizes_and_the_index_as_python_writes_them() {
+        assert_eq!(parse_size("5GB").unwrap(), 5_000_000_000);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1500").unwrap(), 1500);
+        assert!(parse_size("5 parsecs").is_err());
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("b", "f2");
+        m.insert("é", "f1");
+        // json.dumps({"metadata": {"total_size": 3}, "weight_map": {"b": "f2", "é": "f1"}}, indent=2, sort_keys=True)
+        assert_eq!(
+            index_json(3, &m),
+            "{\n  \"metadata\": {\n    \"total_size\": 3\n  },\n  \"weight_map\": {\n    \"b\": \"f2\",\n    \"\\u00e9\": \"f1\"\n  }\n}\n"
+        );
+    }
+}
