@@ -140,6 +140,8 @@ cases!(
     cross_config,
     external_and_init,
     method_injection_quirks,
+    diff_final_blank_line,
+    in_project_source,
     real_llama,
     real_qwen3_moe,
     real_qwen2_vl,
@@ -156,6 +158,8 @@ fn every_fixture_directory_has_a_test() {
         "cross_config",
         "external_and_init",
         "method_injection_quirks",
+        "diff_final_blank_line",
+        "in_project_source",
         "real_llama",
         "real_qwen3_moe",
         "real_qwen2_vl",
@@ -166,5 +170,28 @@ fn every_fixture_directory_has_a_test() {
             let name = entry.file_name().to_string_lossy().into_owned();
             assert!(listed.contains(&name.as_str()), "fixture {name} has no test case");
         }
+    }
+}
+
+/// Issue 16, point 2 (the notes themselves are the `cli` branch's): two
+/// configs injecting the same method — `in_project_source`'s GPU config
+/// and its `deepcopy` NPU config, as arcing-mt's qwen4_exp gpu/npu — give
+/// two `check -v` notes that name their own config.
+#[test]
+fn injected_method_notes_name_their_config() {
+    let env = TestEnv::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in_project_source");
+    copy_tree(&case_dir("in_project_source"), &dir);
+    let pythonpath = format!("{}:{}", dir.display(), dir.join("upstream").display());
+    let out = env.patchgen(&dir, &pythonpath, &["--check", "-v"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let notes: Vec<&str> = out.stderr.lines().filter(|l| l.contains("PGI001")).collect();
+    assert_eq!(notes.len(), 2, "{}", out.stderr);
+    for module in ["pkg.omni.omni_gpu_patch_gen_config", "pkg.omni.omni_npu_patch_gen_config"] {
+        let note = notes.iter().find(|l| l.ends_with(&format!("[{module}]"))).unwrap_or_else(|| {
+            panic!("no note names {module}:\n{}", out.stderr);
+        });
+        assert!(note.contains("injected: OmniModel.reset"), "{note}");
     }
 }

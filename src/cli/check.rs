@@ -25,6 +25,13 @@ pub struct FileRow {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// With `drift`: the difference in words when a diff does not show it
+    /// (final newlines, trailing whitespace, CRLF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    /// With `ok`: a `.diff` that differs only in the newlines that end it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub final_newlines_only: bool,
 }
 
 /// One config's outcome.
@@ -64,6 +71,10 @@ pub struct CheckReport {
     fix: bool,
     #[serde(skip)]
     verbose: bool,
+    /// The run's notes (one at most: `.diff` files up to date but for their
+    /// final newlines, `check::final_newlines_note`).
+    #[serde(skip)]
+    notes: Vec<Diagnostic>,
 }
 
 pub fn run(args: &CheckArgs) -> ExitStatus {
@@ -97,7 +108,10 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
         .map(|(result, secs)| {
             let outcome = match result {
                 Ok(g) => Outcome::Done(Box::new(g)),
-                Err(Failure::NotAConfig { .. }) if modules.len() > 1 => Outcome::NotAConfig,
+                // Discovered modules without a `config` are skipped whatever
+                // their number, as the reference's discovery skips them; a
+                // module the user names is an error.
+                Err(Failure::NotAConfig { .. }) if args.modules.is_empty() => Outcome::NotAConfig,
                 Err(Failure::OptionalSkipped { source_module }) => Outcome::Skipped(source_module),
                 Err(f) => Outcome::Failed(f),
             };
@@ -111,7 +125,14 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<CheckReport, Fatal> {
         .filter_map(|(module, (outcome, secs))| row(module, outcome, secs, args))
         .collect();
     crate::timings::mark("compared");
-    Ok(CheckReport { configs, fix: args.fix, verbose: args.verbose })
+    let final_newlines: Vec<&Path> = configs
+        .iter()
+        .flat_map(|r| r.files.iter().flatten())
+        .filter(|f| f.final_newlines_only)
+        .map(|f| f.path.as_path())
+        .collect();
+    let notes = crate::check::final_newlines_note(&ctx.project, &final_newlines).into_iter().collect();
+    Ok(CheckReport { configs, fix: args.fix, verbose: args.verbose, notes })
 }
 
 fn row(module: &str, outcome: Outcome, seconds: f64, args: &CheckArgs) -> Option<CheckRow> {
@@ -200,7 +221,7 @@ fn file_row(f: FileCheck) -> FileRow {
         FileStatus::Fixed => ("fixed", None),
         FileStatus::Drift(d) => ("drift", Some(d)),
     };
-    FileRow { path: f.path, status, diff }
+    FileRow { path: f.path, status, diff, explanation: f.explanation, final_newlines_only: f.final_newlines_only }
 }
 
 impl CheckReport {
@@ -219,7 +240,7 @@ impl Report for CheckReport {
     }
 
     fn diagnostics(&self) -> Vec<&Diagnostic> {
-        self.configs.iter().flat_map(|r| &r.diagnostics).collect()
+        self.configs.iter().flat_map(|r| &r.diagnostics).chain(&self.notes).collect()
     }
 
     fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
@@ -264,6 +285,10 @@ impl Report for CheckReport {
                         let drift = p.style.bad("DRIFT");
                         let diff = p.style.diff(f.diff.as_deref().unwrap_or_default());
                         p.out(&format!("  {drift} {}\n{diff}", f.path.display()))?;
+                        if let Some(why) = &f.explanation {
+                            let note = p.style.dim("note:");
+                            p.out(&format!("  {note} {why}\n"))?;
+                        }
                     }
                     _ => {}
                 }
@@ -276,6 +301,9 @@ impl Report for CheckReport {
             }
         }
         p.out("\n")?;
+        for note in &self.notes {
+            p.diagnostic(note)?;
+        }
         let failed = self.failed();
         if failed > 0 {
             let mut s = format!("{failed} config(s) failed:\n");

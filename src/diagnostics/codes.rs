@@ -78,6 +78,12 @@ pub const OPTIONAL_SKIPPED: Code = code(
     Info,
     "an `optional=True` config whose upstream module is not installed: `check` skips it",
 );
+pub const DIFF_FINAL_NEWLINES: Code = code(
+    "PGI003",
+    "diff-final-newlines",
+    Info,
+    "a checked-in `.diff` differs only in the newlines that end it (pre-commit's end-of-file-fixer): not drift, and `--fix` leaves it",
+);
 pub const CONFIG_ERROR: Code = code(
     "PGE001",
     "config-error",
@@ -107,7 +113,7 @@ pub const DRIFT: Code =
     code("PGD001", "drift", Error, "a checked-in generated file differs from what its config produces");
 
 /// Every code, in documentation order.
-pub const ALL: [Code; 19] = [
+pub const ALL: [Code; 20] = [
     MISSING_TARGET,
     DUPLICATE_REGISTRATION,
     NOOP_MODIFY_INIT,
@@ -117,6 +123,7 @@ pub const ALL: [Code; 19] = [
     CONFIG_WARNING,
     INJECTED_METHOD,
     OPTIONAL_SKIPPED,
+    DIFF_FINAL_NEWLINES,
     CONFIG_ERROR,
     NOT_A_CONFIG,
     UPSTREAM_NOT_FOUND,
