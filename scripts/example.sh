@@ -9,7 +9,8 @@
 #   4. in a temporary copy of examples/demo (the repository stays clean):
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
-#      repairing it.
+#      repairing it; then writes llama's reference sources from the wheel
+#      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -159,6 +160,17 @@ run patchgen --check || rc=$?
 echo "(exit $rc)"
 [ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
 
+# Reference sources: the model's upstream files straight from the (cached)
+# wheel, checked against its RECORD, where the protocol keeps them.
+export PATCHGEN_CACHE="$CACHE"
+run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
+    die "patchgen reference failed"
+
+# A new model's first config, by reuse of the closest sibling (llama here),
+# with its toy config and the test-table entries to add.
+run patchgen new mistral --like llama || die "patchgen new failed"
+run cat demo/mistral/mistral_gpu_patch_gen_config.py
+run patchgen --check || die "patchgen --check reported drift after patchgen new"
 # MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
 # (written here with the standard library: an 8-byte header length, the
 # JSON header, the bytes), inspected from its headers, converted to the v5

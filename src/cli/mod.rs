@@ -56,6 +56,8 @@ Examples:
   patchgen list                         list the configs
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
+  patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
+  patchgen new mistral                  a new model's config, __init__.py and toy config
   patchgen completions bash > /etc/bash_completion.d/patchgen
 
 The reference's command lines work unchanged:
@@ -95,6 +97,8 @@ pub enum Command {
     List(ListArgs),
     Survey(crate::survey::SurveyArgs),
     Moe(crate::moe::MoeArgs),
+    Reference(crate::reference::ReferenceArgs),
+    New(crate::scaffold::NewArgs),
     Completions(args::CompletionsArgs),
 }
 
@@ -121,6 +125,8 @@ pub fn run(command: Command) -> ExitStatus {
         Command::List(a) => list::run(&a),
         Command::Survey(a) => crate::survey::run(a),
         Command::Moe(a) => crate::moe::run(a),
+        Command::Reference(a) => crate::reference::run_command(a),
+        Command::New(a) => crate::scaffold::run_command(a),
         Command::Completions(a) => {
             let mut cmd = Cli::command();
             let mut out = std::io::stdout();
