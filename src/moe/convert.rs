@@ -4,8 +4,8 @@
 //! then its tensors' pieces copied file range to file range (`std::io::copy`
 //! between files, which Linux turns into `copy_file_range`: no user-space
 //! buffer) or, for transposed matrices, through one matrix buffer. Memory
-//! does not grow with the checkpoint. Nothing is memory-mapped: the crate
-//! forbids `unsafe`, and mapped file pages would count in the resident set.
+//! does not grow with the checkpoint. Nothing is memory-mapped: that needs
+//! `unsafe`, and mapped file pages would count in the resident set.
 //!
 //! Safe: refuses SRC == DST, DST inside SRC and a non-empty DST; writes into
 //! a temporary directory next to DST and renames it at the end, so an
