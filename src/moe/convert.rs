@@ -4,15 +4,17 @@
 //! then its tensors' pieces copied file range to file range (`std::io::copy`
 //! between files, which Linux turns into `copy_file_range`: no user-space
 //! buffer) or, for transposed matrices, through one matrix buffer. Memory
-//! does not grow with the checkpoint.
+//! does not grow with the checkpoint. Nothing is memory-mapped: that needs
+//! `unsafe`, and mapped file pages would count in the resident set.
 //!
 //! Safe: refuses SRC == DST, DST inside SRC and a non-empty DST; writes into
 //! a temporary directory next to DST and renames it at the end, so an
 //! interrupted run leaves no DST. Non-weight files of SRC are copied (not
 //! `.safetensors .bin .pt .pth` nor the two index files). Several shards
 //! are written by `--jobs` threads. `--verify` re-reads every output shard,
-//! checks its header with the `safetensors` crate and compares every
-//! tensor's bytes with its sources, reporting the first mismatch.
+//! checks its header with the `safetensors` crate's parser and validation
+//! (`tensor::Metadata`) and compares every tensor's bytes with its sources,
+//! reporting the first mismatch.
 
 use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
@@ -332,33 +334,43 @@ fn copy_other_files(src: &Path, dst: &Path) -> Result<(Vec<String>, Vec<String>)
 /// every tensor's name, dtype, shape and bytes against the plan's sources.
 fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBuf]) -> Result<(), String> {
     let io = |e: std::io::Error| format!("verify: {}: {e}", path.display());
-    let file = File::open(path).map_err(io)?;
-    // SAFETY: the file is ours, in a private temporary directory, and not
-    // modified while mapped; only the header pages are touched.
-    #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let st = safetensors::SafeTensors::deserialize(&map)
+    let mut file = File::open(path).map_err(io)?;
+    let file_len = file.metadata().map_err(io)?.len();
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len).map_err(io)?;
+    let n = u64::from_le_bytes(len);
+    let mut json = vec![0u8; n.min(file_len) as usize];
+    file.read_exact(&mut json).map_err(io)?;
+    // The crate's own parser and validation (dtypes, shapes, offsets that
+    // tile the data, sizes), then the end of the data against the file.
+    let meta: safetensors::tensor::Metadata = serde_json::from_slice(&json)
         .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
-    let (n, _) = safetensors::SafeTensors::read_metadata(&map).map_err(|e| format!("verify: {name}: {e:?}"))?;
-    if st.len() != tensors.len() {
-        return Err(format!("verify: {name}: {} tensors, expected {}", st.len(), tensors.len()));
+    let infos = meta.tensors();
+    let data_end = infos.values().map(|i| i.data_offsets.1 as u64).max().unwrap_or(0);
+    if 8 + n + data_end != file_len {
+        return Err(format!("verify: {name}: the data ends at {} but the file has {file_len} bytes", 8 + n + data_end));
     }
-    let data_start = 8 + n as u64;
+    if infos.len() != tensors.len() {
+        return Err(format!("verify: {name}: {} tensors, expected {}", infos.len(), tensors.len()));
+    }
+    let data_start = 8 + n;
     let mut at = data_start;
     let mut files: Vec<Option<File>> = (0..inputs.len()).map(|_| None).collect();
     let (mut want, mut got, mut matrix) = (Vec::new(), Vec::new(), Vec::new());
     const CHUNK: u64 = 8 << 20;
     for t in tensors {
-        let view = st.tensor(&t.name).map_err(|e| format!("verify: {name}: {}: {e}", t.name))?;
-        let shape: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
-        if shape != t.shape || format!("{:?}", view.dtype()) != t.dtype {
+        let info = meta.info(&t.name).ok_or_else(|| format!("verify: {name}: no tensor {}", t.name))?;
+        let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
+        if shape != t.shape || format!("{:?}", info.dtype) != t.dtype || data_start + info.data_offsets.0 as u64 != at {
             return Err(format!(
-                "verify: {name}: {}: {:?} {:?}, expected {} {:?}",
+                "verify: {name}: {}: {:?} {:?} at {:?}, expected {} {:?} at {}",
                 t.name,
-                view.dtype(),
+                info.dtype,
                 shape,
+                info.data_offsets,
                 t.dtype,
-                t.shape
+                t.shape,
+                at - data_start
             ));
         }
         for piece in &t.pieces {
@@ -408,4 +420,64 @@ fn mismatch(shard: &str, tensor: &str, base: u64, want: &[u8], got: &[u8]) -> St
 /// Whether to draw a progress bar.
 pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transposes_a_column_range() {
+        // 2 × 3 matrix of 2-byte elements: [[a b c], [d e f]].
+        let m: Vec<u8> = [1u8, 2, 3, 4, 5, 6].iter().flat_map(|&x| [x, 0x10 + x]).collect();
+        let mut out = Vec::new();
+        transpose(&m, 2, 3, 2, 0, 3, &mut out);
+        let els: Vec<u8> = out.chunks(2).map(|c| c[0]).collect();
+        assert_eq!(els, [1, 4, 2, 5, 3, 6]);
+        transpose(&m, 2, 3, 2, 1, 2, &mut out);
+        let els: Vec<u8> = out.chunks(2).map(|c| c[0]).collect();
+        assert_eq!(els, [2, 5, 3, 6]);
+        assert!(out.chunks(2).all(|c| c[1] == c[0] + 0x10));
+    }
+
+    #[test]
+    fn verify_reports_the_first_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.bin");
+        std::fs::write(&input, [9u8, 9, 0, 1, 2, 3, 4, 5]).unwrap();
+        let tensors = vec![OutTensor {
+            name: "w".into(),
+            dtype: "U8".into(),
+            shape: vec![2, 2],
+            pieces: vec![Piece::Range { shard: 0, offset: 2, len: 4 }],
+        }];
+        let out = dir.path().join("model.safetensors");
+        write_shard(&out, &tensors, std::slice::from_ref(&input), &ProgressBar::hidden()).unwrap();
+        verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap();
+        let h = crate::moe::header::read_header(&out).unwrap();
+        assert_eq!(h.metadata, vec![("format".to_string(), "pt".to_string())]);
+        assert_eq!(h.header_len % 8, 0);
+        let mut bytes = std::fs::read(&out).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] = 0xff;
+        std::fs::write(&out, bytes).unwrap();
+        let e = verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap_err();
+        assert_eq!(e, "verify: model.safetensors: w: first mismatch at data byte 2 (expected 0x02, found 0xff)");
+    }
+
+    #[test]
+    fn sizes_and_the_index_as_python_writes_them() {
+        assert_eq!(parse_size("5GB").unwrap(), 5_000_000_000);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1500").unwrap(), 1500);
+        assert!(parse_size("5 parsecs").is_err());
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("b", "f2");
+        m.insert("é", "f1");
+        // json.dumps({"metadata": {"total_size": 3}, "weight_map": {"b": "f2", "é": "f1"}}, indent=2, sort_keys=True)
+        assert_eq!(
+            index_json(3, &m),
+            "{\n  \"metadata\": {\n    \"total_size\": 3\n  },\n  \"weight_map\": {\n    \"b\": \"f2\",\n    \"\\u00e9\": \"f1\"\n  }\n}\n"
+        );
+    }
 }

@@ -34,7 +34,17 @@
 //!   (the alias it came through, the converters and their line numbers).
 //!
 //! Whether a generated modeling module has fused expert parameters is
-//! [`super::modeling::fused_expert_classes`].
+//! [`super::modeling::fused_expert_classes`]`(text)`; whether a model
+//! package's `__init__.py` registers a converter is
+//! [`super::inspect::assigns_converter`]`(text)`.
+//!
+//! ```ignore
+//! let recipes = Recipes::load(&SearchPath::new(vec![wheel]))?;
+//! match recipes.checkpoint_layout_need("glm_moe_dsa") {
+//!     RecipeKind::PerExpert { .. } | RecipeKind::FusedTransposed => { /* a fused class needs a converter */ }
+//!     RecipeKind::Other { .. } | RecipeKind::Direct => {}
+//! }
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
