@@ -15,6 +15,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod diff;
 pub mod json;
+pub mod lint;
 pub mod normalize;
 pub mod pipeline;
 pub mod project;
