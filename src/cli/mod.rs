@@ -141,6 +141,8 @@ fn settings(args: Args) -> Result<Settings, String> {
 fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
     match args.get(1)?.to_str()? {
         "survey" => Some(crate::survey::run_cli(&args[2..])),
+        "lint" => Some(crate::lint::command::run_lint_cli(&args[2..])),
+        "rule" => Some(crate::lint::command::run_rule_cli(&args[2..])),
         _ => None,
     }
 }

@@ -7,16 +7,35 @@ use std::collections::HashMap;
 
 use ruff_python_ast::{Expr, Stmt};
 
-use crate::config::plan::{Loc, PatchPlan, PatchType};
+use crate::config::plan::{Loc, Patch, PatchPlan, PatchType};
 use crate::config::source::ParsedFile;
 use crate::config::Warning;
 
-struct UpstreamNames<'a> {
-    classes: HashMap<&'a str, &'a ruff_python_ast::StmtClassDef>,
-    functions: Vec<&'a str>,
+/// The top-level classes and functions of an upstream module: what patch
+/// targets are looked up in (codegen walks exactly these).
+pub struct UpstreamNames<'a> {
+    pub classes: HashMap<&'a str, &'a ruff_python_ast::StmtClassDef>,
+    pub functions: Vec<&'a str>,
 }
 
-fn upstream_names(file: &ParsedFile) -> UpstreamNames<'_> {
+/// What a patch's target must be upstream and is not: `Some("class")`
+/// when the class a `replace_class`, external patch, `modify_init` or
+/// `override_method` names is not a top-level class, `Some("function")`
+/// when a `replace_function` target is not a top-level function. Such a
+/// patch does nothing (codegen applies patches while walking upstream's
+/// top-level statements) though the generated header lists it.
+pub fn missing_target(names: &UpstreamNames, patch: &Patch) -> Option<&'static str> {
+    match patch.patch_type {
+        PatchType::FunctionReplacement => (!names.functions.contains(&patch.target.as_str())).then_some("function"),
+        PatchType::AdditionalImport => None,
+        _ => {
+            let class = patch.target.split_once('.').map_or(patch.target.as_str(), |(c, _)| c);
+            (!names.classes.contains_key(class)).then_some("class")
+        }
+    }
+}
+
+pub fn upstream_names(file: &ParsedFile) -> UpstreamNames<'_> {
     let mut names = UpstreamNames { classes: HashMap::new(), functions: Vec::new() };
     for stmt in file.body() {
         match stmt {
@@ -53,11 +72,11 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
     let module = &plan.source_module;
     for p in &plan.patches {
         match p.patch_type {
-            PatchType::ClassReplacement if !names.classes.contains_key(p.target.as_str()) => out.push(warn(
+            PatchType::ClassReplacement if missing_target(&names, p).is_some() => out.push(warn(
                 &p.registered_at,
                 format!("replace_class target `{}` is not a top-level class of `{module}`; the patch does nothing", p.target),
             )),
-            PatchType::FunctionReplacement if !names.functions.contains(&p.target.as_str()) => out.push(warn(
+            PatchType::FunctionReplacement if missing_target(&names, p).is_some() => out.push(warn(
                 &p.registered_at,
                 format!("replace_function target `{}` is not a top-level function of `{module}`; the patch does nothing", p.target),
             )),

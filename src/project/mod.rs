@@ -38,7 +38,7 @@ impl std::fmt::Display for ProjectError {
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
 
-const KNOWN_KEYS: [&str; 6] = ["search_root", "package_prefix", "legacy_patches_prefix", "ruff_extra_ignore", "ruff_isolated", "ruff"];
+const KNOWN_KEYS: [&str; 7] = ["search_root", "package_prefix", "legacy_patches_prefix", "ruff_extra_ignore", "ruff_isolated", "ruff", "lint"];
 
 /// A discovered config file.
 #[derive(Clone, Debug)]

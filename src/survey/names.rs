@@ -286,6 +286,8 @@ struct FreeNames {
     scopes: Vec<Scope>,
     /// Name → offset of its first free use.
     free: BTreeMap<String, TextSize>,
+    /// Every free use, in visiting order.
+    uses: Vec<(String, TextSize)>,
     in_annotation: bool,
 }
 
@@ -304,6 +306,7 @@ impl FreeNames {
     fn load(&mut self, name: &str, at: TextSize) {
         if !self.resolves(name) {
             self.free.entry(name.to_string()).or_insert(at);
+            self.uses.push((name.to_string(), at));
         }
     }
 
@@ -429,10 +432,12 @@ impl<'a> Visitor<'a> for FreeNames {
                     let mut inner = FreeNames {
                         scopes: std::mem::take(&mut self.scopes),
                         free: BTreeMap::new(),
+                        uses: Vec::new(),
                         in_annotation: true,
                     };
                     inner.visit_expr(parsed.expr());
                     self.scopes = inner.scopes;
+                    self.uses.extend(inner.uses.into_iter().map(|(name, _)| (name, at)));
                     for name in inner.free.into_keys() {
                         self.free.entry(name).or_insert(at);
                     }
@@ -451,14 +456,26 @@ impl<'a> Visitor<'a> for FreeNames {
 /// The global names `body` reads, with the offset of the first read.
 /// Module-level bindings of `body` itself count as defined.
 pub fn free_names(body: &[Stmt]) -> BTreeMap<String, TextSize> {
+    free_walk(body).free
+}
+
+/// Every read of a global name in `body` that nothing binds (module-level
+/// bindings of `body` count as bound), with its offset, in source order:
+/// what pyflakes reports as F821, one entry per use.
+pub fn free_name_uses(body: &[Stmt]) -> Vec<(String, TextSize)> {
+    free_walk(body).uses
+}
+
+fn free_walk(body: &[Stmt]) -> FreeNames {
     let module_names = bound_in(body).into_iter().map(|(n, _)| n).collect();
     let mut f = FreeNames {
         scopes: vec![Scope { names: module_names, is_class: false }],
         free: BTreeMap::new(),
+        uses: Vec::new(),
         in_annotation: false,
     };
     f.visit_body(body);
-    f.free
+    f
 }
 
 #[cfg(test)]

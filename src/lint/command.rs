@@ -1,0 +1,492 @@
+//! `patchgen lint [MODULE...]` and `patchgen rule CODE|--all`: arguments,
+//! the run (configs in parallel, then cross-config rules, then
+//! suppressions) and the report. Exit codes: 0 clean, 1 findings, 2 usage
+//! or project errors (including a config that cannot be evaluated or
+//! generated: lint cannot see it).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, ValueEnum};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::context::{LintContext, ProjectContext, Shared};
+use super::settings::{LintSettings, selects};
+use super::{Rule, noqa, rules};
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::pipeline::{Context, Failure};
+use crate::project::Project;
+use crate::survey::modules::Version;
+use crate::survey::source::{self, Upstream, WheelCache};
+use crate::upstream::SearchPath;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Text,
+    Json,
+    Github,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  patchgen lint                                 every config, default rules
+  patchgen lint pkg.models.qwen3.qwen3_gpu_patch_gen_config
+  patchgen lint --select PG1,PG2 --ignore PG203
+  patchgen lint --upstream 5.16.1               preview a pin bump (wheel cached as `survey` caches it)
+  patchgen lint --format github                 annotations in GitHub Actions
+  patchgen rule PG101                           what a rule checks and why
+
+Suppress a finding with `# noqa: PG101` on the config line it points at, or with
+per-file-ignores in [tool.patchgen.lint].
+Exit status: 0 clean, 1 findings, 2 usage or project error.";
+
+/// Check patch configs for the protocol's silent pitfalls (statically; no ruff, no torch).
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = EXAMPLES)]
+pub struct LintArgs {
+    /// Config modules to lint (default: every discovered config).
+    #[arg(value_name = "MODULE")]
+    pub modules: Vec<String>,
+    /// Rules to run instead of the defaults: codes, prefixes (PG1) or ALL; comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub select: Option<Vec<String>>,
+    /// Rules to add to the selection.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub extend_select: Vec<String>,
+    /// Rules to leave out.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub ignore: Vec<String>,
+    /// Lint against another upstream: a directory, a .whl file or a version number.
+    #[arg(long, value_name = "DIR|WHEEL|VERSION")]
+    pub upstream: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Print how often each rule fired instead of the findings.
+    #[arg(long)]
+    pub statistics: bool,
+    /// The PatchConfig variable in each config module.
+    #[arg(short = 'c', long, value_name = "NAME", default_value = "config")]
+    pub config_name: String,
+    /// Find the project from this directory instead of the working directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Never run pip for --upstream VERSION (the wheel must be cached).
+    #[arg(long)]
+    pub no_download: bool,
+    /// Parallel jobs (default: one per CPU).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "patchgen lint")]
+struct LintCli {
+    #[command(flatten)]
+    args: LintArgs,
+}
+
+/// Print a rule's documentation.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RuleArgs {
+    /// The rule's code (PG101) or name (dead-patch-target).
+    #[arg(value_name = "CODE", required_unless_present = "all")]
+    pub code: Option<String>,
+    /// Every rule, in code order.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "patchgen rule")]
+struct RuleCli {
+    #[command(flatten)]
+    args: RuleArgs,
+}
+
+/// A usage or project problem (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The outcome of a lint run.
+#[derive(Debug, Serialize)]
+pub struct LintReport {
+    /// The upstream version linted against.
+    pub upstream: String,
+    /// Configs linted.
+    pub configs: usize,
+    /// Codes of the rules that ran.
+    pub rules: Vec<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Configs lint could not read (evaluation or generation failed).
+    pub errors: Vec<Diagnostic>,
+    /// Findings silenced by `noqa` or per-file-ignores.
+    pub suppressed: usize,
+}
+
+impl LintReport {
+    pub fn exit_code(&self) -> i32 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.diagnostics.is_empty() {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// `(code, name, count)` per rule that fired, most frequent first.
+    pub fn statistics(&self) -> Vec<(String, String, usize)> {
+        let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for d in &self.diagnostics {
+            *counts.entry((&d.code, &d.name)).or_default() += 1;
+        }
+        let mut out: Vec<_> = counts.into_iter().map(|((c, n), k)| (c.to_string(), n.to_string(), k)).collect();
+        out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+/// Stack for evaluation threads (as `patchgen --check` uses).
+const STACK_SIZE: usize = 256 << 20;
+
+/// The rules `settings` and the flags select.
+pub fn selected_rules(settings: &LintSettings, args: &LintArgs) -> Result<Vec<&'static Rule>, UsageError> {
+    let select: Option<&Vec<String>> = args.select.as_ref().or(settings.select.as_ref());
+    let extend: Vec<&String> = settings.extend_select.iter().chain(&args.extend_select).collect();
+    let ignore: Vec<&String> = settings.ignore.iter().chain(&args.ignore).collect();
+    let all = select.into_iter().flatten().chain(extend.iter().copied()).chain(ignore.iter().copied());
+    for s in all {
+        if !rules::RULES.iter().any(|r| selects(s, r.code, r.name)) {
+            return Err(UsageError(format!(
+                "unknown rule selector `{s}`\n  help: `patchgen rule --all` lists the rules"
+            )));
+        }
+    }
+    Ok(rules::RULES
+        .iter()
+        .filter(|r| {
+            let on = match select {
+                Some(sel) => sel.iter().any(|s| selects(s, r.code, r.name)),
+                None => r.default_on,
+            } || extend.iter().any(|s| selects(s, r.code, r.name));
+            on && !ignore.iter().any(|s| selects(s, r.code, r.name))
+        })
+        .collect())
+}
+
+fn failure_diagnostic(module: &str, failure: &Failure) -> Diagnostic {
+    let d = Diagnostic::new("PG000", "config-error", Severity::Error, failure.to_string()).config(module.to_string());
+    match failure {
+        Failure::Eval(e) if e.loc.line > 0 => d.at(crate::diagnostics::Location::line(e.loc.path.clone(), e.loc.line)),
+        _ => d,
+    }
+}
+
+/// The upstream lint reads: `--upstream` resolved as `survey` resolves
+/// `--to`, else the search path `check` uses.
+fn upstream_for(
+    arg: Option<&str>,
+    project: &Project,
+    cwd: &Path,
+    download: bool,
+) -> Result<(Upstream, Option<PathBuf>), UsageError> {
+    let package_root = project.package_root();
+    match arg {
+        Some(arg) => {
+            let cache =
+                WheelCache { dir: WheelCache::default_dir(&project.root), package: "transformers".into(), download };
+            let up = source::resolve(arg, cwd, &cache).map_err(|e| UsageError(format!("--upstream {e}")))?;
+            let location = up.location.clone();
+            let search = SearchPath::new(vec![location.clone(), package_root]);
+            Ok((Upstream { search, ..up }, Some(location)))
+        }
+        None => {
+            let search = SearchPath::from_env(&project.root, cwd, &package_root);
+            let version = search.transformers_version();
+            Ok((Upstream { arg: String::new(), version, location: PathBuf::new(), search }, None))
+        }
+    }
+}
+
+/// Run lint. `cwd` resolves relative paths; the project is found from
+/// `args.project` (else `cwd`).
+pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
+    let project_dir = match &args.project {
+        Some(p) if p.is_relative() => cwd.join(p),
+        Some(p) => p.clone(),
+        None => cwd.to_path_buf(),
+    };
+    let project = Project::find(&project_dir).map_err(|e| UsageError(e.to_string()))?;
+    let settings = LintSettings::load(&project.pyproject, &project.settings.package_prefix).map_err(UsageError)?;
+    let rules = selected_rules(&settings, args)?;
+    let (upstream, location) = upstream_for(args.upstream.as_deref(), &project, cwd, !args.no_download)?;
+    let version_label = upstream.version.clone();
+    let mut pipeline = Context::new(project, &project_dir, None);
+    if let Some(location) = location {
+        pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
+    }
+    let modules: Vec<String> = if args.modules.is_empty() {
+        pipeline.project.discover().map_err(|e| UsageError(e.to_string()))?.into_iter().map(|c| c.module).collect()
+    } else {
+        let modules: Vec<String> = args.modules.iter().map(|m| pipeline.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| pipeline.loader.find(m).is_none()) {
+            return Err(UsageError(format!(
+                "{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
+                pipeline.project.package_root().display()
+            )));
+        }
+        modules
+    };
+    let explicit = !args.modules.is_empty();
+    let shared = Shared::new(pipeline, Version::new(upstream), settings);
+    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
+    if let Some(j) = args.jobs.filter(|&j| j > 0) {
+        pool = pool.num_threads(j);
+    }
+    let pool = pool.build().map_err(|e| UsageError(format!("cannot start worker threads: {e}")))?;
+    let report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
+    // The process exits next: freeing every syntax tree costs only time.
+    std::mem::forget(shared);
+    Ok(report)
+}
+
+fn run(
+    shared: &Shared,
+    modules: &[String],
+    config_name: &str,
+    explicit: bool,
+    rules: &[&'static Rule],
+    upstream: String,
+) -> LintReport {
+    let built: Vec<Result<LintContext, (String, Failure)>> =
+        modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    let mut errors = Vec::new();
+    let mut contexts = Vec::new();
+    for b in built {
+        match b {
+            Ok(c) => contexts.push(c),
+            Err((_, Failure::NotAConfig { .. })) if !explicit => {}
+            Err((_, Failure::OptionalSkipped { .. })) => {}
+            Err((m, f)) => errors.push(failure_diagnostic(&m, &f)),
+        }
+    }
+    let mut found: Vec<Diagnostic> = contexts
+        .par_iter()
+        .flat_map_iter(|ctx| {
+            rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
+        })
+        .collect();
+    let project = ProjectContext { shared, configs: &contexts };
+    for r in rules {
+        if let Some(check) = r.check_project {
+            found.extend(check(&project));
+        }
+    }
+    let before = found.len();
+    let root = shared.project_root().to_path_buf();
+    found.retain(|d| !suppressed(shared, &root, d));
+    let suppressed = before - found.len();
+    sort(&mut found);
+    found.dedup();
+    let report = LintReport {
+        upstream,
+        configs: contexts.len(),
+        rules: rules.iter().map(|r| r.code.to_string()).collect(),
+        diagnostics: found,
+        errors,
+        suppressed,
+    };
+    std::mem::forget(contexts);
+    report
+}
+
+fn sort(ds: &mut [Diagnostic]) {
+    ds.sort_by(|a, b| {
+        let key = |d: &Diagnostic| d.location.as_ref().map(|l| (l.path.clone(), l.line, l.column));
+        key(a).cmp(&key(b)).then_with(|| a.code.cmp(&b.code)).then_with(|| a.message.cmp(&b.message))
+    });
+}
+
+/// `# noqa` on the primary line, or a per-file ignore of its file.
+fn suppressed(shared: &Shared, root: &Path, d: &Diagnostic) -> bool {
+    let Some(loc) = &d.location else { return false };
+    let rel = loc.path.strip_prefix(root).unwrap_or(&loc.path).to_string_lossy().replace('\\', "/");
+    if shared.settings.ignored_for(&rel).iter().any(|c| selects(c, &d.code, &d.name)) {
+        return true;
+    }
+    if loc.line == 0 {
+        return false;
+    }
+    let Ok(file) = shared.pipeline.loader.parse_file(&loc.path) else {
+        return false;
+    };
+    let line = file.text.lines().nth(loc.line - 1).unwrap_or_default();
+    noqa::parse(line).is_some_and(|n| n.suppresses(&d.code))
+}
+
+/// Text: `path:line[:col]: CODE [name] message`, then help and related lines.
+pub fn render_text(report: &LintReport, cwd: &Path) -> String {
+    let mut out = String::new();
+    let rel = |p: &Path| p.strip_prefix(cwd).unwrap_or(p).display().to_string();
+    for d in report.errors.iter().chain(&report.diagnostics) {
+        let place = match &d.location {
+            Some(l) => {
+                let mut l = l.clone();
+                l.path = PathBuf::from(rel(&l.path));
+                format!("{l}: ")
+            }
+            None => d.config.as_ref().map(|c| format!("{c}: ")).unwrap_or_default(),
+        };
+        out.push_str(&format!("{place}{} [{}] {}\n", d.code, d.name, d.message));
+        for r in &d.related {
+            let mut l = r.location.clone();
+            l.path = PathBuf::from(rel(&l.path));
+            out.push_str(&format!("  = {}: {l}\n", r.message));
+        }
+        if let Some(h) = &d.help {
+            out.push_str(&format!("  help: {h}\n"));
+        }
+    }
+    let n = report.diagnostics.len();
+    if n == 0 && report.errors.is_empty() {
+        out.push_str(&format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream));
+    } else {
+        out.push_str(&format!(
+            "Found {n} finding{} in {} configs (upstream {}){}.\n",
+            if n == 1 { "" } else { "s" },
+            report.configs,
+            report.upstream,
+            if report.suppressed > 0 { format!("; {} suppressed", report.suppressed) } else { String::new() }
+        ));
+    }
+    out
+}
+
+/// `--statistics`: one line per rule.
+pub fn render_statistics(report: &LintReport) -> String {
+    report.statistics().iter().map(|(c, n, k)| format!("{k:>5}\t{c}\t{n}\n")).collect()
+}
+
+/// GitHub workflow commands (`::error file=…,line=…,title=…::message`).
+pub fn render_github(report: &LintReport, cwd: &Path) -> String {
+    let esc = |s: &str| s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    let prop = |s: &str| esc(s).replace(':', "%3A").replace(',', "%2C");
+    let mut out = String::new();
+    for d in report.errors.iter().chain(&report.diagnostics) {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let mut props = Vec::new();
+        if let Some(l) = &d.location {
+            props.push(format!("file={}", prop(&l.path.strip_prefix(cwd).unwrap_or(&l.path).display().to_string())));
+            if l.line > 0 {
+                props.push(format!("line={}", l.line));
+            }
+            if l.column > 0 {
+                props.push(format!("col={}", l.column));
+            }
+        }
+        props.push(format!("title={}", prop(&format!("{} {}", d.code, d.name))));
+        let mut message = d.message.clone();
+        if let Some(h) = &d.help {
+            message.push_str(&format!("\nhelp: {h}"));
+        }
+        out.push_str(&format!("::{level} {}::{}\n", props.join(","), esc(&message)));
+    }
+    out
+}
+
+pub fn render_json(report: &LintReport) -> String {
+    serde_json::to_string_pretty(report).expect("report serialises") + "\n"
+}
+
+/// `patchgen lint ARGS…`: prints the report, returns the exit code.
+pub fn run_lint_cli(args: &[OsString]) -> i32 {
+    let argv = std::iter::once(OsString::from("patchgen lint")).chain(args.iter().cloned());
+    let cli = match LintCli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("patchgen lint: error: cannot read the working directory: {e}");
+            return 2;
+        }
+    };
+    execute(&cli.args, &cwd)
+}
+
+/// Lint with parsed arguments, print, return the exit code.
+pub fn execute(args: &LintArgs, cwd: &Path) -> i32 {
+    match lint(args, cwd) {
+        Ok(report) => {
+            let out = if args.statistics {
+                render_statistics(&report)
+            } else {
+                match args.format {
+                    Format::Text => render_text(&report, cwd),
+                    Format::Json => render_json(&report),
+                    Format::Github => render_github(&report, cwd),
+                }
+            };
+            print!("{out}");
+            report.exit_code()
+        }
+        Err(e) => {
+            eprintln!("patchgen lint: error: {e}");
+            2
+        }
+    }
+}
+
+/// `patchgen rule CODE` / `--all`: the rule's documentation.
+pub fn run_rule_cli(args: &[OsString]) -> i32 {
+    let argv = std::iter::once(OsString::from("patchgen rule")).chain(args.iter().cloned());
+    let cli = match RuleCli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match rule_text(&cli.args) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("patchgen rule: error: {e}");
+            2
+        }
+    }
+}
+
+/// What `patchgen rule` prints.
+pub fn rule_text(args: &RuleArgs) -> Result<String, UsageError> {
+    if args.all {
+        return Ok(rules::RULES.iter().map(super::docs::rule_markdown).collect::<Vec<_>>().join("\n"));
+    }
+    let code = args.code.as_deref().unwrap_or_default();
+    match super::rule(code) {
+        Some(r) => Ok(super::docs::rule_markdown(r)),
+        None => Err(UsageError(format!("unknown rule `{code}`\n  help: `patchgen rule --all` lists the rules"))),
+    }
+}

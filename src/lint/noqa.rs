@@ -1,0 +1,72 @@
+//! `# noqa` on a config line, as ruff reads it: `# noqa` alone suppresses
+//! every code on the line; `# noqa: PG101, PG203` (commas or spaces between
+//! codes, case-insensitive `noqa`) only those. Other codes in the list (ruff's
+//! `F821`) are allowed and ignored here, so one comment can serve both tools.
+
+/// What a line's `noqa` comment suppresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Noqa {
+    All,
+    Codes(Vec<String>),
+}
+
+impl Noqa {
+    pub fn suppresses(&self, code: &str) -> bool {
+        match self {
+            Noqa::All => true,
+            Noqa::Codes(codes) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
+        }
+    }
+}
+
+/// The `noqa` directive in `line`, if any (the first `#` … `noqa` found
+/// after a `#`; string contents are not told apart from comments, as in
+/// ruff's line-based scan).
+pub fn parse(line: &str) -> Option<Noqa> {
+    let mut rest = line;
+    while let Some(hash) = rest.find('#') {
+        let after = rest[hash + 1..].trim_start();
+        if after.len() >= 4 && after[..4].eq_ignore_ascii_case("noqa") {
+            let tail = &after[4..];
+            let Some(list) = tail.strip_prefix(':') else {
+                // `# noqa` followed by nothing or by a space and text.
+                if tail.is_empty() || tail.starts_with(char::is_whitespace) {
+                    return Some(Noqa::All);
+                }
+                rest = &rest[hash + 1..];
+                continue;
+            };
+            let codes: Vec<String> = list
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .map(str::trim)
+                .take_while(|c| {
+                    c.is_empty()
+                        || c.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic())
+                            && c.chars().all(|ch| ch.is_ascii_alphanumeric())
+                })
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect();
+            return Some(if codes.is_empty() { Noqa::All } else { Noqa::Codes(codes) });
+        }
+        rest = &rest[hash + 1..];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms() {
+        assert_eq!(parse("x = 1"), None);
+        assert_eq!(parse("x = 1  # noqa"), Some(Noqa::All));
+        assert_eq!(parse("x = 1  # NOQA"), Some(Noqa::All));
+        assert_eq!(parse("x  # noqa: PG101"), Some(Noqa::Codes(vec!["PG101".into()])));
+        assert_eq!(parse("x  # noqa: PG101, F821 why"), Some(Noqa::Codes(vec!["PG101".into(), "F821".into()])));
+        assert_eq!(parse("x  # noqa:PG101,PG203"), Some(Noqa::Codes(vec!["PG101".into(), "PG203".into()])));
+        assert_eq!(parse("x  # noqa-ish"), None);
+        assert!(parse("x  # type: ignore  # noqa: PG2").unwrap().suppresses("pg2"));
+    }
+}
