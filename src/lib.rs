@@ -16,6 +16,7 @@ pub mod diagnostics;
 pub mod diff;
 pub mod json;
 pub mod lint;
+pub mod moe;
 pub mod normalize;
 pub mod pipeline;
 pub mod project;
