@@ -10,6 +10,7 @@ mod pg104_unresolved_import;
 mod pg201_call_site_signature;
 mod pg202_sibling_signature_drift;
 pub mod pg203_dropped_parameters;
+pub mod pg301_logits_to_keep_order;
 
 /// Every rule, in code order.
 pub static RULES: &[Rule] = &[
@@ -20,4 +21,5 @@ pub static RULES: &[Rule] = &[
     pg201_call_site_signature::RULE,
     pg202_sibling_signature_drift::RULE,
     pg203_dropped_parameters::RULE,
+    pg301_logits_to_keep_order::RULE,
 ];

@@ -1,7 +1,4 @@
-//! PG301 logits-to-keep-order: the analysis of a patched causal-LM
-//! `forward` (a pure function over the replacement's AST) and the rule
-//! that runs it on every `*ForCausalLM.forward` /
-//! `*ForConditionalGeneration.forward` override of a config.
+//! PG301 logits-to-keep-order: a patched causal-LM `forward` that feeds the loss before slicing with `logits_to_keep`, or drops the parameter.
 //!
 //! ## What it does
 //! Checks that a patched `*ForCausalLM.forward` or
@@ -31,7 +28,7 @@
 //!         logits = self.lm_head(hidden_states[:, slice_indices, :])
 //! ```
 //!
-//! Use instead:
+//! ## Use instead
 //! ```python
 //! @config.override_method("Qwen3ForCausalLM.forward")
 //! def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
@@ -60,10 +57,72 @@ use rustc_hash::FxHashMap;
 use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange};
 
+use super::super::{LintContext, Rule};
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::lint::pyfacts;
 
-pub const CODE: &str = "PG301";
-pub const NAME: &str = "logits-to-keep-order";
+pub const RULE: Rule = Rule {
+    code: "PG301",
+    name: "logits-to-keep-order",
+    default_on: true,
+    severity: Severity::Error,
+    doc: include_str!("pg301_logits_to_keep_order.rs"),
+    check,
+    check_project: None,
+};
+
+fn check(ctx: &LintContext) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for stmt in ctx.generated.body() {
+        let Stmt::ClassDef(class) = stmt else { continue };
+        let target = format!("{}.forward", class.name.id);
+        if !is_target(&target) {
+            continue;
+        }
+        let Some(forward) = pyfacts::method(class, "forward") else { continue };
+        // Only forwards a config wrote (an override or a replaced class).
+        let def_line = ctx.generated.line_of(forward.name.start());
+        let Some(origin) = ctx.origin_of_line(def_line) else { continue };
+        let fallback = origin.patch.map(|i| ctx.plan.patches[i].registered_at.clone());
+        let upstream_has_param = ctx.upstream_class(class.name.id.as_str()).map(|c| {
+            ctx.shared
+                .lineage(&c)
+                .method("forward")
+                .is_some_and(|(_, f)| pyfacts::param_names(&f.parameters).contains(&PARAM))
+        });
+        for problem in analyze(forward, upstream_has_param) {
+            let d = match problem {
+                Problem::MissingParameter => {
+                    let d = RULE.diagnostic(format!(
+                        "`{target}` drops the `{PARAM}` parameter the upstream method takes: it lands in `**kwargs` and the logits are never trimmed"
+                    ))
+                    .help(format!(
+                        "accept `{PARAM}: int | torch.Tensor = 0` and slice the hidden states with it before the lm_head and the loss"
+                    ));
+                    ctx.at_generated(d, forward.name.start(), fallback.as_ref())
+                }
+                Problem::LossBeforeSlice { call, argument, slice } => {
+                    let callee = &ctx.generated.text[call];
+                    let arg = &ctx.generated.text[argument];
+                    let mut d = RULE
+                        .diagnostic(format!(
+                            "`{target}`: `{callee}(...)` receives `{arg}` before it is sliced with `{PARAM}`; with labels and `{PARAM} > 0` the loss covers every position"
+                        ))
+                        .help("slice first (`hidden_states = hidden_states[:, slice_indices, :]` before `if labels is not None:`), then compute logits and loss from the sliced tensor");
+                    d = ctx.at_generated(d, call.start(), fallback.as_ref());
+                    if let Some(slice) = slice {
+                        let line = ctx.generated.line_of(slice.start());
+                        let loc = ctx.config_location_of_line(line).unwrap_or_else(|| ctx.generated_location(line));
+                        d = d.related(loc, "`logits_to_keep` is applied only here");
+                    }
+                    d
+                }
+            };
+            out.push(d);
+        }
+    }
+    out
+}
 
 /// The parameter upstream forwards take.
 pub const PARAM: &str = "logits_to_keep";
