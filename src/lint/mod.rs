@@ -64,6 +64,8 @@ pub mod context;
 pub mod docs;
 mod genmap;
 pub mod noqa;
+pub mod package;
+pub mod patched;
 pub mod pyfacts;
 pub mod rules;
 pub mod settings;

@@ -217,7 +217,7 @@ pub fn calls(expr: &Expr) -> Vec<&ruff_python_ast::ExprCall> {
 
 /// Every statement of a body and of its nested blocks (not of nested
 /// functions or classes), in source order.
-pub fn walk_body(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+pub fn walk_body<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for stmt in body {
         f(stmt);
         match stmt {
@@ -275,6 +275,36 @@ pub fn body_exprs<'a>(body: &'a [Stmt]) -> Vec<&'a Expr> {
     for s in body {
         e.visit_stmt(s);
     }
+    e.0
+}
+
+/// Every expression of a module, nested functions and classes included.
+pub fn all_exprs(body: &[Stmt]) -> Vec<&Expr> {
+    struct Exprs<'a>(Vec<&'a Expr>);
+    impl<'a> Visitor<'a> for Exprs<'a> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            self.0.push(expr);
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut e = Exprs(Vec::new());
+    for s in body {
+        e.visit_stmt(s);
+    }
+    e.0
+}
+
+/// An expression and every expression inside it.
+pub fn all_exprs_of(expr: &Expr) -> Vec<&Expr> {
+    struct Exprs<'a>(Vec<&'a Expr>);
+    impl<'a> Visitor<'a> for Exprs<'a> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            self.0.push(expr);
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut e = Exprs(Vec::new());
+    e.visit_expr(expr);
     e.0
 }
 
