@@ -20,6 +20,10 @@ pub mod pg401_moe_converter_missing;
 pub mod pg402_converter_shape_ambiguity;
 pub mod pg403_experts_implementation_retained;
 pub mod pg404_liger_mlp_intermediate_size;
+pub mod pg501_patch_markers;
+pub mod pg502_registry_hygiene;
+pub mod pg503_test_coverage;
+pub mod pg504_pin_consistency;
 
 /// Every rule, in code order.
 pub static RULES: &[Rule] = &[
@@ -40,4 +44,8 @@ pub static RULES: &[Rule] = &[
     pg402_converter_shape_ambiguity::RULE,
     pg403_experts_implementation_retained::RULE,
     pg404_liger_mlp_intermediate_size::RULE,
+    pg501_patch_markers::RULE,
+    pg502_registry_hygiene::RULE,
+    pg503_test_coverage::RULE,
+    pg504_pin_consistency::RULE,
 ];
