@@ -26,12 +26,18 @@ pub fn registrations(init: &ParsedFile) -> Vec<Registration<'_>> {
     for stmt in init.body() {
         let Stmt::FunctionDef(f) = stmt else { continue };
         for d in &f.decorator_list {
-            let Expr::Call(c) = &d.expression else { continue };
-            let Expr::Attribute(a) = &*c.func else { continue };
+            let Expr::Call(c) = &d.expression else {
+                continue;
+            };
+            let Expr::Attribute(a) = &*c.func else {
+                continue;
+            };
             if a.attr.id.as_str() != "register" {
                 continue;
             }
-            let Some(Expr::StringLiteral(key)) = c.arguments.args.first() else { continue };
+            let Some(Expr::StringLiteral(key)) = c.arguments.args.first() else {
+                continue;
+            };
             out.push(Registration {
                 registry: pyfacts::dotted(&a.value).unwrap_or_default(),
                 key: key.value.to_str().to_string(),
@@ -144,10 +150,22 @@ mod tests {
 
     #[test]
     fn registrations_and_converters() {
-        let src = "from ...loader import MODELING_REGISTRY\n\n\
-@MODELING_REGISTRY.register(\"qwen3_moe\")\ndef register(architecture: str):\n    from .checkpoint_tensor_converter import create_conv\n    from .generated.m import A, B\n\
-    for cls in (A, B):\n        cls._create_checkpoint_tensor_converter = staticmethod(create_conv)\n    if \"Model\" in architecture:\n        return B\n    return A\n\n\
-@MODEL_CONFIG_REGISTRY.register(\"qwen3_moe\")\ndef cfg():\n    return C\n";
+        let src = r#"from ...loader import MODELING_REGISTRY
+
+@MODELING_REGISTRY.register("qwen3_moe")
+def register(architecture: str):
+    from .checkpoint_tensor_converter import create_conv
+    from .generated.m import A, B
+    for cls in (A, B):
+        cls._create_checkpoint_tensor_converter = staticmethod(create_conv)
+    if "Model" in architecture:
+        return B
+    return A
+
+@MODEL_CONFIG_REGISTRY.register("qwen3_moe")
+def cfg():
+    return C
+"#;
         let f = ParsedFile::parse(PathBuf::from("__init__.py"), src).unwrap();
         let regs = model_registrations(&f);
         assert_eq!(regs.len(), 1);

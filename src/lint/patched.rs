@@ -34,11 +34,17 @@ impl PatchedMethod<'_> {
 pub fn methods<'a>(ctx: &'a LintContext) -> Vec<PatchedMethod<'a>> {
     let mut out = Vec::new();
     for stmt in ctx.generated.body() {
-        let Stmt::ClassDef(class) = stmt else { continue };
+        let Stmt::ClassDef(class) = stmt else {
+            continue;
+        };
         for member in &class.body {
-            let Stmt::FunctionDef(method) = member else { continue };
+            let Stmt::FunctionDef(method) = member else {
+                continue;
+            };
             let line = ctx.generated.line_of(method.name.start());
-            let Some(origin) = ctx.origin_of_line(line) else { continue };
+            let Some(origin) = ctx.origin_of_line(line) else {
+                continue;
+            };
             if origin.kind != super::genmap::OriginKind::Replacement {
                 continue;
             }

@@ -74,15 +74,21 @@ pub const RULE: Rule = Rule {
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for stmt in ctx.generated.body() {
-        let Stmt::ClassDef(class) = stmt else { continue };
+        let Stmt::ClassDef(class) = stmt else {
+            continue;
+        };
         let target = format!("{}.forward", class.name.id);
         if !is_target(&target) {
             continue;
         }
-        let Some(forward) = pyfacts::method(class, "forward") else { continue };
+        let Some(forward) = pyfacts::method(class, "forward") else {
+            continue;
+        };
         // Only forwards a config wrote (an override or a replaced class).
         let def_line = ctx.generated.line_of(forward.name.start());
-        let Some(origin) = ctx.origin_of_line(def_line) else { continue };
+        let Some(origin) = ctx.origin_of_line(def_line) else {
+            continue;
+        };
         let fallback = origin.patch.map(|i| ctx.plan.patches[i].registered_at.clone());
         let upstream_has_param = ctx.upstream_class(class.name.id.as_str()).map(|c| {
             ctx.shared
@@ -342,7 +348,11 @@ impl Flow<'_> {
             if !is_loss_call(&call.func) {
                 continue;
             }
-            let args = call.arguments.args.iter().chain(call.arguments.keywords.iter().filter(|k| k.arg.is_some()).map(|k| &k.value));
+            let args = call
+                .arguments
+                .args
+                .iter()
+                .chain(call.arguments.keywords.iter().filter(|k| k.arg.is_some()).map(|k| &k.value));
             for arg in args {
                 let mut sliced = false;
                 if self.uses(arg, state, &mut sliced) {
@@ -519,7 +529,9 @@ fn merge(arms: Vec<State>) -> State {
 /// A call computing a token loss: the callee's name contains `loss`, and it
 /// is not the MoE load-balancing (router auxiliary) loss.
 fn is_loss_call(func: &Expr) -> bool {
-    let Some(name) = pyfacts::last_ident(func) else { return false };
+    let Some(name) = pyfacts::last_ident(func) else {
+        return false;
+    };
     let name = name.to_ascii_lowercase();
     name.contains("loss") && !name.contains("balanc") && !name.contains("aux") && !name.contains("router")
 }
@@ -533,7 +545,8 @@ mod tests {
     fn run(src: &str, upstream: Option<bool>) -> (ParsedFile, Vec<Problem>) {
         let file = ParsedFile::parse(PathBuf::from("c.py"), src).expect("parses");
         let problems = {
-            let Stmt::FunctionDef(f) = file.body().iter().rev().find(|s| matches!(s, Stmt::FunctionDef(_))).unwrap() else {
+            let Stmt::FunctionDef(f) = file.body().iter().rev().find(|s| matches!(s, Stmt::FunctionDef(_))).unwrap()
+            else {
                 unreachable!()
             };
             analyze(f, upstream)
@@ -549,7 +562,9 @@ mod tests {
     fn loss_before_slice(src: &str) -> Option<(String, String)> {
         let (file, problems) = run(src, Some(true));
         problems.iter().find_map(|p| match p {
-            Problem::LossBeforeSlice { call, argument, .. } => Some((text(&file, *call).to_string(), text(&file, *argument).to_string())),
+            Problem::LossBeforeSlice { call, argument, .. } => {
+                Some((text(&file, *call).to_string(), text(&file, *argument).to_string()))
+            }
             Problem::MissingParameter => None,
         })
     }
@@ -582,10 +597,8 @@ def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
 
     #[test]
     fn slice_first_is_clean() {
-        let fixed = VEOMNI_D977_SHAPE.replace(
-            "    loss = None\n",
-            "    hidden_states = hidden_states[:, slice_indices, :]\n    loss = None\n",
-        );
+        let fixed = VEOMNI_D977_SHAPE
+            .replace("    loss = None\n", "    hidden_states = hidden_states[:, slice_indices, :]\n    loss = None\n");
         assert_eq!(loss_before_slice(&fixed), None);
     }
 
@@ -685,7 +698,8 @@ def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
 
     #[test]
     fn missing_parameter_only_when_upstream_has_it() {
-        let src = "def forward(self, input_ids=None, labels=None, **kwargs):\n    return self.loss_function(labels=labels)\n";
+        let src =
+            "def forward(self, input_ids=None, labels=None, **kwargs):\n    return self.loss_function(labels=labels)\n";
         assert_eq!(run(src, Some(true)).1, vec![Problem::MissingParameter]);
         assert_eq!(run(src, Some(false)).1, vec![]);
         assert_eq!(run(src, None).1, vec![]);

@@ -173,9 +173,13 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
         let class = m.class.name.id.as_str();
         let name = m.method.name.id.as_str();
-        let Some(upstream_class) = ctx.upstream_class(class) else { continue };
+        let Some(upstream_class) = ctx.upstream_class(class) else {
+            continue;
+        };
         let lineage = ctx.shared.lineage(&upstream_class);
-        let Some((_, upstream_method)) = lineage.method(name) else { continue };
+        let Some((_, upstream_method)) = lineage.method(name) else {
+            continue;
+        };
         // What upstream fills, over all its output constructions.
         let mut upstream_filled: Vec<String> = Vec::new();
         for (up_class, call) in output_calls(&upstream_method.body) {
@@ -194,7 +198,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
         for (built, call) in calls {
             let Some(passed) = filled(call) else { continue };
-            let Some(fields) = fields(ctx, built) else { continue };
+            let Some(fields) = fields(ctx, built) else {
+                continue;
+            };
             let later = set_later(m.method, call);
             let missing: Vec<&str> = fields
                 .iter()

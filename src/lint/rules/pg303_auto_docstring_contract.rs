@@ -296,9 +296,13 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             }
         }
         // Parameters the replacement adds to the upstream signature.
-        let Some(upstream_class) = ctx.upstream_class(m.class.name.id.as_str()) else { continue };
+        let Some(upstream_class) = ctx.upstream_class(m.class.name.id.as_str()) else {
+            continue;
+        };
         let lineage = ctx.shared.lineage(&upstream_class);
-        let Some((_, upstream)) = lineage.method(m.method.name.id.as_str()) else { continue };
+        let Some((_, upstream)) = lineage.method(m.method.name.id.as_str()) else {
+            continue;
+        };
         let upstream_params = pyfacts::param_names(&upstream.parameters);
         let documented = documented_names(&doc);
         let known = model_args(ctx);
@@ -317,18 +321,19 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             }
             undocumented.push(param);
         }
-        if let Some(first) = undocumented.first() {
-            let names: Vec<String> = undocumented.iter().map(|p| format!("`{}`", p.name.id)).collect();
-            let (noun, verb) = if names.len() == 1 { ("parameter", "does") } else { ("parameters", "do") };
+        // One finding per parameter: each points at its own line.
+        for param in undocumented {
+            let name = &param.name.id;
             let mut d = RULE
                 .diagnostic(format!(
-                    "`{qual}` keeps `@auto_docstring` and adds {noun} {} that its docstring {verb} not document: every import prints an `[ERROR] ... not documented` line",
-                    names.join(", ")
+                    "`{qual}` keeps `@auto_docstring` and adds parameter `{name}`, which its docstring does not document: every import prints an `[ERROR] ... not documented` line"
                 ))
-                .help("document each in the method's docstring (`name (`type`, *optional*):` and a description), or drop parameters upstream no longer has");
+                .help(format!(
+                    "document it in the method's docstring (`{name} (`type`, *optional*):` and a description), or drop it if upstream no longer has it"
+                ));
             // Noise on stdout, not a failure.
             d.severity = Severity::Warning;
-            out.push(ctx.at_generated(d, first.start(), m.registered_at.as_ref()));
+            out.push(ctx.at_generated(d, param.start(), m.registered_at.as_ref()));
         }
     }
     out
@@ -345,7 +350,9 @@ mod tests {
 
     #[test]
     fn documented_fields_as_transformers_parses_them() {
-        assert!(documents_fields("\n    Args:\n        loss (`torch.FloatTensor`, *optional*):\n            The loss.\n"));
+        assert!(documents_fields(
+            "\n    Args:\n        loss (`torch.FloatTensor`, *optional*):\n            The loss.\n"
+        ));
         assert!(documents_fields("r\"\"\"\npast_key_values (`Cache`, *optional*, returned when x):\n  y\n"));
         assert!(!documents_fields("MyOutput(loss: torch.Tensor | None = None, logits: torch.Tensor = None)"));
         assert!(!documents_fields("Per-token outputs of the fused path."));

@@ -206,7 +206,9 @@ pub fn full_head_call(generated: &ParsedFile, func: &StmtFunctionDef) -> Option<
         if !passes_q {
             continue;
         }
-        let Some(callee) = pyfacts::last_ident(&call.func) else { continue };
+        let Some(callee) = pyfacts::last_ident(&call.func) else {
+            continue;
+        };
         if callee == "rotate_half" {
             continue;
         }
@@ -217,7 +219,9 @@ pub fn full_head_call(generated: &ParsedFile, func: &StmtFunctionDef) -> Option<
         match slot {
             Some(("full", at)) => return Some((call.start(), callee.to_string(), Some(at))),
             Some(_) => continue,
-            None if is_kernel_name(callee) => return Some((call.start(), callee.to_string(), None)),
+            None if is_kernel_name(callee) => {
+                return Some((call.start(), callee.to_string(), None));
+            }
             None => {}
         }
     }
@@ -252,8 +256,12 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     if replaced.is_empty() {
         return out;
     }
-    let Some(configuration) = ctx.upstream_configuration() else { return out };
-    let Some(why) = partial_rotary(configuration) else { return out };
+    let Some(configuration) = ctx.upstream_configuration() else {
+        return out;
+    };
+    let Some(why) = partial_rotary(configuration) else {
+        return out;
+    };
     let anchor = patched::config_anchor(ctx);
     for p in replaced {
         let help = "keep upstream's rotary (it splits off `q[..., :rotary_dim]`), or use a partial-aware kernel (`OpSlot(\"rotary_pos_emb\", \"partial\")`)";
@@ -267,8 +275,12 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             out.push(ctx.at_generated(d, at, Some(&p.registered_at)));
             continue;
         }
-        let Some(func) = ctx.generated_def(&p.target) else { continue };
-        let Some((at, callee, slot)) = full_head_call(&ctx.generated, func) else { continue };
+        let Some(func) = ctx.generated_def(&p.target) else {
+            continue;
+        };
+        let Some((at, callee, slot)) = full_head_call(&ctx.generated, func) else {
+            continue;
+        };
         let mut d = RULE
             .diagnostic(format!(
                 "`{}` hands the whole query to `{callee}`, a full-head rotary kernel, but the upstream configuration makes rotary partial ({why}): wrong rotations, NaN losses",
@@ -278,7 +290,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         d = ctx.at_generated(d, at, Some(&p.registered_at));
         if let Some(slot) = slot {
             let line = ctx.generated.line_of(slot);
-            let loc = ctx.config_location_of_line(line).unwrap_or_else(|| ctx.at_config(&anchor));
+            let declared = ctx.config_line_containing(&format!("{callee} = OpSlot(")).map(|l| ctx.at_config(&l));
+            let loc = declared.or_else(|| ctx.config_location_of_line(line)).unwrap_or_else(|| ctx.at_config(&anchor));
             d = d.related(loc, "the `full` OpSlot is declared here");
         }
         out.push(d);

@@ -97,7 +97,16 @@ const PARAM_LAYERS: &[&str] = &[
 ];
 
 /// Bases known to own nothing themselves.
-const EMPTY_BASES: &[&str] = &["Module", "GradientCheckpointingLayer", "object", "ABC", "GenerationMixin", "ModuleList", "ModuleDict", "Sequential"];
+const EMPTY_BASES: &[&str] = &[
+    "Module",
+    "GradientCheckpointingLayer",
+    "object",
+    "ABC",
+    "GenerationMixin",
+    "ModuleList",
+    "ModuleDict",
+    "Sequential",
+];
 
 /// Whether a class body creates a parameter or buffer of its own.
 pub fn creates_own_tensors(class: &StmtClassDef) -> bool {
@@ -106,7 +115,10 @@ pub fn creates_own_tensors(class: &StmtClassDef) -> bool {
         for expr in pyfacts::body_exprs(&f.body) {
             if let Expr::Call(c) = expr
                 && let Some(name) = pyfacts::last_ident(&c.func)
-                && matches!(name, "Parameter" | "Buffer" | "register_parameter" | "register_buffer" | "UninitializedParameter")
+                && matches!(
+                    name,
+                    "Parameter" | "Buffer" | "register_parameter" | "register_buffer" | "UninitializedParameter"
+                )
             {
                 return true;
             }
@@ -148,10 +160,14 @@ pub fn isinstance_checks(body: &[Stmt]) -> Vec<(&ExprCall, Vec<&str>)> {
         if !matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "isinstance") {
             continue;
         }
-        let Some(classes) = c.arguments.args.get(1) else { continue };
+        let Some(classes) = c.arguments.args.get(1) else {
+            continue;
+        };
         let names: Vec<&str> = match classes {
             Expr::Name(n) => vec![n.id.as_str()],
-            Expr::Tuple(t) => t.elts.iter().filter_map(|e| if let Expr::Name(n) = e { Some(n.id.as_str()) } else { None }).collect(),
+            Expr::Tuple(t) => {
+                t.elts.iter().filter_map(|e| if let Expr::Name(n) = e { Some(n.id.as_str()) } else { None }).collect()
+            }
             _ => continue,
         };
         out.push((c, names));
@@ -167,8 +183,12 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let body = ctx.generated.body();
     let anchor = patched::config_anchor(ctx);
     for stmt in body {
-        let Stmt::ClassDef(class) = stmt else { continue };
-        let Some(init) = pyfacts::method(class, "_init_weights") else { continue };
+        let Stmt::ClassDef(class) = stmt else {
+            continue;
+        };
+        let Some(init) = pyfacts::method(class, "_init_weights") else {
+            continue;
+        };
         for (call, names) in isinstance_checks(&init.body) {
             for name in names {
                 if is_param_less(body, name) != Some(true) {

@@ -63,18 +63,22 @@ pub fn automodel_calls(class: &StmtClassDef) -> Vec<(&ExprCall, String)> {
         let Stmt::FunctionDef(f) = stmt else { continue };
         for expr in pyfacts::body_exprs(&f.body) {
             let Expr::Call(c) = expr else { continue };
-            let Expr::Attribute(a) = &*c.func else { continue };
+            let Expr::Attribute(a) = &*c.func else {
+                continue;
+            };
             if a.attr.id.as_str() != "from_config" && a.attr.id.as_str() != "_from_config" {
                 continue;
             }
             if !matches!(&*a.value, Expr::Name(n) if n.id.as_str().starts_with("AutoModel")) {
                 continue;
             }
-            let arg = c
-                .arguments
-                .args
-                .first()
-                .or_else(|| c.arguments.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config")).map(|k| &k.value));
+            let arg = c.arguments.args.first().or_else(|| {
+                c.arguments
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config"))
+                    .map(|k| &k.value)
+            });
             if let Some(Expr::Attribute(sub)) = arg {
                 out.push((c, sub.attr.id.to_string()));
             }
@@ -229,29 +233,37 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     if patched_names.is_empty() {
         return out;
     }
-    let reachable: Option<Vec<String>> = ctx
-        .package_init()
-        .and_then(registry_returns)
-        .map(|returned| closure(body, &returned.iter().map(String::as_str).collect::<Vec<_>>()));
+    let reachable: std::cell::OnceCell<Option<Vec<String>>> = std::cell::OnceCell::new();
     for stmt in body {
-        let Stmt::ClassDef(holder) = stmt else { continue };
+        let Stmt::ClassDef(holder) = stmt else {
+            continue;
+        };
         let calls = automodel_calls(holder);
         if calls.is_empty() {
             continue;
         }
-        if let Some(reach) = &reachable
+        let reachable = reachable.get_or_init(|| {
+            ctx.package_init()
+                .and_then(registry_returns)
+                .map(|returned| closure(body, &returned.iter().map(String::as_str).collect::<Vec<_>>()))
+        });
+        if let Some(reach) = reachable
             && !reach.iter().any(|r| r == holder.name.id.as_str())
         {
             continue;
         }
         for (call, attr) in calls {
             let config_class = ctx.upstream_configuration().and_then(|c| sub_config_class(c, &attr));
-            let Some(model) = config_class.as_deref().and_then(|cc| model_class_for(body, cc)) else { continue };
+            let Some(model) = config_class.as_deref().and_then(|cc| model_class_for(body, cc)) else {
+                continue;
+            };
             let model_name = model.name.id.as_str();
             let used = closure(body, &[model_name]);
             let bypassed: Vec<&(String, Option<crate::config::plan::Loc>)> =
                 patched_names.iter().filter(|(n, _)| used.contains(n)).collect();
-            let Some(first) = bypassed.first() else { continue };
+            let Some(first) = bypassed.first() else {
+                continue;
+            };
             let list = bypassed.iter().take(4).map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
             let more = if bypassed.len() > 4 { format!(" and {} more", bypassed.len() - 4) } else { String::new() };
             let callee = &ctx.generated.text[call.func.range()];

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::super::{LintContext, Rule, package};
 use crate::diagnostics::{Diagnostic, Location, Severity};
-use crate::moe::modeling::fused_expert_classes;
+use crate::moe::modeling::fused_expert_classes_in;
 use crate::moe::recipes::{RecipeError, RecipeKind, Recipes};
 
 pub const RULE: Rule = Rule {
@@ -85,14 +85,21 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     if !ctx.generated.text.contains("gate_up_proj") {
         return out;
     }
-    let Ok(fused) = fused_expert_classes(&ctx.generated.text) else { return out };
-    let Some(first) = fused.first() else { return out };
-    let Some(init) = ctx.package_init() else { return out };
+    let generated = &ctx.generated;
+    let fused = fused_expert_classes_in(generated.body(), &|offset| generated.line_of((offset as u32).into()));
+    let Some(first) = fused.first() else {
+        return out;
+    };
+    let Some(init) = ctx.package_init() else {
+        return out;
+    };
     if !package::converter_factories(init).is_empty() {
         return out;
     }
     let loaded = recipes(ctx);
-    let Ok(recipes) = loaded.as_ref() else { return out };
+    let Ok(recipes) = loaded.as_ref() else {
+        return out;
+    };
     let regs = package::model_registrations(init);
     let kinds: Vec<RecipeKind> = regs.iter().map(|r| recipes.checkpoint_layout_need(&r.key)).collect();
     let some_direct = kinds.iter().any(|k| !needs_conversion(k));
@@ -121,7 +128,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 reg.key
             ));
         }
-        d = d.at(Location::line(init.path.clone(), reg.line)).related(ctx.generated_location(first.line), "fused expert parameters");
+        d = d
+            .at(Location::line(init.path.clone(), reg.line))
+            .related(ctx.generated_location(first.line), "fused expert parameters");
         out.push(d);
     }
     out

@@ -71,9 +71,9 @@ pub fn shape_dispatch(module: &ParsedFile) -> Option<usize> {
         let mut tests = vec![&*i.test];
         tests.extend(i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()));
         let compares_shape = tests.iter().any(|t| {
-            pyfacts::all_exprs_of(t)
-                .iter()
-                .any(|e| matches!(e, Expr::Compare(c) if c.ops.iter().any(|o| matches!(o, CmpOp::Eq)) && reads_shape(e)))
+            pyfacts::all_exprs_of(t).iter().any(
+                |e| matches!(e, Expr::Compare(c) if c.ops.iter().any(|o| matches!(o, CmpOp::Eq)) && reads_shape(e)),
+            )
         });
         if !compares_shape {
             return;
@@ -197,27 +197,40 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     for ctx in project.configs {
-        let Some(init) = ctx.package_init() else { continue };
+        let Some(init) = ctx.package_init() else {
+            continue;
+        };
         if seen.contains(&init.path) {
             continue;
         }
         seen.push(init.path.clone());
-        let Some(dir) = init.path.parent() else { continue };
+        let Some(dir) = init.path.parent() else {
+            continue;
+        };
         let keys: Vec<String> = package::model_registrations(init).into_iter().map(|r| r.key).collect();
         for (factory, _) in package::converter_factories(init) {
             let name = factory.rsplit('.').next().unwrap_or(&factory);
-            let Some(path) = factory_module(init, dir, name) else { continue };
-            let Ok(module) = ctx.shared.pipeline.loader.parse_file(&path) else { continue };
-            let Some(line) = shape_dispatch(&module) else { continue };
+            let Some(path) = factory_module(init, dir, name) else {
+                continue;
+            };
+            let Ok(module) = ctx.shared.pipeline.loader.parse_file(&path) else {
+                continue;
+            };
+            let Some(line) = shape_dispatch(&module) else {
+                continue;
+            };
             if raises_on_ambiguity(&module) {
                 continue;
             }
             for (toy, json) in ctx.shared.toy_configs() {
                 let (types, hidden, inter) = text_dims(json);
                 let matches = types.iter().any(|t| {
-                    keys.iter().any(|k| k == t || format!("{k}_text") == *t || t.strip_suffix("_text") == Some(k.as_str()))
+                    keys.iter()
+                        .any(|k| k == t || format!("{k}_text") == *t || t.strip_suffix("_text") == Some(k.as_str()))
                 });
-                let (Some(h), Some(i)) = (hidden, inter) else { continue };
+                let (Some(h), Some(i)) = (hidden, inter) else {
+                    continue;
+                };
                 if !matches {
                     continue;
                 }
@@ -256,7 +269,9 @@ mod tests {
         let m = parse(dispatch);
         assert_eq!(shape_dispatch(&m), Some(5));
         assert!(!raises_on_ambiguity(&m));
-        let guarded = format!("{dispatch}\ndef g(t, a, b):\n    if t.shape == a == b:\n        raise RuntimeError(f\"{{t}}: ambiguous layout\")\n");
+        let guarded = format!(
+            "{dispatch}\ndef g(t, a, b):\n    if t.shape == a == b:\n        raise RuntimeError(f\"{{t}}: ambiguous layout\")\n"
+        );
         assert!(raises_on_ambiguity(&parse(&guarded)));
         let stacker = "def convert(name, tensor, buf):\n    if len(buf) == 4:\n        return torch.stack(buf)\n";
         assert_eq!(shape_dispatch(&parse(stacker)), None);
@@ -268,7 +283,10 @@ mod tests {
             r#"{"model_type": "qwen3_omni_moe", "thinker_config": {"text_config": {"model_type": "qwen3_omni_moe_text", "hidden_size": 256, "moe_intermediate_size": 128}}}"#,
         )
         .unwrap();
-        assert_eq!(text_dims(&omni), (vec!["qwen3_omni_moe".into(), "qwen3_omni_moe_text".into()], Some(256), Some(128)));
+        assert_eq!(
+            text_dims(&omni),
+            (vec!["qwen3_omni_moe".into(), "qwen3_omni_moe_text".into()], Some(256), Some(128))
+        );
         assert_eq!(ambiguous(256, 128).len(), 1);
         assert_eq!(ambiguous(16, 16).len(), 1);
         assert!(ambiguous(2048, 768).is_empty());

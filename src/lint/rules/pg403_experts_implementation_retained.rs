@@ -53,7 +53,9 @@ pub const DECORATOR: &str = "use_experts_implementation";
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for stmt in ctx.generated.body() {
-        let Stmt::ClassDef(class) = stmt else { continue };
+        let Stmt::ClassDef(class) = stmt else {
+            continue;
+        };
         let Some(deco) = class.decorator_list.iter().find(|d| pyfacts::decorator_ident(d) == Some(DECORATOR)) else {
             continue;
         };

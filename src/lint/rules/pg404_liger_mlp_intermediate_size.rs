@@ -78,9 +78,15 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         if p.patch_type != PatchType::ClassReplacement || p.replacement.is_some() {
             continue;
         }
-        let Some(external) = p.replacement_source.as_deref().filter(|s| !s.is_empty()) else { continue };
-        let Some(class) = ctx.upstream_class_def(&p.target) else { continue };
-        let Some(init) = pyfacts::method(class, "__init__") else { continue };
+        let Some(external) = p.replacement_source.as_deref().filter(|s| !s.is_empty()) else {
+            continue;
+        };
+        let Some(class) = ctx.upstream_class_def(&p.target) else {
+            continue;
+        };
+        let Some(init) = pyfacts::method(class, "__init__") else {
+            continue;
+        };
         if !pyfacts::param_names(&init.parameters).contains(&PARAM) {
             continue;
         }
@@ -97,7 +103,10 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             .at(ctx.at_config(&p.registered_at));
         if let Some(at) = call_with_size(ctx.upstream.body(), &p.target) {
             let line = ctx.upstream.line_of(at);
-            d = d.related(crate::diagnostics::Location::line(ctx.upstream.path.clone(), line), "built with `intermediate_size` here");
+            d = d.related(
+                crate::diagnostics::Location::line(ctx.upstream.path.clone(), line),
+                "built with `intermediate_size` here",
+            );
         }
         out.push(d);
     }

@@ -91,11 +91,17 @@ pub fn problems(lines: &[&str], header: std::ops::Range<usize>, body: std::ops::
     let mut out = Vec::new();
     for (n, at) in &markers {
         if !listed.contains(n) {
-            out.push((at[0], format!("`# --- Patch.{n} ---` has no entry `# {n}. ...` in the header block above the definition")));
+            out.push((
+                at[0],
+                format!("`# --- Patch.{n} ---` has no entry `# {n}. ...` in the header block above the definition"),
+            ));
         }
         if at.len() % 2 == 1 {
             let last = *at.last().expect("at least one");
-            out.push((last, format!("`# --- Patch.{n} ---` is not closed: {} marker(s) for number {n}, expected pairs", at.len())));
+            out.push((
+                last,
+                format!("`# --- Patch.{n} ---` is not closed: {} marker(s) for number {n}, expected pairs", at.len()),
+            ));
         }
     }
     out.sort();
@@ -108,12 +114,16 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let lines: Vec<&str> = config.text.lines().collect();
     let mut seen: Vec<usize> = Vec::new();
     for p in &ctx.plan.patches {
-        let Some(object) = &p.replacement else { continue };
+        let Some(object) = &p.replacement else {
+            continue;
+        };
         if object.defined_at.path != config.path || seen.contains(&object.defined_at.line) {
             continue;
         }
         seen.push(object.defined_at.line);
-        let Some(def) = pyfacts::definition_at(config, &object.name, object.defined_at.line) else { continue };
+        let Some(def) = pyfacts::definition_at(config, &object.name, object.defined_at.line) else {
+            continue;
+        };
         let decorators = match def {
             pyfacts::Definition::Function(f) => &f.decorator_list,
             pyfacts::Definition::Class(c) => &c.decorator_list,

@@ -103,7 +103,9 @@ pub fn dispatch_tests<'a>(function: &'a StmtFunctionDef, param: &str) -> Vec<(&'
 
 /// Later tests that an earlier, shorter test always catches first:
 /// `(shadowed, by, offset)`.
-pub fn shadowed<'a>(tests: &[(&'a str, ruff_text_size::TextSize)]) -> Vec<(&'a str, &'a str, ruff_text_size::TextSize)> {
+pub fn shadowed<'a>(
+    tests: &[(&'a str, ruff_text_size::TextSize)],
+) -> Vec<(&'a str, &'a str, ruff_text_size::TextSize)> {
     let mut out = Vec::new();
     for (j, (later, at)) in tests.iter().enumerate() {
         if let Some((earlier, _)) = tests[..j].iter().find(|(e, _)| e != later && later.contains(e)) {
@@ -150,7 +152,9 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     for ctx in project.configs {
-        let Some(init) = ctx.package_init() else { continue };
+        let Some(init) = ctx.package_init() else {
+            continue;
+        };
         if seen.contains(&init.path) {
             continue;
         }
@@ -159,7 +163,11 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
         let mut types: Vec<String> = Vec::new();
         for other in project.configs.iter().filter(|o| o.package_init().is_some_and(|i| i.path == init.path)) {
             if let Some(c) = other.upstream_configuration() {
-                types.extend(model_types(c));
+                for t in model_types(c) {
+                    if !types.contains(&t) {
+                        types.push(t);
+                    }
+                }
             }
         }
         let here = |line: usize| Location::line(init.path.clone(), line);
@@ -176,7 +184,9 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                     .config(ctx.module.clone()),
                 );
             }
-            let Some(param) = first_param(reg.function) else { continue };
+            let Some(param) = first_param(reg.function) else {
+                continue;
+            };
             let tests = dispatch_tests(reg.function, param);
             for (later, earlier, at) in shadowed(&tests) {
                 out.push(
@@ -199,7 +209,7 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                     out.push(
                         RULE.diagnostic(format!(
                             "`\"…\" in {param}` with no `None` guard, and `{}` has no `architectures`: building it raises `TypeError: argument of type 'NoneType' is not iterable`",
-                            toy.display()
+                            toy.strip_prefix(ctx.shared.project_root()).unwrap_or(toy).display()
                         ))
                         .help(format!("start the function with `{param} = {param} or \"<default architecture>\"`"))
                         .at(here(init.line_of(*at)))
@@ -210,13 +220,21 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
             }
         }
         // The parent package must import this one.
-        let (Some(dir), Some(parent)) = (init.path.parent(), init.path.parent().and_then(|d| d.parent())) else { continue };
-        let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
-        let Ok(parent_init) = ctx.shared.pipeline.loader.parse_file(&parent.join("__init__.py")) else { continue };
+        let (Some(dir), Some(parent)) = (init.path.parent(), init.path.parent().and_then(|d| d.parent())) else {
+            continue;
+        };
+        let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let Ok(parent_init) = ctx.shared.pipeline.loader.parse_file(&parent.join("__init__.py")) else {
+            continue;
+        };
         let imported = parent_init.body().iter().any(|s| match s {
             Stmt::ImportFrom(i) => {
                 (i.level > 0 && i.module.is_none() && i.names.iter().any(|a| a.name.id.as_str() == name))
-                    || i.module.as_ref().is_some_and(|m| m.id.as_str() == name || m.id.as_str().ends_with(&format!(".{name}")))
+                    || i.module
+                        .as_ref()
+                        .is_some_and(|m| m.id.as_str() == name || m.id.as_str().ends_with(&format!(".{name}")))
             }
             Stmt::Import(i) => i.names.iter().any(|a| a.name.id.as_str().ends_with(&format!(".{name}"))),
             _ => false,
@@ -265,7 +283,9 @@ mod tests {
 
     #[test]
     fn model_types_of_configuration() {
-        let f = parse("class A(PreTrainedConfig):\n    model_type = \"a\"\nclass B(PreTrainedConfig):\n    model_type: str = \"a_text\"\n");
+        let f = parse(
+            "class A(PreTrainedConfig):\n    model_type = \"a\"\nclass B(PreTrainedConfig):\n    model_type: str = \"a_text\"\n",
+        );
         assert_eq!(model_types(&f), ["a", "a_text"]);
     }
 }

@@ -55,7 +55,9 @@ pub const TABLES: &[&str] = &["test_models_patch.py", "test_e2e_parallel.py", "t
 /// The table files under `tests/`, sorted.
 fn table_files(root: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() && depth < 4 {
@@ -96,7 +98,9 @@ pub fn covers(strings: &[String], key: &str, toy_types: &[(String, Vec<String>)]
 
 fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let Some(first) = project.configs.first() else { return out };
+    let Some(first) = project.configs.first() else {
+        return out;
+    };
     let shared = first.shared;
     let tables: Vec<(PathBuf, Vec<String>)> = table_files(shared.project_root())
         .into_iter()
@@ -116,7 +120,9 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
         .collect();
     let mut seen: Vec<PathBuf> = Vec::new();
     for ctx in project.configs {
-        let Some(init) = ctx.package_init() else { continue };
+        let Some(init) = ctx.package_init() else {
+            continue;
+        };
         if seen.contains(&init.path) {
             continue;
         }
@@ -133,7 +139,9 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                 .collect();
             let mut d = RULE
                 .diagnostic(format!("model `{}` has no case in {}", reg.key, names.join(", ")))
-                .help("add a case with its toy config to the tables (fwd/bwd against HF, logits equality, parallel e2e)")
+                .help(
+                    "add a case with its toy config to the tables (fwd/bwd against HF, logits equality, parallel e2e)",
+                )
                 .at(Location::line(init.path.clone(), reg.line))
                 .config(ctx.module.clone());
             for p in missing {

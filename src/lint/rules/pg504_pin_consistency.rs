@@ -68,11 +68,12 @@ pub fn pin(pyproject: &str) -> Option<String> {
 
 /// Numeric parts of a version (`5.16.1` → [5, 16, 1]; suffixes dropped).
 pub fn version_key(v: &str) -> Vec<u64> {
-    v.split('.').map_while(|p| {
-        let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
-        digits.parse().ok()
-    })
-    .collect()
+    v.split('.')
+        .map_while(|p| {
+            let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().ok()
+        })
+        .collect()
 }
 
 /// The `Based on: transformers==X` header line: (1-based line, X).
@@ -85,7 +86,9 @@ pub fn based_on(generated: &str) -> Option<(usize, String)> {
 
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let Ok(text) = std::fs::read_to_string(&ctx.shared.pipeline.project.pyproject) else { return out };
+    let Ok(text) = std::fs::read_to_string(&ctx.shared.pipeline.project.pyproject) else {
+        return out;
+    };
     let Some(pin) = pin(&text) else { return out };
     if let Some(disk) = ctx.checked_in()
         && let Some((line, based)) = based_on(&disk.text)
@@ -107,7 +110,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         if pyfacts::last_ident(&c.func) != Some("is_transformers_version_greater_or_equal_to") {
             continue;
         }
-        let Some(Expr::StringLiteral(v)) = c.arguments.args.first() else { continue };
+        let Some(Expr::StringLiteral(v)) = c.arguments.args.first() else {
+            continue;
+        };
         let gate = v.value.to_str();
         if version_key(gate) <= version_key(&pin) {
             out.push(
@@ -131,8 +136,12 @@ mod tests {
         let py = "[project]\nname = \"x\"\ndependencies = [\"torch>=2\"]\n[dependency-groups]\ntransformers-stable = [\n  \"transformers==5.9.0\"\n]\n";
         assert_eq!(pin(py).as_deref(), Some("5.9.0"));
         assert_eq!(pin("[project]\ndependencies = [\"transformers>=5\"]\n"), None);
-        assert_eq!(pin("[project]\ndependencies = [\"transformers == 5.16.1 ; python_version>'3'\"]\n").as_deref(), Some("5.16.1"));
-        let header = "# ===\n#  Source: transformers.models.qwen3.modeling_qwen3\n#  Based on: transformers==5.9.0\n#\n";
+        assert_eq!(
+            pin("[project]\ndependencies = [\"transformers == 5.16.1 ; python_version>'3'\"]\n").as_deref(),
+            Some("5.16.1")
+        );
+        let header =
+            "# ===\n#  Source: transformers.models.qwen3.modeling_qwen3\n#  Based on: transformers==5.9.0\n#\n";
         assert_eq!(based_on(header), Some((3, "5.9.0".to_string())));
         assert!(version_key("5.16.1") > version_key("5.9.0"));
         assert!(version_key("5.9") <= version_key("5.9.0"));
