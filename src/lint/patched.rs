@@ -55,6 +55,25 @@ pub fn methods<'a>(ctx: &'a LintContext) -> Vec<PatchedMethod<'a>> {
     out
 }
 
+/// Calls `f` with the upstream method `class.method`: found in the class
+/// or a base defined in the patched module itself first (no other module
+/// is read), else along the bases in other upstream modules.
+pub fn with_upstream_method<R>(
+    ctx: &LintContext,
+    class: &str,
+    method: &str,
+    f: impl FnOnce(&StmtFunctionDef) -> R,
+) -> Option<R> {
+    if let Some(c) = ctx.upstream_class_def(class)
+        && let Some(m) = pyfacts::resolve_method(ctx.upstream.body(), c, method)
+    {
+        return Some(f(m));
+    }
+    let c = ctx.upstream_class(class)?;
+    let lineage = ctx.shared.lineage(&c);
+    lineage.method(method).map(|(_, m)| f(m))
+}
+
 /// Where a finding about upstream code the config did not touch points:
 /// the `PatchConfig(` call (or, for a config that reuses another config
 /// object, its first `config.` statement), else the file's first line.

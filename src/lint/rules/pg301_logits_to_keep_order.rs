@@ -59,7 +59,7 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::super::{LintContext, Rule};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::lint::pyfacts;
+use crate::lint::{patched, pyfacts};
 
 pub const RULE: Rule = Rule {
     code: "PG301",
@@ -90,11 +90,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             continue;
         };
         let fallback = origin.patch.map(|i| ctx.plan.patches[i].registered_at.clone());
-        let upstream_has_param = ctx.upstream_class(class.name.id.as_str()).map(|c| {
-            ctx.shared
-                .lineage(&c)
-                .method("forward")
-                .is_some_and(|(_, f)| pyfacts::param_names(&f.parameters).contains(&PARAM))
+        let upstream_has_param = patched::with_upstream_method(ctx, class.name.id.as_str(), "forward", |f| {
+            pyfacts::param_names(&f.parameters).contains(&PARAM)
         });
         for problem in analyze(forward, upstream_has_param) {
             let d = match problem {

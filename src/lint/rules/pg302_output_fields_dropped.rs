@@ -173,26 +173,23 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
         let class = m.class.name.id.as_str();
         let name = m.method.name.id.as_str();
-        let Some(upstream_class) = ctx.upstream_class(class) else {
-            continue;
-        };
-        let lineage = ctx.shared.lineage(&upstream_class);
-        let Some((_, upstream_method)) = lineage.method(name) else {
-            continue;
-        };
         // What upstream fills, over all its output constructions.
-        let mut upstream_filled: Vec<String> = Vec::new();
-        for (up_class, call) in output_calls(&upstream_method.body) {
-            let names: Vec<String> = match filled(call) {
-                Some(names) => names.into_iter().map(str::to_string).collect(),
-                None => upstream_fields(ctx, up_class).unwrap_or_default(),
-            };
-            for n in names {
-                if !upstream_filled.contains(&n) {
-                    upstream_filled.push(n);
+        let upstream_filled = patched::with_upstream_method(ctx, class, name, |upstream_method| {
+            let mut filled_names: Vec<String> = Vec::new();
+            for (up_class, call) in output_calls(&upstream_method.body) {
+                let names: Vec<String> = match filled(call) {
+                    Some(names) => names.into_iter().map(str::to_string).collect(),
+                    None => upstream_fields(ctx, up_class).unwrap_or_default(),
+                };
+                for n in names {
+                    if !filled_names.contains(&n) {
+                        filled_names.push(n);
+                    }
                 }
             }
-        }
+            filled_names
+        })
+        .unwrap_or_default();
         if upstream_filled.is_empty() {
             continue;
         }

@@ -296,16 +296,14 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             }
         }
         // Parameters the replacement adds to the upstream signature.
-        let Some(upstream_class) = ctx.upstream_class(m.class.name.id.as_str()) else {
+        let Some(upstream_params) =
+            patched::with_upstream_method(ctx, m.class.name.id.as_str(), m.method.name.id.as_str(), |f| {
+                pyfacts::param_names(&f.parameters).into_iter().map(str::to_string).collect::<Vec<String>>()
+            })
+        else {
             continue;
         };
-        let lineage = ctx.shared.lineage(&upstream_class);
-        let Some((_, upstream)) = lineage.method(m.method.name.id.as_str()) else {
-            continue;
-        };
-        let upstream_params = pyfacts::param_names(&upstream.parameters);
         let documented = documented_names(&doc);
-        let known = model_args(ctx);
         let p = &m.method.parameters;
         let named = p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs).map(|p| &p.parameter);
         let mut undocumented: Vec<&ruff_python_ast::Parameter> = Vec::new();
@@ -313,9 +311,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             let name = param.name.id.as_str();
             if name == "self"
                 || name.starts_with('_')
-                || upstream_params.contains(&name)
+                || upstream_params.iter().any(|u| u == name)
                 || documented.contains(&name)
-                || known.iter().any(|k| k == name)
+                || model_args(ctx).iter().any(|k| k == name)
             {
                 continue;
             }

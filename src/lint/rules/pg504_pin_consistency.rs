@@ -84,25 +84,48 @@ pub fn based_on(generated: &str) -> Option<(usize, String)> {
     })
 }
 
+/// The project's pin, read once per `pyproject.toml`.
+fn project_pin(path: &std::path::Path) -> Option<String> {
+    type Pins = std::sync::Mutex<Vec<(std::path::PathBuf, Option<String>)>>;
+    static CACHE: std::sync::OnceLock<Pins> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((_, p)) = cache.lock().expect("pin cache").iter().find(|(k, _)| k == path) {
+        return p.clone();
+    }
+    let found = std::fs::read_to_string(path).ok().and_then(|t| pin(&t));
+    cache.lock().expect("pin cache").push((path.to_path_buf(), found.clone()));
+    found
+}
+
+/// The first lines of a file (its header), without reading all of it.
+fn head(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 4096];
+    let mut file = std::fs::File::open(path).ok()?;
+    let n = file.read(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let Ok(text) = std::fs::read_to_string(&ctx.shared.pipeline.project.pyproject) else {
+    let Some(pin) = project_pin(&ctx.shared.pipeline.project.pyproject) else {
         return out;
     };
-    let Some(pin) = pin(&text) else { return out };
-    if let Some(disk) = ctx.checked_in()
-        && let Some((line, based)) = based_on(&disk.text)
+    if let Some(text) = head(ctx.py_path())
+        && let Some((line, based)) = based_on(&text)
         && version_key(&based) != version_key(&pin)
     {
         let anchor = super::super::patched::config_anchor(ctx);
+        let py = ctx.py_path();
         out.push(
             RULE.diagnostic(format!(
                 "the checked-in `{}` is based on transformers {based}, the project pins {pin}",
-                disk.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                py.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
             ))
             .help("regenerate against the pinned version (`patchgen generate --all`), or update the pin")
             .at(ctx.at_config(&anchor))
-            .related(Location::line(disk.path.clone(), line), "generated header"),
+            .related(Location::line(py.to_path_buf(), line), "generated header"),
         );
     }
     for expr in pyfacts::all_exprs(ctx.config.body()) {
