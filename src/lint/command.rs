@@ -286,12 +286,14 @@ fn run(
             rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
         })
         .collect();
+    crate::timings::mark("lint: per-config rules");
     let project = ProjectContext { shared, configs: &contexts };
     for r in rules {
         if let Some(check) = r.check_project {
             found.extend(check(&project));
         }
     }
+    crate::timings::mark("lint: project rules");
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));

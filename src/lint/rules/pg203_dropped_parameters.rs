@@ -169,6 +169,9 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
 /// The upstream method `method` of class `class` (own or inherited) and its file.
 fn upstream_method(ctx: &LintContext, class: &str, method: &str) -> Option<(Signature, Location)> {
     let class_ref = ctx.upstream_class(class)?;
+    if let Some(f) = class_ref.own_method(method) {
+        return Some(sig_and_loc(f, &class_ref.file));
+    }
     let lineage = ctx.shared.lineage(&class_ref);
     let (owner, f) = lineage.method(method)?;
     Some(sig_and_loc(f, &owner.file))
@@ -248,9 +251,11 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         };
         dep.dropped.retain(|n| !deliberate(n));
         // A dropped `**kwargs`/`*args` matters when a caller here splats into it.
-        let (class, method) = qual.rsplit_once('.').unwrap_or(("", &qual));
-        let (kw_splat, pos_splat) = splatting_callers(ctx.generated.body(), class, method);
-        dep.variadic.retain(|v| if v.starts_with("**") { kw_splat } else { pos_splat });
+        if !dep.variadic.is_empty() {
+            let (class, method) = qual.rsplit_once('.').unwrap_or(("", &qual));
+            let (kw_splat, pos_splat) = splatting_callers(ctx.generated.body(), class, method);
+            dep.variadic.retain(|v| if v.starts_with("**") { kw_splat } else { pos_splat });
+        }
         if dep == Departure::default() {
             continue;
         }
