@@ -270,6 +270,7 @@ fn run(
 ) -> LintReport {
     let built: Vec<Result<LintContext, (String, Failure)>> =
         modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    crate::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
     for b in built {
