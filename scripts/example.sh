@@ -9,7 +9,8 @@
 #   4. in a temporary copy of examples/demo (the repository stays clean):
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
-#      repairing it.
+#      repairing it; then `patchgen lint` passes on the demo (exit 0) and
+#      catches a misspelt override target (exit 1).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -158,3 +159,21 @@ rc=0
 run patchgen --check || rc=$?
 echo "(exit $rc)"
 [ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
+
+# Lint: the demo's configs are clean (exit 0) ...
+rc=0
+run patchgen lint || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 0 ] || die "expected patchgen lint to pass on the demo, got exit $rc"
+
+# ... until a patch targets a method name upstream does not have.
+echo
+echo "\$ sed -i 's/ToyRMSNorm.forward/ToyRMSNorm.forwrad/' demo/toy/toy_gpu_patch_gen_config.py"
+sed -i 's/ToyRMSNorm.forward/ToyRMSNorm.forwrad/' demo/toy/toy_gpu_patch_gen_config.py
+rc=0
+run patchgen lint || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 1 ] || die "expected patchgen lint to exit 1 on the misspelt override, got $rc"
+echo
+echo "\$ patchgen rule PG102 | head -n 3"
+"$PATCHGEN" rule PG102 | sed -n 1,3p

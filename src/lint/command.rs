@@ -270,6 +270,7 @@ fn run(
 ) -> LintReport {
     let built: Vec<Result<LintContext, (String, Failure)>> =
         modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    crate::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
     for b in built {
@@ -286,18 +287,20 @@ fn run(
             rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
         })
         .collect();
+    crate::timings::mark("lint: per-config rules");
     let project = ProjectContext { shared, configs: &contexts };
     for r in rules {
         if let Some(check) = r.check_project {
             found.extend(check(&project));
         }
     }
+    crate::timings::mark("lint: project rules");
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));
     let suppressed = before - found.len();
     sort(&mut found);
-    found.dedup();
+    let found = merge_same_line(found);
     let report = LintReport {
         upstream,
         configs: contexts.len(),
@@ -308,6 +311,31 @@ fn run(
     };
     std::mem::forget(contexts);
     report
+}
+
+/// One finding per (code, config line, message): a replacement shared by
+/// several configs (an NPU config reusing the GPU one's function) is one
+/// edit; the other configs' generated files are kept as related locations.
+fn merge_same_line(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(found.len());
+    for d in found {
+        match out
+            .iter_mut()
+            .rev()
+            .take_while(|o| o.location == d.location)
+            .find(|o| o.code == d.code && o.message == d.message)
+        {
+            Some(kept) => {
+                for r in d.related {
+                    if !kept.related.contains(&r) {
+                        kept.related.push(r);
+                    }
+                }
+            }
+            None => out.push(d),
+        }
+    }
+    out
 }
 
 fn sort(ds: &mut [Diagnostic]) {

@@ -43,11 +43,15 @@
 //!    line to edit.
 //! 2. Add `pgNNN_….rs` to `rules/mod.rs` (`mod` line and the [`rules::RULES`]
 //!    table, kept in code order).
-//! 3. Fixtures: a small project under `tests/fixtures/lint/<case>/`
-//!    (`pyproject.toml` with `[tool.patchgen]`, configs, a tiny upstream
-//!    package under `upstream/`); cases that fire and cases that must not.
-//!    Add a test in `tests/lint.rs` calling `lint_fixture("<case>", &["PGNNN"])`
-//!    and `insta::assert_snapshot!` of the rendered diagnostics.
+//! 3. Fixtures: extend the project under `tests/fixtures/lint/toy/` (configs
+//!    in `pkg/`, hand-written upstream `transformers` in `upstream/v1` and
+//!    `upstream/v2`) or add one like it. Mark every line a finding must point
+//!    at with `# LINT: PGNNN` (`PGNNN (v2)` when only one upstream version
+//!    has it) and look-alikes that must not fire with `# LINT: none (why)`.
+//!    In `tests/lint.rs` add `check_rule("PGNNN", "v1")`: it runs lint with
+//!    `--select PGNNN`, requires the findings to equal the markers exactly,
+//!    and snapshots the rendered text (`tests/snapshots/lint__PGNNN_v1.snap`;
+//!    `INSTA_UPDATE=always` writes new ones — review them).
 //! 4. `UPDATE_DOCS=1 cargo test --profile testing --test lint docs_rules` rewrites
 //!    `docs/rules/`; the same test without `UPDATE_DOCS` fails when the
 //!    checked-in docs differ from the code.

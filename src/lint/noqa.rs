@@ -39,11 +39,7 @@ pub fn parse(line: &str) -> Option<Noqa> {
             let codes: Vec<String> = list
                 .split(|c: char| c == ',' || c.is_whitespace())
                 .map(str::trim)
-                .take_while(|c| {
-                    c.is_empty()
-                        || c.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic())
-                            && c.chars().all(|ch| ch.is_ascii_alphanumeric())
-                })
+                .take_while(|c| c.is_empty() || is_code(c))
                 .filter(|c| !c.is_empty())
                 .map(str::to_string)
                 .collect();
@@ -52,6 +48,12 @@ pub fn parse(line: &str) -> Option<Noqa> {
         rest = &rest[hash + 1..];
     }
     None
+}
+
+/// A rule code as ruff writes them: letters then digits (`PG101`, `F821`).
+fn is_code(c: &str) -> bool {
+    let letters = c.chars().take_while(|ch| ch.is_ascii_alphabetic()).count();
+    letters > 0 && c.len() > letters && c[letters..].chars().all(|ch| ch.is_ascii_digit())
 }
 
 #[cfg(test)]

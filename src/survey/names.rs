@@ -466,14 +466,28 @@ pub fn free_name_uses(body: &[Stmt]) -> Vec<(String, TextSize)> {
     free_walk(body).uses
 }
 
-fn free_walk(body: &[Stmt]) -> FreeNames {
+/// [`free_name_uses`] of the top-level statements of `body` that `wanted`
+/// selects (the whole module's bindings still count as bound).
+pub fn free_name_uses_in(body: &[Stmt], wanted: impl Fn(&Stmt) -> bool) -> Vec<(String, TextSize)> {
+    let mut f = walker(body);
+    for stmt in body.iter().filter(|s| wanted(s)) {
+        f.visit_stmt(stmt);
+    }
+    f.uses
+}
+
+fn walker(body: &[Stmt]) -> FreeNames {
     let module_names = bound_in(body).into_iter().map(|(n, _)| n).collect();
-    let mut f = FreeNames {
+    FreeNames {
         scopes: vec![Scope { names: module_names, is_class: false }],
         free: BTreeMap::new(),
         uses: Vec::new(),
         in_annotation: false,
-    };
+    }
+}
+
+fn free_walk(body: &[Stmt]) -> FreeNames {
+    let mut f = walker(body);
     f.visit_body(body);
     f
 }

@@ -128,6 +128,8 @@ fn is_first_party(shared: &Shared, module: &str) -> bool {
 #[derive(Default)]
 struct FirstPartyImports<'s> {
     shared: Option<&'s Shared>,
+    /// Names called as `name(…)` somewhere in the module: only these are resolved.
+    called: BTreeSet<&'s str>,
     found: HashMap<String, Callee>,
 }
 
@@ -138,6 +140,10 @@ impl<'a> Visitor<'a> for FirstPartyImports<'_> {
             if let Some(m) = &i.module {
                 if i.level == 0 && is_first_party(shared, m.id.as_str()) {
                     for alias in &i.names {
+                        let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
+                        if !self.called.contains(bound) {
+                            continue;
+                        }
                         if let Some(c) = first_party_function(shared, m.id.as_str(), alias.name.id.as_str(), 0) {
                             self.found.insert(alias.asname.as_ref().unwrap_or(&alias.name).id.to_string(), c);
                         }
@@ -249,7 +255,17 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             _ => {}
         }
     }
-    let mut imported = FirstPartyImports { shared: Some(ctx.shared), found: HashMap::new() };
+    let mut calls = Calls { calls: Vec::new() };
+    calls.visit_body(body);
+    let called: BTreeSet<&str> = calls
+        .calls
+        .iter()
+        .filter_map(|c| match &*c.func {
+            Expr::Name(n) => Some(n.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut imported = FirstPartyImports { shared: Some(ctx.shared), called, found: HashMap::new() };
     imported.visit_body(body);
     functions.extend(imported.found);
 
@@ -279,8 +295,6 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     owners.visit_body(body);
     let owners = owners.owners;
 
-    let mut calls = Calls { calls: Vec::new() };
-    calls.visit_body(body);
     let mut out = Vec::new();
     for call in calls.calls {
         let args = &call.arguments;
