@@ -244,25 +244,3 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
-/// `docs/rules/<CODE>.md` of the PG3xx/PG4xx/PG5xx rules equal what the
-/// rule sources generate (`UPDATE_DOCS=1` rewrites them). The index
-/// (`README.md`) belongs to the engine's docs test.
-#[test]
-fn docs_rules_pg3_pg4_pg5() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules");
-    let update = std::env::var_os("UPDATE_DOCS").is_some();
-    let mut stale = Vec::new();
-    for (name, text) in patchgen::lint::docs::files() {
-        if !(name.starts_with("PG3") || name.starts_with("PG4") || name.starts_with("PG5")) {
-            continue;
-        }
-        let path = dir.join(&name);
-        if update {
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(&path, &text).unwrap();
-        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            stale.push(name);
-        }
-    }
-    assert!(stale.is_empty(), "docs/rules is stale for {stale:?}: run with UPDATE_DOCS=1");
-}
