@@ -240,31 +240,48 @@ fn return_class_problem(ctx: &LintContext, name: &str) -> Option<String> {
 
 /// Argument names transformers documents for every model (`ModelArgs`).
 fn model_args(ctx: &LintContext) -> &'static [String] {
-    static CACHE: OnceLock<std::sync::Mutex<Vec<(String, &'static [String])>>> = OnceLock::new();
-    let key = ctx.shared.upstream.upstream.version.clone();
+    type Cache = std::sync::Mutex<Vec<(String, &'static [String])>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let up = &ctx.shared.upstream.upstream;
+    let key = format!("{}|{}", up.version, up.location.display());
     let cache = CACHE.get_or_init(Default::default);
     if let Some((_, v)) = cache.lock().expect("model args cache").iter().find(|(k, _)| *k == key) {
         return v;
     }
-    let mut names = Vec::new();
-    if let Some(file) = ctx.shared.upstream_module("transformers.utils.auto_docstring") {
-        for class in ["ModelArgs", "ImageProcessorArgs"] {
-            if let Some(c) = pyfacts::class(file.body(), class) {
-                for stmt in &c.body {
-                    if let Stmt::Assign(a) = stmt {
-                        for t in &a.targets {
-                            if let Expr::Name(n) = t {
-                                names.push(n.id.to_string());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let names = match ctx.shared.pipeline.search.find_module("transformers.utils.auto_docstring") {
+        Ok(source) => class_attributes(&source.text, &["ModelArgs", "ImageProcessorArgs"]),
+        Err(_) => Vec::new(),
+    };
     let leaked: &'static [String] = Box::leak(names.into_boxed_slice());
     cache.lock().expect("model args cache").push((key, leaked));
     leaked
+}
+
+/// Names assigned at the first indentation level of top-level classes
+/// `classes` (`    labels = {...}`), read from the text: the file is large
+/// and only these lines matter.
+pub fn class_attributes(text: &str, classes: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.starts_with([' ', '\t']) && !line.trim().is_empty() {
+            inside = classes.iter().any(|c| {
+                line.strip_prefix("class ")
+                    .and_then(|rest| rest.strip_prefix(c))
+                    .is_some_and(|rest| rest.starts_with([':', '(']))
+            });
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("    ") else { continue };
+        if !inside || rest.starts_with([' ', '\t']) {
+            continue;
+        }
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        if end > 0 && rest[end..].trim_start().starts_with('=') && !rest[end..].trim_start().starts_with("==") {
+            out.push(rest[..end].to_string());
+        }
+    }
+    out
 }
 
 fn is_auto_docstring(method: &StmtFunctionDef) -> bool {
@@ -374,6 +391,12 @@ class D:\n    x: int = 0\n",
         }
         assert_eq!(doc("C"), ClassDoc::Unknown);
         assert_eq!(doc("D"), ClassDoc::Missing);
+    }
+
+    #[test]
+    fn class_attributes_from_text() {
+        let text = "class ModelArgs:\n    labels = {\n        \"description\": \"x\",\n    }\n    input_ids = {}\n\n    def f(self):\n        inner = 1\n\nclass ModelArgsExtra:\n    nope = 1\nclass ImageProcessorArgs(Base):\n    images = {}\nx = 1\n";
+        assert_eq!(class_attributes(text, &["ModelArgs", "ImageProcessorArgs"]), ["labels", "input_ids", "images"]);
     }
 
     #[test]
