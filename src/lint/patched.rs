@@ -55,6 +55,10 @@ pub fn methods<'a>(ctx: &'a LintContext) -> Vec<PatchedMethod<'a>> {
     out
 }
 
+/// Bases of model classes that define none of the model methods rules
+/// compare with (`forward`, ...): not followed into their modules.
+const FRAMEWORK_BASES: &[&str] = &["PreTrainedModel", "GenerationMixin", "Module", "GradientCheckpointingLayer", "object"];
+
 /// Calls `f` with the upstream method `class.method`: found in the class
 /// or a base defined in the patched module itself first (no other module
 /// is read), else along the bases in other upstream modules.
@@ -64,10 +68,20 @@ pub fn with_upstream_method<R>(
     method: &str,
     f: impl FnOnce(&StmtFunctionDef) -> R,
 ) -> Option<R> {
-    if let Some(c) = ctx.upstream_class_def(class)
-        && let Some(m) = pyfacts::resolve_method(ctx.upstream.body(), c, method)
-    {
-        return Some(f(m));
+    if let Some(c) = ctx.upstream_class_def(class) {
+        if let Some(m) = pyfacts::resolve_method(ctx.upstream.body(), c, method) {
+            return Some(f(m));
+        }
+        // Bases outside the module that are only framework plumbing hold
+        // no model method worth the parse of their (large) modules.
+        let body = ctx.upstream.body();
+        let foreign = pyfacts::local_lineage(body, c).into_iter().flat_map(pyfacts::base_names).filter(|b| {
+            let last = b.rsplit('.').next().unwrap_or(b);
+            pyfacts::class(body, b).is_none() && !FRAMEWORK_BASES.contains(&last)
+        });
+        if foreign.count() == 0 {
+            return None;
+        }
     }
     let c = ctx.upstream_class(class)?;
     let lineage = ctx.shared.lineage(&c);
