@@ -257,7 +257,7 @@ pub fn walk_body<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 
 /// Every expression of a function body that is evaluated by the function
 /// itself (nested `def`/`class` bodies excluded), each with its statement.
-pub fn body_exprs<'a>(body: &'a [Stmt]) -> Vec<&'a Expr> {
+pub fn body_exprs(body: &[Stmt]) -> Vec<&Expr> {
     struct Exprs<'a>(Vec<&'a Expr>);
     impl<'a> Visitor<'a> for Exprs<'a> {
         fn visit_stmt(&mut self, stmt: &'a Stmt) {

@@ -229,7 +229,7 @@ pub fn full_head_call(generated: &ParsedFile, func: &StmtFunctionDef) -> Option<
 }
 
 /// `from M import X as <name>` at the generated module's top level.
-fn external_alias<'a>(generated: &'a ParsedFile, name: &str) -> Option<(String, TextSize)> {
+fn external_alias(generated: &ParsedFile, name: &str) -> Option<(String, TextSize)> {
     generated.body().iter().find_map(|s| match s {
         Stmt::ImportFrom(i) => i.names.iter().find_map(|a| {
             let bound = a.asname.as_ref()?;
