@@ -151,7 +151,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 "override_method(\"{}\") injects `{method}` into `{class}`: neither `{class}` nor its bases in `{}` define it, and nothing in the generated module calls it, so the patch is dead code",
                 p.target, ctx.plan.source_module
             ))
-            .at(ctx.at_config(&p.registered_at))
+            .at(ctx.at_target(p))
             .help("move the patched logic to the method upstream now uses, or drop the override; if the runtime calls it by name, add it to `extend-framework-hooks` in [tool.patchgen.lint]");
         if let Some(f) = injected {
             d = d.related(ctx.generated_location(ctx.generated.line_of(f.start())), "injected here");
