@@ -424,6 +424,9 @@ pub fn render_github(report: &LintReport, cwd: &Path) -> String {
             }
             if l.column > 0 {
                 props.push(format!("col={}", l.column));
+                if let Some((end_line, end_col)) = l.end {
+                    props.push(format!("endLine={end_line},endColumn={end_col}"));
+                }
             }
         }
         props.push(format!("title={}", prop(&format!("{} {}", d.code, d.name))));

@@ -193,6 +193,26 @@ impl<'a> LintContext<'a> {
         Location::line(loc.path.clone(), loc.line)
     }
 
+    /// Where a patch names its target: the string literal `"target"` in the
+    /// DSL call registered at `patch.registered_at` (on that line or the few
+    /// after it, for calls split over lines), else the call's line.
+    pub fn at_target(&self, patch: &Patch) -> Location {
+        let loc = &patch.registered_at;
+        let Ok(file) = self.shared.pipeline.loader.parse_file(&loc.path) else { return self.at_config(loc) };
+        let lines = file.splitlines();
+        for quote in ['"', '\''] {
+            let needle = format!("{quote}{}{quote}", patch.target);
+            for (i, line) in lines.iter().enumerate().skip(loc.line.saturating_sub(1)).take(6) {
+                if let Some(col) = line.find(&needle) {
+                    let start = line[..col].chars().count() + 1;
+                    let end = start + needle.chars().count();
+                    return Location::range(loc.path.clone(), (i + 1, start), (i + 1, end));
+                }
+            }
+        }
+        self.at_config(loc)
+    }
+
     /// The region of the generated module a generated line lies in.
     pub fn origin_of_line(&self, line: usize) -> Option<&Origin> {
         self.origins.iter().filter(|o| o.gen_start <= line && line <= o.gen_end).min_by_key(|o| o.gen_end - o.gen_start)

@@ -236,18 +236,31 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         // A parameter the override's own text or the patch description
         // names was removed on purpose (a comment, the docstring, a local
         // that now computes it).
-        let own_text = &ctx.generated.text[f.range()];
+        // Prose about the override: its comments, its docstring, the patch
+        // description. Code that still uses the name does not count (that
+        // is an undefined name, not a decision).
+        let mut prose = String::new();
+        for line in ctx.generated.text[f.range()].lines() {
+            if let Some((_, comment)) = line.split_once('#') {
+                prose.push_str(comment);
+                prose.push('\n');
+            }
+        }
+        if let Some(Stmt::Expr(e)) = f.body.first() {
+            if let ruff_python_ast::Expr::StringLiteral(doc) = &*e.value {
+                prose.push_str(doc.value.to_str());
+            }
+        }
+        if let Some(d) = description {
+            prose.push_str(d);
+        }
         let deliberate = |name: &str| {
-            let word = |t: &str| {
-                t.match_indices(name).any(|(i, _)| {
-                    let before = t[..i].chars().next_back();
-                    let after = t[i + name.len()..].chars().next();
-                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                })
-            };
-            let in_signature = f.parameters.iter().any(|p| p.name().id.as_str() == name);
-            (!in_signature && word(own_text)) || description.is_some_and(|d| word(d))
+            prose.match_indices(name).any(|(i, _)| {
+                let before = prose[..i].chars().next_back();
+                let after = prose[i + name.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
         };
         dep.dropped.retain(|n| !deliberate(n));
         // A dropped `**kwargs`/`*args` matters when a caller here splats into it.
