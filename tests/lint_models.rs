@@ -13,26 +13,39 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/models")
 }
 
-/// Lint the fixture with `select`, against `upstream` (a directory of the fixture).
-fn lint_fixture(select: &[&str], upstream: &str) -> (LintReport, String) {
-    let dir = fixture();
-    let args = LintArgs {
+/// Lint arguments for the project at `project`.
+fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
+    LintArgs {
         modules: Vec::new(),
-        select: Some(select.iter().map(|s| s.to_string()).collect()),
+        select: select.map(|s| s.iter().map(|c| c.to_string()).collect()),
         extend_select: Vec::new(),
         ignore: Vec::new(),
         upstream: Some(upstream.to_string()),
         format: Format::Text,
         statistics: false,
         config_name: "config".into(),
-        project: Some(dir.clone()),
+        project: Some(project.to_path_buf()),
         no_download: true,
         jobs: Some(1),
-    };
-    let report = lint(&args, &dir).expect("the fixture project lints");
+    }
+}
+
+/// Lint the fixture with `select`, against `upstream` (a directory).
+fn lint_fixture(select: &[&str], upstream: &str) -> (LintReport, String) {
+    let dir = fixture();
+    let report = lint(&args(Some(select), upstream, &dir), &dir).expect("the fixture project lints");
     assert!(report.errors.is_empty(), "configs failed: {:?}", report.errors);
     let text = render_text(&report, &dir);
     (report, text)
+}
+
+/// The fixture's upstream as another transformers version: a copy with
+/// `__version__` rewritten.
+fn upstream_as(version: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy(&fixture().join("upstream"), tmp.path());
+    std::fs::write(tmp.path().join("transformers/__init__.py"), format!("__version__ = \"{version}\"\n")).unwrap();
+    tmp
 }
 
 /// `path:line` of every finding, relative to the fixture.
@@ -98,7 +111,8 @@ fn pg304_partial_rotary_full_kernel() {
 fn pg305_init_weights_container_only_from_5_16() {
     let (before, _) = lint_fixture(&["PG305"], "upstream");
     assert!(before.diagnostics.is_empty(), "5.9 still initialises parameter-less modules");
-    let (report, text) = lint_fixture(&["PG305"], "upstream_516");
+    let upstream = upstream_as("5.16.1");
+    let (report, text) = lint_fixture(&["PG305"], upstream.path().to_str().unwrap());
     // A single class and a tuple member; the leaf router next to it is fine.
     assert_eq!(
         places(&report),
@@ -151,20 +165,7 @@ fn pg404_liger_mlp_intermediate_size() {
 #[test]
 fn pg5xx_are_off_by_default() {
     let dir = fixture();
-    let args = LintArgs {
-        modules: Vec::new(),
-        select: None,
-        extend_select: Vec::new(),
-        ignore: Vec::new(),
-        upstream: Some("upstream".into()),
-        format: Format::Text,
-        statistics: false,
-        config_name: "config".into(),
-        project: Some(dir.clone()),
-        no_download: true,
-        jobs: Some(1),
-    };
-    let report = lint(&args, &dir).unwrap();
+    let report = lint(&args(None, "upstream", &dir), &dir).unwrap();
     assert!(!report.rules.iter().any(|r| r.starts_with("PG5")), "{:?}", report.rules);
     for code in ["PG301", "PG302", "PG303", "PG304", "PG305", "PG306", "PG401", "PG402", "PG403", "PG404"] {
         assert!(report.rules.iter().any(|r| r == code), "{code} is on by default");
@@ -214,20 +215,7 @@ fn noqa_on_the_pointed_line_silences() {
         .map(|(i, l)| if i + 1 == 25 { format!("{l}  # noqa: PG403") } else { l.to_string() })
         .collect();
     std::fs::write(&cfg, edited.join("\n") + "\n").unwrap();
-    let args = LintArgs {
-        modules: Vec::new(),
-        select: Some(vec!["PG403".into()]),
-        extend_select: Vec::new(),
-        ignore: Vec::new(),
-        upstream: Some("upstream".into()),
-        format: Format::Text,
-        statistics: false,
-        config_name: "config".into(),
-        project: Some(tmp.path().to_path_buf()),
-        no_download: true,
-        jobs: Some(1),
-    };
-    let report = lint(&args, tmp.path()).unwrap();
+    let report = lint(&args(Some(&["PG403"]), "upstream", tmp.path()), tmp.path()).unwrap();
     assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
     assert_eq!(report.suppressed, 1);
 }
@@ -243,4 +231,3 @@ fn copy(from: &Path, to: &Path) {
         }
     }
 }
-

@@ -57,7 +57,8 @@ pub fn methods<'a>(ctx: &'a LintContext) -> Vec<PatchedMethod<'a>> {
 
 /// Bases of model classes that define none of the model methods rules
 /// compare with (`forward`, ...): not followed into their modules.
-const FRAMEWORK_BASES: &[&str] = &["PreTrainedModel", "GenerationMixin", "Module", "GradientCheckpointingLayer", "object"];
+const FRAMEWORK_BASES: &[&str] =
+    &["PreTrainedModel", "GenerationMixin", "Module", "GradientCheckpointingLayer", "object"];
 
 /// Calls `f` with the upstream method `class.method`: found in the class
 /// or a base defined in the patched module itself first (no other module
