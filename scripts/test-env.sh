@@ -2,7 +2,9 @@
 # Installs what the test suite needs into a local cache and prints the
 # environment to use it (source-able `export` lines):
 #   - ruff 0.13.2 (the normaliser VeOmni pins) in $CACHE/ruff-0.13.2
-#   - the transformers 5.9.0 wheel in $CACHE/wheels (tests read it directly)
+#   - the transformers 5.9.0 and 5.16.1 wheels in $CACHE/wheels (tests read them directly)
+#   - a venv with numpy + safetensors in $CACHE/py-oracles (moe tests build and read
+#     checkpoints with it: the independent implementation)
 # usage: eval "$(scripts/test-env.sh)"
 # env: PATCHGEN_CACHE (default: <repo>/.cache)
 set -euo pipefail
@@ -11,6 +13,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PATCHGEN_CACHE:-$repo/.cache}
 ruff_version=0.13.2
 tf_version=5.9.0
+tf_next_version=5.16.1
+oracle_numpy=2.2.6
+oracle_safetensors=0.6.2
 
 die() { echo "test-env: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is required to install ruff and download the transformers wheel"
@@ -25,14 +30,31 @@ if [ ! -x "$ruff" ]; then
 fi
 "$ruff" --version | grep -q "$ruff_version" || die "$ruff is not ruff $ruff_version"
 
-wheel=$(ls "$cache/wheels"/transformers-"$tf_version"-*.whl 2>/dev/null | head -n 1 || true)
-if [ -z "$wheel" ]; then
-  echo "test-env: downloading the transformers $tf_version wheel into $cache/wheels" >&2
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$cache/wheels" "transformers==$tf_version" >&2 \
-    || die "pip could not download transformers==$tf_version"
-  wheel=$(ls "$cache/wheels"/transformers-"$tf_version"-*.whl | head -n 1)
+# The transformers wheel of version $1 in $cache/wheels, downloaded when missing.
+wheel_of() {
+  local w
+  w=$(ls "$cache/wheels"/transformers-"$1"-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$w" ]; then
+    echo "test-env: downloading the transformers $1 wheel into $cache/wheels" >&2
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$cache/wheels" "transformers==$1" >&2 \
+      || die "pip could not download transformers==$1"
+    w=$(ls "$cache/wheels"/transformers-"$1"-*.whl | head -n 1)
+  fi
+  [ -f "$w" ] || die "no transformers $1 wheel in $cache/wheels"
+  printf '%s' "$w"
+}
+wheel=$(wheel_of "$tf_version")
+wheel_next=$(wheel_of "$tf_next_version")
+
+oracles="$cache/py-oracles"
+if ! "$oracles/bin/python" -c "import numpy, safetensors" 2>/dev/null; then
+  echo "test-env: installing numpy $oracle_numpy + safetensors $oracle_safetensors into $oracles" >&2
+  python3 -m venv "$oracles" >&2 || die "python3 -m venv failed (install python3-venv)"
+  "$oracles/bin/pip" install --quiet --disable-pip-version-check "numpy==$oracle_numpy" "safetensors==$oracle_safetensors" >&2 \
+    || die "pip could not install numpy and safetensors"
 fi
-[ -f "$wheel" ] || die "no transformers wheel in $cache/wheels"
 
 echo "export PATCHGEN_TEST_RUFF='$ruff'"
 echo "export PATCHGEN_TEST_TRANSFORMERS='$wheel'"
+echo "export PATCHGEN_TEST_TRANSFORMERS_5_16='$wheel_next'"
+echo "export PATCHGEN_TEST_PYTHON='$oracles/bin/python'"

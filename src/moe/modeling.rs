@@ -1,0 +1,154 @@
+//! Which classes of a (generated or upstream) modeling module hold fused
+//! expert parameters: an assignment `self.gate_up_proj = nn.Parameter(...)`
+//! (also `torch.nn.Parameter(`, `Parameter(`, over any number of lines)
+//! anywhere in a method of the class, found on the AST, never by text.
+//!
+//! Used by `moe inspect` (does the project's generated class expect the
+//! fused layout?) and lint rule PG401 (a fused class needs a converter when
+//! the upstream recipe says the checkpoint is per-expert or transposed).
+
+use ruff_python_ast::{Expr, Stmt, StmtClassDef};
+use ruff_text_size::Ranged;
+use serde::Serialize;
+
+/// A class with fused expert parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FusedExperts {
+    pub class: String,
+    /// 1-based line of the `gate_up_proj` assignment.
+    pub line: usize,
+    /// `self.down_proj = nn.Parameter(...)` is there too.
+    pub down_proj: bool,
+    /// `self.gate_up_proj_bias = nn.Parameter(...)` (gpt_oss-style biases).
+    pub bias: bool,
+}
+
+/// The classes (top level and nested, in source order) of `text` that
+/// assign `self.gate_up_proj` an `nn.Parameter`. `Err` is a syntax error
+/// with its 1-based line.
+pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, String)> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
+    let parsed = ruff_python_parser::parse_module(text)
+        .map_err(|e| (line_of(e.location.start().into()), e.error.to_string()))?;
+    let mut out = Vec::new();
+    visit_classes(&parsed.syntax().body, &mut |class| {
+        let mut params: Vec<(String, usize)> = Vec::new();
+        for stmt in &class.body {
+            if let Stmt::FunctionDef(f) = stmt {
+                walk(&f.body, &mut |s| {
+                    if let Stmt::Assign(a) = s
+                        && is_parameter_call(&a.value)
+                    {
+                        for t in &a.targets {
+                            if let Expr::Attribute(at) = t
+                                && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                            {
+                                params.push((at.attr.to_string(), line_of(a.start().into())));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        if let Some((_, line)) = params.iter().find(|(n, _)| n == "gate_up_proj") {
+            out.push(FusedExperts {
+                class: class.name.to_string(),
+                line: *line,
+                down_proj: params.iter().any(|(n, _)| n == "down_proj"),
+                bias: params.iter().any(|(n, _)| n == "gate_up_proj_bias"),
+            });
+        }
+    });
+    Ok(out)
+}
+
+fn is_parameter_call(e: &Expr) -> bool {
+    let Expr::Call(c) = e else { return false };
+    match &*c.func {
+        Expr::Name(n) => n.id.as_str() == "Parameter",
+        Expr::Attribute(a) => a.attr.as_str() == "Parameter",
+        _ => false,
+    }
+}
+
+fn visit_classes(body: &[Stmt], f: &mut dyn FnMut(&StmtClassDef)) {
+    for stmt in body {
+        match stmt {
+            Stmt::ClassDef(c) => {
+                f(c);
+                visit_classes(&c.body, f);
+            }
+            Stmt::If(i) => {
+                visit_classes(&i.body, f);
+                for clause in &i.elif_else_clauses {
+                    visit_classes(&clause.body, f);
+                }
+            }
+            Stmt::Try(t) => {
+                visit_classes(&t.body, f);
+                visit_classes(&t.orelse, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every statement of a function body, nested blocks included (not nested
+/// functions or classes).
+fn walk(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for stmt in body {
+        f(stmt);
+        match stmt {
+            Stmt::If(i) => {
+                walk(&i.body, f);
+                for clause in &i.elif_else_clauses {
+                    walk(&clause.body, f);
+                }
+            }
+            Stmt::For(x) => {
+                walk(&x.body, f);
+                walk(&x.orelse, f);
+            }
+            Stmt::While(x) => {
+                walk(&x.body, f);
+                walk(&x.orelse, f);
+            }
+            Stmt::With(x) => walk(&x.body, f),
+            Stmt::Try(t) => {
+                walk(&t.body, f);
+                for h in &t.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    walk(&h.body, f);
+                }
+                walk(&t.orelse, f);
+                walk(&t.finalbody, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_fused_parameters_over_several_lines() {
+        let src = "import torch\nfrom torch import nn\n\nclass Dense(nn.Module):\n    def __init__(self):\n        self.gate_up_proj = nn.Linear(4, 8)\n\n\
+class Experts(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        if config.x:\n            self.gate_up_proj = torch.nn.Parameter(\n                torch.empty(2, 3, 4)\n            )\n        self.down_proj = nn.Parameter(torch.empty(1))\n\n\
+class Oss(nn.Module):\n    def __init__(self):\n        self.gate_up_proj = Parameter(x)\n        self.gate_up_proj_bias = nn.Parameter(y)\n";
+        let found = fused_expert_classes(src).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                FusedExperts { class: "Experts".into(), line: 12, down_proj: true, bias: false },
+                FusedExperts { class: "Oss".into(), line: 19, down_proj: false, bias: true },
+            ]
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        assert_eq!(fused_expert_classes("x = 1\nclass (:\n").unwrap_err().0, 2);
+    }
+}
