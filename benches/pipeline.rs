@@ -16,6 +16,7 @@
 //! `DIR/<path relative to TREE>` (for measuring ruff alone on the same input).
 //! With `--with-ruff`, also normalises (as `--check` does) and builds the
 //! `.diff`s, and reports those times separately.
+#![allow(clippy::print_stdout)] // a measurement tool: its figures are its output
 
 // The same allocator as the `patchgen` binary.
 #[global_allocator]
@@ -44,30 +45,12 @@ fn usage() -> ! {
 
 fn parse_args() -> Args {
     let mut it = std::env::args().skip(1);
-    let mut args = Args {
-        tree: PathBuf::new(),
-        runs: 5,
-        jobs: None,
-        dump: None,
-        once: false,
-        with_ruff: false,
-    };
+    let mut args = Args { tree: PathBuf::new(), runs: 5, jobs: None, dump: None, once: false, with_ruff: false };
     let mut tree = None;
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--runs" => {
-                args.runs = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or_else(|| usage())
-            }
-            "--jobs" => {
-                args.jobs = Some(
-                    it.next()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or_else(|| usage()),
-                )
-            }
+            "--runs" => args.runs = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+            "--jobs" => args.jobs = Some(it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage())),
             "--dump" => args.dump = Some(PathBuf::from(it.next().unwrap_or_else(|| usage()))),
             "--once" => args.once = true,
             "--with-ruff" => args.with_ruff = true,
@@ -77,9 +60,7 @@ fn parse_args() -> Args {
             s => tree = Some(PathBuf::from(s)),
         }
     }
-    args.tree = tree
-        .or_else(|| std::env::var_os("VEOMNI_TREE").map(PathBuf::from))
-        .unwrap_or_else(|| usage());
+    args.tree = tree.or_else(|| std::env::var_os("VEOMNI_TREE").map(PathBuf::from)).unwrap_or_else(|| usage());
     if args.once {
         args.runs = 1;
     }
@@ -105,10 +86,7 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
         eprintln!("pipeline: {e}");
         std::process::exit(2)
     });
-    let raws: Vec<_> = configs
-        .par_iter()
-        .map(|c| ctx.generate_raw(&c.module, "config", None))
-        .collect();
+    let raws: Vec<_> = configs.par_iter().map(|c| ctx.generate_raw(&c.module, "config", None)).collect();
     let gen_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut ok = Vec::new();
     for (c, r) in configs.iter().zip(raws) {
@@ -132,13 +110,8 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
     let (mut ruff_ms, mut diff_ms) = (0.0, 0.0);
     if args.with_ruff {
         let t = Instant::now();
-        let items: Vec<_> = ok
-            .iter()
-            .map(|r| (r.text.as_str(), r.abs_target.as_path()))
-            .collect();
-        let results = ctx
-            .ruff
-            .normalize_many(&items, rayon::current_num_threads());
+        let items: Vec<_> = ok.iter().map(|r| (r.text.as_str(), r.abs_target.as_path())).collect();
+        let results = ctx.ruff.normalize_many(&items, rayon::current_num_threads());
         ruff_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let finished: Vec<_> = ok
@@ -161,23 +134,13 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
         // As the CLI does: the process is about to exit.
         std::mem::forget(ctx);
     }
-    Timing {
-        gen_ms,
-        ruff_ms,
-        diff_ms,
-        configs,
-        lines,
-    }
+    Timing { gen_ms, ruff_ms, diff_ms, configs, lines }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 fn main() {
@@ -228,21 +191,9 @@ fn main() {
         ruffs.push(t.ruff_ms);
         diffs.push(t.diff_ms);
     }
-    println!(
-        "median T_gen {:.1} ms over {} runs",
-        median(gens),
-        args.runs
-    );
+    println!("median T_gen {:.1} ms over {} runs", median(gens), args.runs);
     if args.with_ruff {
-        println!(
-            "median ruff {:.1} ms over {} runs",
-            median(ruffs),
-            args.runs
-        );
-        println!(
-            "median diffs {:.1} ms over {} runs",
-            median(diffs),
-            args.runs
-        );
+        println!("median ruff {:.1} ms over {} runs", median(ruffs), args.runs);
+        println!("median diffs {:.1} ms over {} runs", median(diffs), args.runs);
     }
 }

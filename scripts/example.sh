@@ -177,3 +177,49 @@ echo "(exit $rc)"
 echo
 echo "\$ patchgen rule PG102 | head -n 3"
 "$PATCHGEN" rule PG102 | sed -n 1,3p
+
+# MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
+# (written here with the standard library: an 8-byte header length, the
+# JSON header, the bytes), inspected from its headers, converted to the v5
+# fused layout and inspected again.
+"$PYTHON" - "$WORK/ckpt" <<'PY'
+import json, os, struct, sys
+out = sys.argv[1]
+os.makedirs(out)
+H, I, E, L = 8, 6, 4, 2
+tensors, data = {}, bytearray()
+def add(name, shape):
+    n = 1
+    for d in shape:
+        n *= d
+    start = len(data)
+    data.extend(struct.pack(f"<{n}f", *[(len(tensors) + k) / 64 for k in range(n)]))
+    tensors[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [start, len(data)]}
+add("model.embed_tokens.weight", (16, H))
+for l in range(L):
+    add(f"model.layers.{l}.mlp.gate.weight", (E, H))
+    for j in range(E):
+        add(f"model.layers.{l}.mlp.experts.{j}.gate_proj.weight", (I, H))
+        add(f"model.layers.{l}.mlp.experts.{j}.up_proj.weight", (I, H))
+        add(f"model.layers.{l}.mlp.experts.{j}.down_proj.weight", (H, I))
+header = json.dumps({"__metadata__": {"format": "pt"}, **tensors}).encode()
+header += b" " * (-len(header) % 8)
+with open(os.path.join(out, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(header)) + header + data)
+with open(os.path.join(out, "config.json"), "w") as f:
+    json.dump({"model_type": "qwen3_moe", "num_experts": E, "hidden_size": H, "moe_intermediate_size": I,
+               "num_hidden_layers": L}, f)
+PY
+# From here on, paths are shown relative to the temporary directory.
+patchgen() {
+    local rc
+    "$PATCHGEN" "$@" 2>&1 | sed "s#$WORK/##g"
+    rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+cd "$WORK"
+echo
+echo "A tiny per-expert MoE checkpoint in ckpt/ (qwen3_moe-like, hidden=8, I=6, 4 experts, 2 layers)"
+run patchgen moe inspect ckpt || die "patchgen moe inspect failed"
+run patchgen moe convert ckpt ckpt-fused --verify || die "patchgen moe convert failed"
+run patchgen moe inspect ckpt-fused || die "patchgen moe inspect failed on the converted checkpoint"

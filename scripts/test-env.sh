@@ -30,22 +30,21 @@ if [ ! -x "$ruff" ]; then
 fi
 "$ruff" --version | grep -q "$ruff_version" || die "$ruff is not ruff $ruff_version"
 
-wheel=$(ls "$cache/wheels"/transformers-"$tf_version"-*.whl 2>/dev/null | head -n 1 || true)
-if [ -z "$wheel" ]; then
-  echo "test-env: downloading the transformers $tf_version wheel into $cache/wheels" >&2
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$cache/wheels" "transformers==$tf_version" >&2 \
-    || die "pip could not download transformers==$tf_version"
-  wheel=$(ls "$cache/wheels"/transformers-"$tf_version"-*.whl | head -n 1)
-fi
-[ -f "$wheel" ] || die "no transformers wheel in $cache/wheels"
-
-wheel_next=$(ls "$cache/wheels"/transformers-"$tf_next_version"-*.whl 2>/dev/null | head -n 1 || true)
-if [ -z "$wheel_next" ]; then
-  echo "test-env: downloading the transformers $tf_next_version wheel into $cache/wheels" >&2
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$cache/wheels" "transformers==$tf_next_version" >&2 \
-    || die "pip could not download transformers==$tf_next_version"
-  wheel_next=$(ls "$cache/wheels"/transformers-"$tf_next_version"-*.whl | head -n 1)
-fi
+# The transformers wheel of version $1 in $cache/wheels, downloaded when missing.
+wheel_of() {
+  local w
+  w=$(ls "$cache/wheels"/transformers-"$1"-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$w" ]; then
+    echo "test-env: downloading the transformers $1 wheel into $cache/wheels" >&2
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$cache/wheels" "transformers==$1" >&2 \
+      || die "pip could not download transformers==$1"
+    w=$(ls "$cache/wheels"/transformers-"$1"-*.whl | head -n 1)
+  fi
+  [ -f "$w" ] || die "no transformers $1 wheel in $cache/wheels"
+  printf '%s' "$w"
+}
+wheel=$(wheel_of "$tf_version")
+wheel_next=$(wheel_of "$tf_next_version")
 
 oracles="$cache/py-oracles"
 if ! "$oracles/bin/python" -c "import numpy, safetensors" 2>/dev/null; then

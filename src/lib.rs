@@ -21,6 +21,7 @@ pub mod normalize;
 pub mod pipeline;
 pub mod project;
 pub mod pytext;
+pub mod settings;
 pub mod survey;
 pub mod timings;
 pub mod upstream;

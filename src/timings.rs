@@ -9,9 +9,7 @@ use std::time::Instant;
 fn start() -> Option<Instant> {
     static START: OnceLock<Option<Instant>> = OnceLock::new();
     *START.get_or_init(|| {
-        std::env::var_os("PATCHGEN_TIMINGS")
-            .is_some_and(|v| !v.is_empty() && v != "0")
-            .then(Instant::now)
+        std::env::var_os("PATCHGEN_TIMINGS").is_some_and(|v| !v.is_empty() && v != "0").then(Instant::now)
     })
 }
 

@@ -128,7 +128,12 @@ fn ruff_config_in_tmpdir_changes_nothing() {
     let (p, files) = generated_project();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("ruff.toml"), "line-length = 20\n[format]\nquote-style = \"single\"\n").unwrap();
-    let out = TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("TMPDIR", tmp.path().to_str().unwrap())]);
+    let out = TestEnv::get().patchgen_env(
+        p.path(),
+        &p.pythonpath(),
+        &["--check"],
+        &[("TMPDIR", tmp.path().to_str().unwrap())],
+    );
     assert_eq!(out.code, 0, "{}", out.stdout);
     let _ = files;
 }
@@ -161,4 +166,121 @@ fn source_module_inside_the_project_is_found_from_a_subdirectory() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let diff = p.read("pkg/toy/generated/patched_toy.diff");
     assert!(diff.starts_with("--- a/pkg/vendored/modeling_toy.py\n"), "{diff}");
+}
+
+/// The `diff_final_blank_line` fixture (its `.diff`, written by the
+/// reference, ends in `\n\n`) in a temporary copy, with its paths.
+fn blank_line_fixture() -> (tempfile::TempDir, std::path::PathBuf, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("case");
+    copy_tree(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/diff_final_blank_line"), &dir);
+    let pythonpath = format!("{}:{}", dir.display(), dir.join("upstream").display());
+    let diff = "pkg/edge/generated/patched_modeling_edge.diff".to_string();
+    (tmp, dir, pythonpath, diff)
+}
+
+/// What pre-commit's `end-of-file-fixer` does: exactly one final newline.
+fn end_of_file_fixer(text: &str) -> String {
+    format!("{}\n", text.trim_end_matches('\n'))
+}
+
+#[test]
+fn diff_without_its_final_blank_line_is_not_drift() {
+    let env = TestEnv::get();
+    let (_tmp, dir, pythonpath, diff) = blank_line_fixture();
+    let reference = std::fs::read_to_string(dir.join(&diff)).unwrap();
+    assert!(reference.ends_with("w = z - 1\n\n"), "the reference's .diff ends in a blank line");
+    let out = env.patchgen(&dir, &pythonpath, &["--check"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("PGI003"), "no note for the reference's own bytes:\n{}", out.stderr);
+
+    for fixed in [end_of_file_fixer(&reference), format!("{reference}\n\n")] {
+        std::fs::write(dir.join(&diff), &fixed).unwrap();
+        let out = env.patchgen(&dir, &pythonpath, &["--check"]);
+        assert_eq!(out.code, 0, "only final newlines differ:\n{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains("  OK    ") && out.stdout.ends_with("All generated files are up to date.\n"),
+            "{}",
+            out.stdout
+        );
+        assert!(!out.stdout.contains("DRIFT"), "{}", out.stdout);
+        assert_eq!(out.stderr.matches("PGI003").count(), 1, "one note per run:\n{}", out.stderr);
+        for part in [
+            "patched_modeling_edge.diff: PGI003 differs from the generated `.diff` only in the newlines at its end",
+            "end-of-file-fixer",
+            "trailing-whitespace",
+            "exclude: '^pkg/(.*/)?generated/'",
+        ] {
+            assert!(out.stderr.contains(part), "note names {part:?}:\n{}", out.stderr);
+        }
+        let json = env.patchgen(&dir, &pythonpath, &["--check", "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(v["configs"][0]["status"], "ok");
+        assert_eq!(v["configs"][0]["files"][1]["final_newlines_only"], true, "{}", json.stdout);
+        // --fix leaves the hook's version alone (writing `\n\n` again would fight it).
+        let out = env.patchgen(&dir, &pythonpath, &["--check", "--fix"]);
+        assert_eq!(out.code, 0);
+        assert!(!out.stdout.contains("FIXED"), "{}", out.stdout);
+        assert_eq!(std::fs::read_to_string(dir.join(&diff)).unwrap(), fixed);
+    }
+
+    // Generating still writes the reference's bytes.
+    let out = env.patchgen(&dir, &pythonpath, &["--all", "--diff"]);
+    assert_eq!(out.code, 0);
+    assert_eq!(std::fs::read_to_string(dir.join(&diff)).unwrap(), reference);
+}
+
+#[test]
+fn one_character_drift_at_the_end_of_a_diff_is_drift_shown_legibly() {
+    let env = TestEnv::get();
+    let (_tmp, dir, pythonpath, diff) = blank_line_fixture();
+    let reference = std::fs::read_to_string(dir.join(&diff)).unwrap();
+    let eof_fixed = end_of_file_fixer(&reference);
+    // The last character of the last line changed, with or without the
+    // final blank line; a character after the hook's final newline.
+    let cases = [
+        (reference.replace("w = z - 1\n\n", "w = z - 2\n\n"), "-         w = z - 2\n+         w = z - 1\n"),
+        (eof_fixed.replace("w = z - 1\n", "w = z - 2\n"), "-         w = z - 2\n+         w = z - 1\n"),
+        (format!("{eof_fixed}x"), "          w = z - 1\n-x\n"),
+    ];
+    for (edited, shown) in cases {
+        std::fs::write(dir.join(&diff), &edited).unwrap();
+        let out = env.patchgen(&dir, &pythonpath, &["--check"]);
+        assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains(&format!("  DRIFT {}", dir.join(&diff).display())), "{}", out.stdout);
+        assert!(out.stdout.contains(shown), "expected {shown:?} in:\n{}", out.stdout);
+        // The tolerated final newlines are not part of what is shown.
+        assert!(!out.stdout.contains("\n+\n"), "no bare `+` line:\n{}", out.stdout);
+        assert!(out.stdout.contains("Generated files are out of date. Re-run with --fix."));
+        let out = env.patchgen(&dir, &pythonpath, &["--check", "--fix"]);
+        assert_eq!(out.code, 0);
+        assert_eq!(std::fs::read_to_string(dir.join(&diff)).unwrap(), reference, "--fix writes the reference's bytes");
+    }
+}
+
+#[test]
+fn invisible_py_drift_is_explained() {
+    let (p, files) = generated_project();
+    let py = &files[0].0;
+    let text = p.read(py);
+    let cases = [
+        (text.trim_end_matches('\n').to_string(), "the checked-in file lacks the final newline", true),
+        (format!("{text}\n"), "the checked-in file has 1 blank line more at the end", false),
+        (
+            text.replace("return x * self.eps\n", "return x * self.eps  \n"),
+            "only trailing whitespace differs: the checked-in file has extra on line",
+            false,
+        ),
+    ];
+    for (edited, why, marker) in cases {
+        p.write(py, &edited);
+        let out = p.run(&["--check"]);
+        assert_eq!(out.code, 1, "{}", out.stdout);
+        assert!(out.stdout.contains(&format!("  note: {why}")), "expected {why:?} in:\n{}", out.stdout);
+        assert_eq!(out.stdout.contains("\\ No newline at end of file\n"), marker, "{}", out.stdout);
+    }
+    let v: serde_json::Value = serde_json::from_str(&p.run(&["--check", "--format", "json"]).stdout).unwrap();
+    assert!(
+        v["configs"][0]["files"][0]["explanation"].as_str().unwrap().starts_with("only trailing whitespace differs")
+    );
 }

@@ -110,7 +110,10 @@ fn missing_targets_warn_and_fail_under_strict() {
     ));
     let out = p.run(&["--all", "--diff"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_has(&out.stderr, &["`NoSuchClass` is not a top-level class", "`Norm.forward` is patched 2 times", "uses the last registration"]);
+    assert_has(
+        &out.stderr,
+        &["`NoSuchClass` is not a top-level class", "`Norm.forward` is patched 2 times", "uses the last registration"],
+    );
     let (code, out) = {
         let o = p.run(&["--check", "--strict"]);
         (o.code, format!("{}{}", o.stdout, o.stderr))
@@ -132,7 +135,14 @@ fn upstream_not_found_lists_places_searched() {
     let p = config_project(&toy_config("").replace("toylib.modeling_toy", "toylib.modeling_missing"));
     let (code, out) = check(&p);
     assert_eq!(code, 1);
-    assert_has(&out, &["upstream module `toylib.modeling_missing` not found; searched:", "/upstream", "help: put the package on PYTHONPATH"]);
+    assert_has(
+        &out,
+        &[
+            "upstream module `toylib.modeling_missing` not found; searched:",
+            "/upstream",
+            "help: put the package on PYTHONPATH",
+        ],
+    );
 }
 
 #[test]
@@ -229,7 +239,10 @@ fn check_goes_on_past_a_failing_config_and_lists_failures() {
     assert_eq!(p.run(&["pkg.b.b_patch_gen_config", "--diff"]).code, 0);
     let (code, out) = check(&p);
     assert_eq!(code, 1);
-    assert_has(&out, &["[pkg.a.a_patch_gen_config]", "FAIL", "[pkg.b.b_patch_gen_config]", "  OK    ", "1 config(s) failed:"]);
+    assert_has(
+        &out,
+        &["[pkg.a.a_patch_gen_config]", "FAIL", "[pkg.b.b_patch_gen_config]", "  OK    ", "1 config(s) failed:"],
+    );
 }
 
 #[test]
@@ -242,7 +255,9 @@ fn fix_without_check_is_a_usage_error() {
 
 #[test]
 fn dry_run_writes_nothing_but_fails_where_a_real_run_fails() {
-    let p = config_project(&toy_config("\n@config.replace_function(\"helper\")\ndef helper2(x):\n    return undefined_thing(x)\n"));
+    let p = config_project(&toy_config(
+        "\n@config.replace_function(\"helper\")\ndef helper2(x):\n    return undefined_thing(x)\n",
+    ));
     let out = p.run(&["pkg.toy.toy_patch_gen_config", "--dry-run", "--diff"]);
     assert_eq!(out.code, 1, "dry-run runs ruff too: {}", out.stdout);
     assert!(!p.path().join("pkg/toy/generated").exists());
@@ -255,14 +270,16 @@ fn dry_run_writes_nothing_but_fails_where_a_real_run_fails() {
 
 #[test]
 fn optional_config_with_missing_upstream_is_skipped_by_check_only() {
-    let cfg = toy_config("").replace("toylib.modeling_toy", "notinstalled.modeling_x").replace(
-        "transformers_version=\"0.0.0\",",
-        "transformers_version=\"0.0.0\",\n    optional=True,",
-    );
+    let cfg = toy_config("")
+        .replace("toylib.modeling_toy", "notinstalled.modeling_x")
+        .replace("transformers_version=\"0.0.0\",", "transformers_version=\"0.0.0\",\n    optional=True,");
     let p = config_project(&cfg);
     let (code, out) = check(&p);
     assert_eq!(code, 0, "{out}");
-    assert_has(&out, &["  SKIP  notinstalled.modeling_x (optional source not importable)", "All generated files are up to date."]);
+    assert_has(
+        &out,
+        &["  SKIP  notinstalled.modeling_x (optional source not importable)", "All generated files are up to date."],
+    );
     // Generating it is still a failure, as in the reference.
     let out = p.run(&["--all"]);
     assert_eq!(out.code, 1);
@@ -274,7 +291,8 @@ fn ruff_exclusions_do_not_skip_generated_files() {
     let p = config_project(&toy_config(""));
     assert_eq!(p.run(&["--all", "--diff"]).code, 0);
     let mut pyproject = p.read("pyproject.toml");
-    pyproject = pyproject.replace("[tool.ruff]\n", "[tool.ruff]\nforce-exclude = true\nextend-exclude = [\"pkg/**/generated/*.py\"]\n");
+    pyproject = pyproject
+        .replace("[tool.ruff]\n", "[tool.ruff]\nforce-exclude = true\nextend-exclude = [\"pkg/**/generated/*.py\"]\n");
     p.write("pyproject.toml", &pyproject);
     let (code, out) = check(&p);
     assert_eq!(code, 0, "{out}");

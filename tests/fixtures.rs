@@ -89,21 +89,14 @@ fn run_case(name: &str) {
     for (rel, bytes) in &expected {
         let got = std::fs::read(dir.join(rel)).unwrap_or_default();
         if &got != bytes {
-            panic!(
-                "{name}: {} differs from the reference's output:\n{}",
-                rel.display(),
-                first_difference(bytes, &got)
-            );
+            panic!("{name}: {} differs from the reference's output:\n{}", rel.display(), first_difference(bytes, &got));
         }
     }
 
     // 3. One config at a time gives the same bytes (no dependence on order).
     let list = env.patchgen(&dir, &pythonpath, &["--list"]);
-    let modules: Vec<String> = list
-        .stdout
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("• ").map(str::to_string))
-        .collect();
+    let modules: Vec<String> =
+        list.stdout.lines().filter_map(|l| l.trim().strip_prefix("• ").map(str::to_string)).collect();
     assert!(!modules.is_empty(), "{name}: --list found nothing:\n{}", list.stdout);
     for module in &modules {
         // Inside the project, so ruff applies the same settings.
@@ -118,7 +111,11 @@ fn run_case(name: &str) {
                 .iter()
                 .find(|(rel, _)| rel.file_name() == Some(&fname))
                 .unwrap_or_else(|| panic!("{name}: unexpected output {}", path.display()));
-            assert!(std::fs::read(&path).unwrap() == *bytes, "{name}: {module} alone differs for {}", fname.to_string_lossy());
+            assert!(
+                std::fs::read(&path).unwrap() == *bytes,
+                "{name}: {module} alone differs for {}",
+                fname.to_string_lossy()
+            );
         }
     }
 }
@@ -143,6 +140,8 @@ cases!(
     cross_config,
     external_and_init,
     method_injection_quirks,
+    diff_final_blank_line,
+    in_project_source,
     real_llama,
     real_qwen3_moe,
     real_qwen2_vl,
@@ -159,6 +158,8 @@ fn every_fixture_directory_has_a_test() {
         "cross_config",
         "external_and_init",
         "method_injection_quirks",
+        "diff_final_blank_line",
+        "in_project_source",
         "real_llama",
         "real_qwen3_moe",
         "real_qwen2_vl",
@@ -169,5 +170,28 @@ fn every_fixture_directory_has_a_test() {
             let name = entry.file_name().to_string_lossy().into_owned();
             assert!(listed.contains(&name.as_str()), "fixture {name} has no test case");
         }
+    }
+}
+
+/// Issue 16, point 2 (the notes themselves are the `cli` branch's): two
+/// configs injecting the same method — `in_project_source`'s GPU config
+/// and its `deepcopy` NPU config, as arcing-mt's qwen4_exp gpu/npu — give
+/// two `check -v` notes that name their own config.
+#[test]
+fn injected_method_notes_name_their_config() {
+    let env = TestEnv::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in_project_source");
+    copy_tree(&case_dir("in_project_source"), &dir);
+    let pythonpath = format!("{}:{}", dir.display(), dir.join("upstream").display());
+    let out = env.patchgen(&dir, &pythonpath, &["--check", "-v"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let notes: Vec<&str> = out.stderr.lines().filter(|l| l.contains("PGI001")).collect();
+    assert_eq!(notes.len(), 2, "{}", out.stderr);
+    for module in ["pkg.omni.omni_gpu_patch_gen_config", "pkg.omni.omni_npu_patch_gen_config"] {
+        let note = notes.iter().find(|l| l.ends_with(&format!("[{module}]"))).unwrap_or_else(|| {
+            panic!("no note names {module}:\n{}", out.stderr);
+        });
+        assert!(note.contains("injected: OmniModel.reset"), "{note}");
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use patchgen::codegen;
 use patchgen::config::loader::{MemoryLoader, ProjectLoader};
 use patchgen::config::source::ParsedFile;
-use patchgen::config::{evaluate, PatchPlan};
+use patchgen::config::{PatchPlan, evaluate};
 use proptest::prelude::*;
 
 const STACK_SIZE: usize = 256 << 20;
@@ -270,17 +270,19 @@ fn module_strategy(fragments: &'static [&'static str]) -> impl Strategy<Value = 
         1 => prop::collection::vec(any::<u8>(), 0..24).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         1 => "[ \t]{0,8}[()\\[\\]{}:@#\"'\\\\\n]{1,4}",
     ];
-    (prop::collection::vec(piece, 0..16), any::<prop::sample::Index>(), any::<bool>()).prop_map(|(pieces, cut, do_cut)| {
-        let mut text = pieces.concat();
-        if do_cut && !text.is_empty() {
-            let mut at = cut.index(text.len() + 1);
-            while !text.is_char_boundary(at) {
-                at -= 1;
+    (prop::collection::vec(piece, 0..16), any::<prop::sample::Index>(), any::<bool>()).prop_map(
+        |(pieces, cut, do_cut)| {
+            let mut text = pieces.concat();
+            if do_cut && !text.is_empty() {
+                let mut at = cut.index(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.truncate(at);
             }
-            text.truncate(at);
-        }
-        text
-    })
+            text
+        },
+    )
 }
 
 proptest! {
@@ -570,7 +572,8 @@ fn deepcopy_of_self_containing_object_does_not_overflow() {
     }
     // The same through a second config, as `copy.deepcopy(base_config)` is used.
     let b = format!("{HEADER}config.description = config\n");
-    let a = "import copy\nfrom pkg.b_patch_gen_config import config as base\nconfig = copy.deepcopy(base)\n".to_string();
+    let a =
+        "import copy\nfrom pkg.b_patch_gen_config import config as base\nconfig = copy.deepcopy(base)\n".to_string();
     let (outcomes, _) = on_big_stack(move || eval_modules(&a, Some(&b)));
     assert_eq!(outcomes.len(), 2);
 }
@@ -583,10 +586,7 @@ fn deepcopy_of_self_containing_object_does_not_overflow() {
 /// enough (≈ 4 GB peak today) not to endanger the machine.
 #[test]
 fn runaway_growth_is_an_error() {
-    let cases = [
-        "s = 'x' * 99999\nt = s * 20000\n".to_string(),
-        format!("a = [1]\n{}", "a += a\n".repeat(24)),
-    ];
+    let cases = ["s = 'x' * 99999\nt = s * 20000\n".to_string(), format!("a = [1]\n{}", "a += a\n".repeat(24))];
     for case in cases {
         let text = format!("{HEADER}{case}");
         let start = std::time::Instant::now();

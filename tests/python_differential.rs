@@ -119,7 +119,10 @@ fn collapse_blank_lines_matches_python() {
         prop_oneof![Just(""), Just("  "), Just("\t"), Just("\u{a0}"), Just("x = 1"), Just("    return x"), Just("# c")],
         0..12,
     );
-    let breaks = prop::collection::vec(prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\u{2028}"), 1 => Just("")], 12);
+    let breaks = prop::collection::vec(
+        prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r"), 1 => Just("\u{2028}"), 1 => Just("")],
+        12,
+    );
     // Half of them with "\n" as the only break (a path of its own).
     let newlines = prop::collection::vec(prop_oneof![6 => Just("\n"), 1 => Just("")], 12);
     let inputs: Vec<(String, usize)> = sample((lines.clone(), breaks, 0..4usize), 300, 11)
@@ -143,7 +146,11 @@ print(json.dumps(out))
         &serde_json::json!(inputs),
     );
     for ((s, max), exp) in inputs.iter().zip(expected) {
-        assert_eq!(serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)), exp, "input {s:?}, max {max}");
+        assert_eq!(
+            serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)),
+            exp,
+            "input {s:?}, max {max}"
+        );
     }
 }
 
@@ -154,11 +161,22 @@ print(json.dumps(out))
 #[test]
 fn indent_preserved_source_matches_python() {
     let lines = prop::collection::vec(
-        prop_oneof![Just(""), Just("  "), Just("    x = 1"), Just("  y"), Just("\u{a0}\u{a0}z"), Just("\té"), Just("        deep"), Just("ab")],
+        prop_oneof![
+            Just(""),
+            Just("  "),
+            Just("    x = 1"),
+            Just("  y"),
+            Just("\u{a0}\u{a0}z"),
+            Just("\té"),
+            Just("        deep"),
+            Just("ab")
+        ],
         0..8,
     );
-    let inputs: Vec<(String, usize)> =
-        sample((lines, prop_oneof![Just("\n"), Just("\r\n")], 0..9usize), 600, 13).into_iter().map(|(l, br, t)| (l.join(br), t)).collect();
+    let inputs: Vec<(String, usize)> = sample((lines, prop_oneof![Just("\n"), Just("\r\n")], 0..9usize), 600, 13)
+        .into_iter()
+        .map(|(l, br, t)| (l.join(br), t))
+        .collect();
     let expected = python(
         r#"
 import json, sys
@@ -173,7 +191,11 @@ print(json.dumps(out))
         &serde_json::json!(inputs),
     );
     for ((text, target), exp) in inputs.iter().zip(expected) {
-        assert_eq!(serde_json::json!(patchgen::codegen::text::indent_preserved_source(text, *target)), exp, "input {text:?}, target {target}");
+        assert_eq!(
+            serde_json::json!(patchgen::codegen::text::indent_preserved_source(text, *target)),
+            exp,
+            "input {text:?}, target {target}"
+        );
     }
 }
 
@@ -207,7 +229,11 @@ fn module_strategy() -> impl Strategy<Value = String> {
             (body.clone(), body.clone()).prop_map(|(a, b)| format!("try:\n{}\nexcept E:\n{}", indent(&a), indent(&b))),
             body.clone().prop_map(|b| format!("def f():\n{}", indent(&b))),
             body.clone().prop_map(|b| format!("class C:\n{}", indent(&b))),
-            (body.clone(), body.clone()).prop_map(|(a, b)| format!("for i in x:\n{}\nelse:\n{}", indent(&a), indent(&b))),
+            (body.clone(), body.clone()).prop_map(|(a, b)| format!(
+                "for i in x:\n{}\nelse:\n{}",
+                indent(&a),
+                indent(&b)
+            )),
             (body.clone(), body.clone()).prop_map(|(a, b)| format!("if c:\n{}\nelif d:\n{}", indent(&a), indent(&b))),
             body.prop_map(|b| format!("with w:\n{}", indent(&b))),
         ]

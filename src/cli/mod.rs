@@ -1,171 +1,158 @@
-//! The command line: the reference's flags (`patchgen <module> [-o DIR]
-//! [-c NAME] [--dry-run] [--diff] [-v]`, `--all`, `--list`, `--check
-//! [--fix]`) plus ours (`--jobs`, `--ruff`, `--strict`, `--format`).
-//! Arguments are parsed once into `Settings`; nothing else sees clap.
+//! The command line: one clap derive tree.
+//!
+//! `patchgen generate|check|list|survey|completions …`, and the
+//! reference's forms, kept as hidden top-level arguments and mapped onto
+//! the same commands (`legacy`): `patchgen <module> [-o DIR] [-c NAME]
+//! [--diff] [--dry-run] [-v]`, `--all`, `--list`, `--check [--fix]`. A
+//! word that is no command and has no dot is a usage error, not a module.
+//! Arguments that mean nothing together are a usage error (exit 2) with a
+//! one-line reason.
+//!
+//! Settings (flag > `PATCHGEN_*` > `[tool.patchgen]` > default) are
+//! resolved by `crate::settings`; commands return a [`printer::Report`] and
+//! [`printer::Printer`] writes it (`text`, `json`, `github`).
+//!
+//! # Adding a command
+//!
+//! 1. In your module, a `#[derive(clap::Args)] pub struct FooArgs` (reuse
+//!    [`args::FormatArg`], [`args::RunArgs`], [`args::ConfigNameArg`] by
+//!    `#[command(flatten)]`) and a doc comment: its first line is the
+//!    command's summary in `patchgen --help`; put an `Examples:` block in
+//!    `#[command(after_help = …)]`.
+//! 2. One variant in [`Command`]: `Foo(crate::foo::FooArgs)`, and one arm
+//!    in [`run`] calling your `fn run(args: &FooArgs) -> ExitStatus`. For a
+//!    command on the pipeline that is one line:
+//!    `Session::run_pipeline("foo", &overrides, None, |ctx, settings| foo(ctx, settings, args))`
+//!    ([`run::Session`]: finds the project, resolves the settings — lint
+//!    selection, cache dir, … in [`crate::settings::Resolved`] — checks ruff, runs on
+//!    the worker pool, prints the report or the [`run::Fatal`] error).
+//!    Without a `Context`: `Session::start`, then `session.finish(&report)`.
+//! 3. A report type (serde `Serialize` for its JSON fields) implementing
+//!    [`printer::Report`]: `command`, `diagnostics`, `json_fields`, `text`
+//!    (writes through the printer; never `println!`), `exit_status`.
+//! 4. A `--help` snapshot in `tests/cli.rs` and a section in `docs/cli.md`.
 
-mod output;
-mod run;
+pub mod args;
+mod check;
+mod generate;
+mod legacy;
+mod list;
+pub mod output;
+pub mod printer;
+pub mod run;
 
-use std::path::PathBuf;
+use clap::{CommandFactory, Parser, Subcommand};
 
-use clap::{Parser, ValueEnum};
+pub use args::{CheckArgs, GenerateArgs, ListArgs};
+pub use legacy::CONFLICTS;
+pub use printer::{ExitStatus, Format, Printer, Report};
 
 const EXAMPLES: &str = "\
 Examples:
-  patchgen <patch_module>                 generate one config's patched file
-  patchgen <patch_module> -o DIR --diff   ... into DIR, with its .diff
-  patchgen <patch_module> --dry-run       everything but writing
-  patchgen --all --diff                   every config found through [tool.patchgen]
-  patchgen --list                         list the configs
-  patchgen --check                        drift gate: exit 1 if generated files are stale
-  patchgen --check --fix                  rewrite the files that drifted
-  patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target (see `patchgen survey --help`)
+  patchgen generate pkg.models.qwen3.qwen3_gpu_patch_gen_config --diff
+  patchgen generate --all --diff        every config found through [tool.patchgen]
+  patchgen check                        drift gate: exit 1 if generated files are stale
+  patchgen check --fix                  rewrite the files that drifted
+  patchgen list                         list the configs
+  patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
+  patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
+  patchgen lint                         the protocol's silent pitfalls as rules (see `patchgen rule --all`)
+  patchgen completions bash > /etc/bash_completion.d/patchgen
 
-Settings come from [tool.patchgen] in the nearest pyproject.toml:
-  search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff
+The reference's command lines work unchanged:
+  patchgen <patch_module> [-o DIR] [-c NAME] [--diff] [--dry-run] [-v]   = generate <patch_module> …
+  patchgen --all [--diff] [--dry-run]                                    = generate --all …
+  patchgen --list                                                        = list
+  patchgen --check [<patch_module>] [--fix]                              = check …
+  (also --strict, -j/--jobs, --ruff, --format, as the commands take them)
 
-Exit codes: 0 ok, 1 drift or a failed config, 2 usage or project-configuration error.";
+Settings: flag, else PATCHGEN_* environment variable, else [tool.patchgen] in the
+nearest pyproject.toml (search_root, package_prefix, legacy_patches_prefix,
+ruff_extra_ignore, ruff_isolated, ruff, cache-dir, [tool.patchgen.lint]); see docs/cli.md.
 
+Exit codes: 0 ok, 1 drift, a failed config or findings, 2 usage or project-configuration error.";
+
+/// Generate patched HuggingFace modeling files from declarative patch configs, statically and exactly.
 #[derive(Parser, Debug)]
 #[command(
     name = "patchgen",
     version,
-    about = "Generate patched HuggingFace modeling files from declarative patch configs, statically and exactly.",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    subcommand_value_name = "COMMAND",
+    override_usage = "patchgen <COMMAND> [OPTIONS]\n       patchgen <PATCH_MODULE> [-o DIR] [-c NAME] [--diff] [--dry-run] [-v]\n       patchgen --all | --list | --check [--fix]"
 )]
-struct Args {
-    /// Dotted patch-config module name (e.g. 'pkg.models.qwen3.qwen3_gpu_patch_gen_config')
-    patch_module: Option<String>,
-    /// Output directory (default: sibling generated/ next to the patch module)
-    #[arg(short = 'o', long = "output-dir")]
-    output_dir: Option<PathBuf>,
-    /// Config variable name in the patch module
-    #[arg(short = 'c', long = "config-name", default_value = "config")]
-    config_name: String,
-    /// List available patch configurations
-    #[arg(long)]
-    list: bool,
-    /// Regenerate all discovered patch configs
-    #[arg(long)]
-    all: bool,
-    /// Do everything (evaluation, generation, ruff) except writing files
-    #[arg(long = "dry-run")]
-    dry_run: bool,
-    /// Also write a unified .diff against the upstream module
-    #[arg(long)]
-    diff: bool,
-    /// Print detailed progress
-    #[arg(short, long)]
-    verbose: bool,
-    /// Drift gate: compare checked-in files with what the configs produce
-    #[arg(long)]
-    check: bool,
-    /// With --check: rewrite the files that drifted
-    #[arg(long)]
-    fix: bool,
-    /// Treat warnings (e.g. a patch target missing upstream) as failures
-    #[arg(long)]
-    strict: bool,
-    /// Configs processed in parallel (default: number of CPUs)
-    #[arg(short = 'j', long)]
-    jobs: Option<usize>,
-    /// The ruff binary (default: `ruff` in [tool.patchgen], else `ruff` on PATH)
-    #[arg(long)]
-    ruff: Option<PathBuf>,
-    /// Output format for --list and --check
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub legacy: legacy::LegacyArgs,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
-
-/// What to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Subcommand, Debug)]
 pub enum Command {
-    List,
-    All,
-    One(String),
-    Check { modules: Vec<String>, fix: bool },
+    Generate(GenerateArgs),
+    Check(CheckArgs),
+    List(ListArgs),
+    Survey(crate::survey::SurveyArgs),
+    Moe(crate::moe::MoeArgs),
+    Lint(crate::lint::command::LintArgs),
+    Rule(crate::lint::command::RuleArgs),
+    Completions(args::CompletionsArgs),
 }
 
-/// The parsed command line.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub command: Command,
-    pub output_dir: Option<PathBuf>,
-    pub config_name: String,
-    pub dry_run: bool,
-    pub diff: bool,
-    pub verbose: bool,
-    pub strict: bool,
-    pub jobs: Option<usize>,
-    pub ruff: Option<PathBuf>,
-    pub format: Format,
-}
-
-fn settings(args: Args) -> Result<Settings, String> {
-    if args.fix && !args.check {
-        return Err("--fix only works with --check".into());
-    }
-    let command = if args.check {
-        Command::Check { modules: args.patch_module.clone().into_iter().collect(), fix: args.fix }
-    } else if args.list {
-        Command::List
-    } else if args.all {
-        Command::All
-    } else {
-        match &args.patch_module {
-            Some(m) => Command::One(m.clone()),
-            None => return Err("patch_module is required unless using --list, --all or --check".into()),
+/// Parse `argv` (with the program name first) into a command.
+pub fn parse<I, T>(argv: I) -> Result<Command, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(argv)?;
+    match cli.command {
+        Some(c) => Ok(c),
+        None => {
+            cli.legacy.into_command().map_err(|msg| Cli::command().error(clap::error::ErrorKind::ArgumentConflict, msg))
         }
-    };
-    Ok(Settings {
-        command,
-        output_dir: args.output_dir,
-        config_name: args.config_name,
-        dry_run: args.dry_run,
-        diff: args.diff,
-        verbose: args.verbose,
-        strict: args.strict,
-        jobs: args.jobs,
-        ruff: args.ruff,
-        format: args.format,
-    })
+    }
 }
 
-/// Commands that are words (never a dotted module name).
-fn subcommand(args: &[std::ffi::OsString]) -> Option<i32> {
-    match args.get(1)?.to_str()? {
-        "survey" => Some(crate::survey::run_cli(&args[2..])),
-        "lint" => Some(crate::lint::command::run_lint_cli(&args[2..])),
-        "rule" => Some(crate::lint::command::run_rule_cli(&args[2..])),
-        _ => None,
+/// Run a parsed command; returns how the process ends.
+pub fn run(command: Command) -> ExitStatus {
+    match command {
+        Command::Generate(a) => generate::run(&a),
+        Command::Check(a) => check::run(&a),
+        Command::List(a) => list::run(&a),
+        Command::Survey(a) => crate::survey::run(a),
+        Command::Moe(a) => crate::moe::run(a),
+        Command::Lint(a) => exit_status(crate::lint::command::run_command(&a)),
+        Command::Rule(a) => exit_status(crate::lint::command::run_rule(&a)),
+        Command::Completions(a) => {
+            let mut cmd = Cli::command();
+            let mut out = std::io::stdout();
+            clap_complete::generate(a.shell, &mut cmd, "patchgen", &mut out);
+            ExitStatus::Success
+        }
     }
+}
+
+fn exit_status(code: i32) -> ExitStatus {
+    match code {
+        0 => ExitStatus::Success,
+        1 => ExitStatus::Failure,
+        _ => ExitStatus::Error,
+    }
+}
+
+/// Print a clap error (help and version included); its exit status.
+pub fn print_clap_error(e: &clap::Error) -> ExitStatus {
+    let _ = e.print();
+    if e.use_stderr() { ExitStatus::Error } else { ExitStatus::Success }
 }
 
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = subcommand(&argv) {
-        return code;
-    }
-    let args = match Args::try_parse_from(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    match settings(args) {
-        Ok(s) => run::run(&s),
-        Err(msg) => {
-            eprintln!("patchgen: error: {msg}\n\nFor more information, try '--help'.");
-            2
-        }
+    match parse(std::env::args_os()) {
+        Ok(command) => run(command).code(),
+        Err(e) => print_clap_error(&e).code(),
     }
 }

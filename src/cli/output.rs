@@ -55,5 +55,3 @@ impl Style {
             .collect()
     }
 }
-
-pub use crate::json::string as json_str;

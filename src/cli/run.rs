@@ -1,23 +1,27 @@
-//! Running the commands: configs are generated in parallel, results are
-//! printed in discovery order, failures never stop the others.
+//! What every core command does first: find the project, resolve the
+//! settings, check that ruff runs, start the worker pool; and the report
+//! of a command that could not start ([`Fatal`], exit 2).
 
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 
-use rayon::prelude::*;
+use serde::Serialize;
 
-use super::output::{json_str, Style};
-use super::{Command, Format, Settings};
-use crate::check::{check_generated, FileStatus};
+use super::Format;
+use super::printer::{ExitStatus, Printer, Report, fields};
+use crate::diagnostics::{Diagnostic, codes};
 use crate::normalize::RuffError;
-use crate::pipeline::{Context, Failure, Generated};
-use crate::project::{ConfigFile, Project};
+use crate::pipeline::Context;
+use crate::project::Project;
+use crate::settings::{self, Overrides, Resolved};
 
 /// Stack for evaluation threads: the parser and evaluator recurse on
 /// nested input, and depth limits turn runaway input into errors well
 /// before this is used up.
-const STACK_SIZE: usize = 256 << 20;
+pub const STACK_SIZE: usize = 256 << 20;
 
-fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
+/// A worker pool of `jobs` threads (`None` or 0: one per CPU).
+pub fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
     let mut b = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
     if let Some(j) = jobs.filter(|&j| j > 0) {
         b = b.num_threads(j);
@@ -25,486 +29,149 @@ fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
     b.build().expect("thread pool")
 }
 
-pub fn run(settings: &Settings) -> i32 {
-    let style = Style::detect();
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("patchgen: error: cannot read the working directory: {e}");
-            return 2;
-        }
-    };
-    let project = match Project::find(&cwd) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("patchgen: {e}");
-            return 2;
-        }
-    };
-    for w in &project.warnings {
-        eprintln!("{} {w}", style.warn("warning:"));
-    }
-    let ctx = Context::new(project, &cwd, settings.ruff.clone());
-    if settings.command != Command::List {
-        if let Err(code) = preflight_ruff(&ctx, settings) {
-            return code;
-        }
-    }
-    let pool = pool(settings.jobs);
-    let code = pool.install(|| match &settings.command {
-        Command::List => list(&ctx, settings, &style),
-        Command::One(module) => one(&ctx, settings, &style, module),
-        Command::All => all(&ctx, settings, &style),
-        Command::Check { modules, fix } => check(&ctx, settings, &style, modules, *fix),
-    });
-    // The process exits next: freeing every syntax tree one by one would
-    // only cost time (~5 % of a check's generation).
-    std::mem::forget(ctx);
-    code
+/// A command that could not start: a usage, settings or project problem.
+#[derive(Debug, Serialize)]
+pub struct Fatal {
+    #[serde(skip)]
+    command: &'static str,
+    /// The message, as printed after `patchgen: ` in text.
+    error: String,
+    #[serde(skip)]
+    diagnostic: Box<Diagnostic>,
 }
 
-fn preflight_ruff(ctx: &Context, settings: &Settings) -> Result<(), i32> {
-    let found = if settings.verbose {
-        ctx.ruff.version().inspect(|v| eprintln!("using {v} ({})", ctx.ruff.program.display())).is_some()
-    } else {
-        ctx.ruff.is_available()
-    };
-    if found {
-        Ok(())
-    } else {
-        eprintln!("patchgen: error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
-        Err(2)
+impl Fatal {
+    pub fn new(command: &'static str, error: impl Into<String>) -> Fatal {
+        let error = error.into();
+        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(error.trim_start_matches("error: ").to_string()));
+        Fatal { command, error, diagnostic }
     }
 }
 
-fn discover(ctx: &Context) -> Result<Vec<ConfigFile>, i32> {
-    ctx.project.discover().map_err(|e| {
-        eprintln!("patchgen: {e}");
-        2
-    })
-}
-
-/// A config's outcome in a multi-config run.
-enum Outcome {
-    Done(Box<Generated>),
-    /// Evaluates fine but has no `config` PatchConfig: the reference skips it.
-    NotAConfig,
-    /// `optional=True` with its upstream module missing: skipped by `--check`.
-    Skipped(String),
-    Failed(Failure),
-}
-
-fn run_many(ctx: &Context, settings: &Settings, modules: &[String]) -> Vec<(Outcome, f64)> {
-    // A drift check expects the checked-in `.py`: its `.diff` is taken while ruff runs.
-    let checked_in = |job: &crate::pipeline::Job| match settings.command {
-        Command::Check { .. } => crate::check::read_text(&job.py_path).ok().filter(|t| !t.is_empty()),
-        _ => None,
-    };
-    ctx.generate_many_expecting(modules, &settings.config_name, &checked_in)
-        .into_iter()
-        .map(|(result, secs)| {
-            let outcome = match result {
-                Ok(g) => Outcome::Done(Box::new(g)),
-                Err(Failure::NotAConfig { .. }) if modules.len() > 1 || settings.command == Command::All => {
-                    Outcome::NotAConfig
-                }
-                Err(Failure::OptionalSkipped { source_module }) if matches!(settings.command, Command::Check { .. }) => {
-                    Outcome::Skipped(source_module)
-                }
-                Err(f) => Outcome::Failed(f),
-            };
-            (outcome, secs)
-        })
-        .collect()
-}
-
-fn print_warnings(style: &Style, g: &Generated) {
-    for w in &g.warnings {
-        eprintln!("{} {}: {}", style.warn("warning:"), w.loc, w.message);
+impl Report for Fatal {
+    fn command(&self) -> &'static str {
+        self.command
     }
-    print_injected(style, g, "");
-}
-
-/// One line naming the override targets that were injected, not overridden.
-fn print_injected(style: &Style, g: &Generated, pad: &str) {
-    if !g.injected.is_empty() {
-        eprintln!(
-            "{pad}{} {} method(s) not found upstream, injected: {}",
-            style.dim("note:"),
-            g.injected.len(),
-            g.injected.join(", ")
-        );
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        vec![&self.diagnostic]
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        p.err(&format!("patchgen: {}\n", self.error))
+    }
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Error
     }
 }
 
-fn list(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
-    let configs = match discover(ctx) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let results: Vec<_> = configs
-        .par_iter()
-        .map(|c| ctx.evaluate(&c.module, &settings.config_name))
-        .collect();
-    let mut failed = 0;
-    if settings.format == Format::Json {
-        let mut rows = Vec::new();
-        for (c, r) in configs.iter().zip(&results) {
-            let row = match r {
-                Ok((plan, _, _)) => format!(
-                    "{{\"module\": {}, \"path\": {}, \"status\": \"ok\", \"source_module\": {}, \"target_file\": {}, \"patches\": {}}}",
-                    json_str(&c.module),
-                    json_str(&c.path.to_string_lossy()),
-                    json_str(&plan.source_module),
-                    json_str(&plan.target_file),
-                    plan.patches.len()
-                ),
-                Err(Failure::NotAConfig { .. }) => format!(
-                    "{{\"module\": {}, \"path\": {}, \"status\": \"not_a_config\"}}",
-                    json_str(&c.module),
-                    json_str(&c.path.to_string_lossy())
-                ),
-                Err(f) => {
-                    failed += 1;
-                    format!(
-                        "{{\"module\": {}, \"path\": {}, \"status\": \"error\", \"error\": {}}}",
-                        json_str(&c.module),
-                        json_str(&c.path.to_string_lossy()),
-                        json_str(&f.to_string())
-                    )
-                }
-            };
-            rows.push(format!("    {row}"));
-        }
-        println!("{{\"configs\": [\n{}\n]}}", rows.join(",\n"));
-        return if failed > 0 { 1 } else { 0 };
-    }
-    println!("Available patch configurations:");
-    let mut any = false;
-    for (c, r) in configs.iter().zip(&results) {
-        match r {
-            Ok(_) => {
-                any = true;
-                println!("  • {}", c.module);
-            }
-            Err(Failure::NotAConfig { .. }) => {
-                if settings.verbose {
-                    eprintln!("  (skipped {}: no `{}` PatchConfig)", c.module, settings.config_name);
-                }
-            }
-            Err(f) => {
-                failed += 1;
-                eprintln!("  {} {}\n{}", style.bad("FAIL"), c.module, indent(&f.to_string(), 4));
-            }
-        }
-    }
-    if !any {
-        println!("  (none found)");
-    }
-    if failed > 0 { 1 } else { 0 }
+/// A started command: its project, settings and printer.
+pub struct Session {
+    pub cwd: PathBuf,
+    pub settings: Resolved,
+    pub printer: Printer,
+    project: Option<Project>,
 }
 
-fn indent(s: &str, n: usize) -> String {
-    let pad = " ".repeat(n);
-    s.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
-}
-
-fn print_summary(plan: &crate::config::PatchPlan) {
-    println!("\n{}", "=".repeat(70));
-    println!("PATCH CONFIGURATION SUMMARY");
-    println!("{}", "=".repeat(70));
-    println!("\nSource: {}", plan.source_module);
-    println!("Target: {}", plan.target_file);
-    if !plan.description.is_empty() {
-        println!("Description: {}", plan.description);
-    }
-    println!("\nPatches ({}):", plan.patches.len());
-    for p in &plan.patches {
-        println!("  • [{}] {}", p.patch_type.value(), p.target);
-        if let Some(d) = p.description.as_ref().filter(|d| !d.is_empty()) {
-            println!("    └─ {d}");
-        }
-    }
-    if !plan.exclude.is_empty() {
-        println!("\nExcluded: {}", plan.exclude.join(", "));
-    }
-    if !plan.additional_imports.is_empty() {
-        println!("\nAdditional imports: {}", plan.additional_imports.len());
-    }
-    println!("{}", "=".repeat(70));
-}
-
-/// Write (or, for a dry run, describe) one config's files.
-fn emit(g: &Generated, settings: &Settings, style: &Style) -> Result<(), String> {
-    if settings.verbose {
-        print_summary(&g.plan);
-        println!("  Upstream: {}", g.upstream_origin.display());
-    }
-    if settings.dry_run {
-        println!("\n[DRY RUN] Would generate:");
-        println!("  Output: {}", g.py_path.display());
-        if settings.diff {
-            println!("  Diff:   {}", g.diff_path.display());
-        }
-        println!("  Source lines: ~{}", g.upstream_lines);
-        println!("  Patches to apply: {}", g.plan.patches.len());
-        return Ok(());
-    }
-    if g.output_dir.is_file() {
-        return Err(format!("{}: output directory is a file\n  help: point -o at a directory", g.output_dir.display()));
-    }
-    crate::atomic::write(&g.py_path, &g.py).map_err(|e| format!("{}: cannot write: {e}", g.py_path.display()))?;
-    println!("{} Generated: {}", style.ok("✓"), g.py_path.display());
-    println!("  Lines: {}", crate::pytext::splitlines(&g.py).len());
-    if settings.diff {
-        crate::atomic::write(&g.diff_path, &g.diff).map_err(|e| format!("{}: cannot write: {e}", g.diff_path.display()))?;
-        println!("{} Diff: {}", style.ok("✓"), g.diff_path.display());
-        println!("  Lines: {}", crate::pytext::splitlines(&g.diff).len());
-    }
-    Ok(())
-}
-
-fn strict_failure(settings: &Settings, g: &Generated) -> Option<String> {
-    if settings.strict && !g.warnings.is_empty() {
-        Some(format!("{} warning(s) under --strict", g.warnings.len()))
-    } else {
-        None
-    }
-}
-
-fn one(ctx: &Context, settings: &Settings, style: &Style, module: &str) -> i32 {
-    let module = ctx.project.normalize_module(module);
-    if settings.verbose {
-        println!("Loading patch module: {module}");
-    }
-    let output_dir = settings.output_dir.as_deref();
-    if let Some(dir) = output_dir {
-        if dir.is_file() {
-            eprintln!("patchgen: error: -o {}: is a file, not a directory", dir.display());
-            return 2;
-        }
-    }
-    match ctx.generate(&module, &settings.config_name, output_dir) {
-        Ok(g) => {
-            print_warnings(style, &g);
-            if let Some(msg) = strict_failure(settings, &g) {
-                eprintln!("{} {module}: {msg}", style.bad("error:"));
-                return 1;
-            }
-            match emit(&g, settings, style) {
-                Ok(()) => 0,
-                Err(msg) => {
-                    eprintln!("{} {msg}", style.bad("error:"));
-                    1
-                }
-            }
-        }
-        Err(f) => {
-            eprintln!("{} {f}", style.bad("error:"));
-            1
-        }
-    }
-}
-
-fn all(ctx: &Context, settings: &Settings, style: &Style) -> i32 {
-    let configs = match discover(ctx) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let modules: Vec<String> = configs.iter().map(|c| c.module.clone()).collect();
-    let results = run_many(ctx, settings, &modules);
-    let mut failed: Vec<String> = Vec::new();
-    let mut generated = 0;
-    for (module, (outcome, secs)) in modules.iter().zip(results) {
-        match outcome {
-            Outcome::NotAConfig => continue,
-            Outcome::Skipped(_) => unreachable!("only --check skips"),
-            Outcome::Done(g) => {
-                println!("\n{}\nGenerating: {module} {}\n{}", "=".repeat(70), style.dim(&format!("({:.0} ms)", secs * 1000.0)), "=".repeat(70));
-                print_warnings(style, &g);
-                if let Some(msg) = strict_failure(settings, &g) {
-                    eprintln!("{} {module}: {msg}", style.bad("FAIL"));
-                    failed.push(module.clone());
-                    continue;
-                }
-                match emit(&g, settings, style) {
-                    Ok(()) => generated += 1,
-                    Err(msg) => {
-                        eprintln!("{} {msg}", style.bad("FAIL"));
-                        failed.push(module.clone());
-                    }
-                }
-            }
-            Outcome::Failed(f) => {
-                println!("\n{}\nGenerating: {module}\n{}", "=".repeat(70), "=".repeat(70));
-                eprintln!("{} {f}", style.bad("FAIL"));
-                failed.push(module.clone());
-            }
-        }
-    }
-    if generated == 0 && failed.is_empty() {
-        eprintln!("No patch configs found.");
-        return 1;
-    }
-    if !failed.is_empty() {
-        eprintln!("\nFailed configs ({}):", failed.len());
-        for f in &failed {
-            eprintln!("  {f}");
-        }
-        return 1;
-    }
-    println!("\nAll {generated} configs generated successfully.");
-    0
-}
-
-struct CheckRow {
-    module: String,
-    secs: f64,
-    result: Result<Vec<crate::check::FileCheck>, String>,
-    py_path: Option<PathBuf>,
-    warnings: Vec<String>,
-    /// `optional=True` config whose upstream module is missing.
-    skipped: Option<String>,
-}
-
-fn check(ctx: &Context, settings: &Settings, style: &Style, only: &[String], fix: bool) -> i32 {
-    let modules: Vec<String> = if only.is_empty() {
-        match discover(ctx) {
-            Ok(c) => c.into_iter().map(|c| c.module).collect(),
-            Err(code) => return code,
-        }
-    } else {
-        only.iter().map(|m| ctx.project.normalize_module(m)).collect()
-    };
-    let results = run_many(ctx, settings, &modules);
-    if settings.verbose && settings.format == Format::Text {
-        for (outcome, _) in &results {
-            if let Outcome::Done(g) = outcome {
-                print_injected(style, g, "  ");
-            }
-        }
-    }
-    // Reading and comparing the checked-in files, config by config in parallel.
-    let rows: Vec<CheckRow> = modules
-        .par_iter()
-        .zip(results)
-        .filter_map(|(module, (outcome, secs))| {
-            let row = match outcome {
-                Outcome::NotAConfig => return None,
-                Outcome::Skipped(source_module) => CheckRow {
-                    module: module.clone(),
-                    secs,
-                    result: Ok(Vec::new()),
-                    py_path: None,
-                    warnings: vec![],
-                    skipped: Some(source_module),
-                },
-                Outcome::Done(g) => {
-                    let warnings: Vec<String> = g.warnings.iter().map(|w| format!("{}: {}", w.loc, w.message)).collect();
-                    let result = match strict_failure(settings, &g) {
-                        Some(msg) => Err(format!("{msg}:\n{}", warnings.join("\n"))),
-                        None => check_generated(&g, fix).map_err(|e| format!("cannot compare or write: {e}")),
-                    };
-                    CheckRow { module: module.clone(), secs, result, py_path: Some(g.py_path.clone()), warnings, skipped: None }
-                }
-                Outcome::Failed(f) => {
-                    CheckRow { module: module.clone(), secs, result: Err(f.to_string()), py_path: None, warnings: vec![], skipped: None }
-                }
-            };
-            Some(row)
-        })
-        .collect();
-    crate::timings::mark("compared");
-    let failed = rows.iter().filter(|r| r.result.is_err()).count();
-    let drifted = rows
-        .iter()
-        .filter(|r| matches!(&r.result, Ok(files) if files.iter().any(|f| matches!(f.status, FileStatus::Drift(_)))))
-        .count();
-    let code = if failed > 0 || drifted > 0 { 1 } else { 0 };
-    if settings.format == Format::Json {
-        print_check_json(&rows);
-        return code;
-    }
-    if rows.is_empty() {
-        println!("No patch configs found.");
-        return 0;
-    }
-    println!("Found {} patch config(s):\n", rows.len());
-    for row in &rows {
-        println!("[{}]", row.module);
-        for w in &row.warnings {
-            eprintln!("  {} {w}", style.warn("warning:"));
-        }
-        if let Some(source_module) = &row.skipped {
-            println!("  {}  {source_module} (optional source not importable)", style.warn("SKIP"));
-            continue;
-        }
-        match &row.result {
-            Err(msg) => println!("  {}  {}", style.bad("FAIL"), indent(msg, 8).trim_start()),
-            Ok(files) => {
-                let mut ok = true;
-                for f in files {
-                    match &f.status {
-                        FileStatus::UpToDate => {}
-                        FileStatus::Fixed => println!("  {} {}", style.ok("FIXED"), f.path.display()),
-                        FileStatus::Drift(d) => {
-                            ok = false;
-                            println!("  {} {}", style.bad("DRIFT"), f.path.display());
-                            print!("{}", style.diff(d));
-                        }
-                    }
-                }
-                if ok && !fix {
-                    let path = row.py_path.as_deref().unwrap_or(Path::new(""));
-                    println!("  {}    {} {}", style.ok("OK"), path.display(), style.dim(&format!("({:.0} ms)", row.secs * 1000.0)));
-                }
-            }
-        }
-    }
-    println!();
-    if failed > 0 {
-        println!("{} config(s) failed:", failed);
-        for r in rows.iter().filter(|r| r.result.is_err()) {
-            println!("  {}", r.module);
-        }
-    }
-    if code == 0 {
-        println!("All generated files are up to date.");
-    } else if drifted > 0 {
-        println!("Generated files are out of date. Re-run with --fix.");
-    }
-    code
-}
-
-fn print_check_json(rows: &[CheckRow]) {
-    let mut out = Vec::new();
-    for r in rows {
-        let (status, detail) = match &r.result {
-            _ if r.skipped.is_some() => ("skipped", String::new()),
-            Err(msg) => ("error", format!(", \"error\": {}", json_str(msg))),
-            Ok(files) => {
-                let items: Vec<String> = files
-                    .iter()
-                    .map(|f| {
-                        let (s, diff) = match &f.status {
-                            FileStatus::UpToDate => ("ok", String::new()),
-                            FileStatus::Fixed => ("fixed", String::new()),
-                            FileStatus::Drift(d) => ("drift", format!(", \"diff\": {}", json_str(d))),
-                        };
-                        format!("{{\"path\": {}, \"status\": \"{s}\"{diff}}}", json_str(&f.path.to_string_lossy()))
-                    })
-                    .collect();
-                let any_drift = files.iter().any(|f| matches!(f.status, FileStatus::Drift(_)));
-                (if any_drift { "drift" } else { "ok" }, format!(", \"files\": [{}]", items.join(", ")))
-            }
+impl Session {
+    /// Find the project from the working directory and resolve the
+    /// settings; on failure, the [`Fatal`] report is printed and its status
+    /// returned.
+    pub fn start(command: &'static str, overrides: &Overrides) -> Result<Session, ExitStatus> {
+        // The format is known before the project is: errors use it too.
+        let early_format = overrides
+            .format
+            .or_else(|| {
+                settings::process_env("PATCHGEN_OUTPUT_FORMAT").and_then(|v| clap::ValueEnum::from_str(&v, true).ok())
+            })
+            .unwrap_or(Format::Text);
+        let fail = |msg: String| {
+            let mut printer = Printer::new(early_format);
+            Err(printer.print(&Fatal::new(command, msg)))
         };
-        let warnings: Vec<String> = r.warnings.iter().map(|w| json_str(w)).collect();
-        out.push(format!(
-            "    {{\"module\": {}, \"status\": \"{status}\", \"seconds\": {:.4}, \"warnings\": [{}]{detail}}}",
-            json_str(&r.module),
-            r.secs,
-            warnings.join(", ")
-        ));
+        let cwd = match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => return fail(format!("error: cannot read the working directory: {e}")),
+        };
+        let project = match Project::find(&cwd) {
+            Ok(p) => p,
+            Err(e) => return fail(e.to_string()),
+        };
+        let settings = match Resolved::resolve(overrides, &settings::process_env, &project) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("error: {e}")),
+        };
+        let printer = Printer::new(settings.format);
+        Ok(Session { cwd, settings, printer, project: Some(project) })
     }
-    println!("{{\"configs\": [\n{}\n]}}", out.join(",\n"));
+
+    /// The project (until [`Session::context`] takes it).
+    pub fn project(&self) -> &Project {
+        self.project.as_ref().expect("the project is in the context now")
+    }
+
+    /// The pipeline context (once per session).
+    pub fn context(&mut self) -> Context {
+        let project = self.project.take().expect("one context per session");
+        Context::with_ruff(project, &self.cwd, self.settings.ruff.clone())
+    }
+
+    /// Fail (printed, exit 2) unless ruff runs; with `verbose`, say which ruff.
+    pub fn preflight_ruff(&mut self, command: &'static str, ctx: &Context, verbose: bool) -> Result<(), ExitStatus> {
+        let found = if verbose {
+            match ctx.ruff.version() {
+                Some(v) => {
+                    let line = format!("using {v} ({})\n", ctx.ruff.program.display());
+                    let _ = self.printer.err(&line);
+                    true
+                }
+                None => false,
+            }
+        } else {
+            ctx.ruff.is_available()
+        };
+        if found {
+            return Ok(());
+        }
+        let msg = format!("error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
+        Err(self.printer.print(&Fatal::new(command, msg)))
+    }
+
+    /// The usual shape of a command on the pipeline: start a session, make
+    /// the context, check that ruff runs (`ruff`: `Some(verbose)`; `None`
+    /// for commands that never run it), run `body` on the worker pool and
+    /// print what it returns.
+    pub fn run_pipeline<R: Report + Send>(
+        command: &'static str,
+        overrides: &Overrides,
+        ruff: Option<bool>,
+        body: impl FnOnce(&Context, &Resolved) -> Result<R, Fatal> + Send,
+    ) -> ExitStatus {
+        let mut session = match Session::start(command, overrides) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        let ctx = session.context();
+        if let Some(verbose) = ruff
+            && let Err(status) = session.preflight_ruff(command, &ctx, verbose)
+        {
+            return status;
+        }
+        let settings = &session.settings;
+        let report = pool(settings.jobs).install(|| body(&ctx, settings));
+        let status = match report {
+            Ok(r) => session.finish(&r),
+            Err(fatal) => session.finish(&fatal),
+        };
+        // The process exits next: freeing every syntax tree one by one would
+        // only cost time (~5 % of a check's generation).
+        std::mem::forget(ctx);
+        status
+    }
+
+    /// Print `report` and end the session.
+    pub fn finish(mut self, report: &dyn Report) -> ExitStatus {
+        self.printer.print(report)
+    }
 }

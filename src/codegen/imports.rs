@@ -19,10 +19,7 @@ pub enum ImportStmt {
 }
 
 fn aliases(names: &[ruff_python_ast::Alias]) -> Vec<(String, Option<String>)> {
-    names
-        .iter()
-        .map(|a| (dotted(&a.name.id), a.asname.as_ref().map(|n| n.id.to_string())))
-        .collect()
+    names.iter().map(|a| (dotted(&a.name.id), a.asname.as_ref().map(|n| n.id.to_string()))).collect()
 }
 
 impl From<&StmtImport> for ImportStmt {
@@ -99,12 +96,7 @@ fn render_aliases(names: &[&(String, Option<String>)]) -> String {
 
 /// `ast.unparse(ImportFrom(module, names, level))`.
 pub fn unparse_from(module: Option<&str>, level: u32, names: &[&(String, Option<String>)]) -> String {
-    format!(
-        "from {}{} import {}",
-        ".".repeat(level as usize),
-        module.unwrap_or(""),
-        render_aliases(names)
-    )
+    format!("from {}{} import {}", ".".repeat(level as usize), module.unwrap_or(""), render_aliases(names))
 }
 
 /// The absolute module the reference turns a relative import into, or

@@ -13,10 +13,13 @@ use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
 use crate::config::plan::{Helper, Patch, PatchPlan, PatchType};
-use crate::config::source::{keyword_line, ParsedFile};
+use crate::config::source::{ParsedFile, keyword_line};
 use crate::pytext;
 pub use cache::Cache;
-use text::{apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range, strip_patch_decorators};
+use text::{
+    apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range,
+    strip_patch_decorators,
+};
 
 /// Why generation failed (the reference's `CodegenError` and the errors it
 /// lets escape).
@@ -348,7 +351,12 @@ impl<'a> Generator<'a> {
             if !replacement.source.is_empty() {
                 let mut src = Self::prepared_replacement(patch, &replacement.source);
                 if replacement.name != class_name {
-                    src = py_replace(&src, &format!("class {}", replacement.name), &format!("class {class_name}"), Some(1));
+                    src = py_replace(
+                        &src,
+                        &format!("class {}", replacement.name),
+                        &format!("class {class_name}"),
+                        Some(1),
+                    );
                 }
                 lines.push(src);
             } else {

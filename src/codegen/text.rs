@@ -38,14 +38,8 @@ pub fn segment_range(source_lines: &[&str], start_line: usize, end_line: usize) 
     actual_start..end
 }
 
-const PATCH_DECORATOR_NAMES: [&str; 6] = [
-    "replace_class",
-    "replace_function",
-    "override_method",
-    "modify_init",
-    "add_helper",
-    "add_helper_after",
-];
+const PATCH_DECORATOR_NAMES: [&str; 6] =
+    ["replace_class", "replace_function", "override_method", "modify_init", "add_helper", "add_helper_after"];
 
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
@@ -56,10 +50,9 @@ fn is_patch_decorator(stripped: &str) -> bool {
     let Some(rest) = stripped.strip_prefix('@') else { return false };
     let candidates: [&str; 2] = [rest.strip_prefix("config.").unwrap_or("\u{0}"), rest];
     candidates.iter().any(|rest| {
-        PATCH_DECORATOR_NAMES.iter().any(|name| {
-            rest.strip_prefix(name)
-                .is_some_and(|after| !after.chars().next().is_some_and(is_word_char))
-        })
+        PATCH_DECORATOR_NAMES
+            .iter()
+            .any(|name| rest.strip_prefix(name).is_some_and(|after| !after.chars().next().is_some_and(is_word_char)))
     })
 }
 
@@ -97,7 +90,7 @@ pub fn strip_patch_decorators(source: &str) -> String {
 pub fn apply_name_map(source: &str, name_map: Option<&[(String, String)]>) -> String {
     let Some(map) = name_map else { return source.to_string() };
     let mut entries: Vec<&(String, String)> = map.iter().collect();
-    entries.sort_by(|a, b| char_len(&b.0).cmp(&char_len(&a.0)));
+    entries.sort_by_key(|e| std::cmp::Reverse(char_len(&e.0)));
     let mut s = source.to_string();
     for (old, new) in entries {
         s = py_replace(&s, old, new, None);
@@ -237,7 +230,11 @@ fn collapse_blank_newline_lines(source: &str, max: usize) -> String {
         // Most lines are code: their first non-space byte is ASCII.
         let blank = match line.bytes().position(|b| b != b' ') {
             None => true,
-            Some(i) if line.as_bytes()[i] < 0x80 && !matches!(line.as_bytes()[i], b'\t' | 0x0b | 0x0c | 0x1c..=0x1f) => false,
+            Some(i)
+                if line.as_bytes()[i] < 0x80 && !matches!(line.as_bytes()[i], b'\t' | 0x0b | 0x0c | 0x1c..=0x1f) =>
+            {
+                false
+            }
             Some(_) => pytext::is_blank(line),
         };
         run = if blank { run + 1 } else { 0 };
@@ -276,8 +273,14 @@ mod tests {
     fn strips_only_patch_decorators() {
         let src = "@config.replace_class(\n    \"X\",\n    description=\"d\",\n)\n@torch.no_grad()\nclass Y:\n    pass";
         assert_eq!(strip_patch_decorators(src), "@torch.no_grad()\nclass Y:\n    pass");
-        assert_eq!(strip_patch_decorators("@cfg.replace_class(\"X\")\nclass Y: ..."), "@cfg.replace_class(\"X\")\nclass Y: ...");
-        assert_eq!(strip_patch_decorators("@config.add_helper_after(\"X\")\n@dataclass\nclass Y: ..."), "@dataclass\nclass Y: ...");
+        assert_eq!(
+            strip_patch_decorators("@cfg.replace_class(\"X\")\nclass Y: ..."),
+            "@cfg.replace_class(\"X\")\nclass Y: ..."
+        );
+        assert_eq!(
+            strip_patch_decorators("@config.add_helper_after(\"X\")\n@dataclass\nclass Y: ..."),
+            "@dataclass\nclass Y: ..."
+        );
         assert_eq!(strip_patch_decorators("@add_helpers\ndef f(): ..."), "@add_helpers\ndef f(): ...");
     }
 

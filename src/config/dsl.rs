@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::eval::{describe_origin, opaque, EResult, EvalError, Evaluator, Frame};
+use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
 use super::objects::{closest, set_add};
 use super::plan::{Loc, PatchType};
 use super::value::*;
@@ -39,7 +39,8 @@ fn bind(
             }
             None => {
                 let names: Vec<&str> = params.iter().map(|(p, _)| *p).collect();
-                let err = EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"));
+                let err =
+                    EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"));
                 return Err(match closest(&name, &names) {
                     Some(s) => err.with_help(format!("did you mean `{s}=`?")),
                     None => err.with_help(format!("`{func}` takes: {}", names.join(", "))),
@@ -101,7 +102,15 @@ fn def_module(v: &Value) -> Value {
     }
 }
 
-fn new_patch(patch_type: PatchType, target: Value, replacement: Value, source_module: Value, description: Value, name_map: Value, loc: &Loc) -> Value {
+fn new_patch(
+    patch_type: PatchType,
+    target: Value,
+    replacement: Value,
+    source_module: Value,
+    description: Value,
+    name_map: Value,
+    loc: &Loc,
+) -> Value {
     Value::Patch(shared(PatchObj {
         patch_type: Value::PatchType(patch_type),
         target,
@@ -120,10 +129,7 @@ fn push(list: &Value, item: Value, field: &str, loc: &Loc) -> EResult<()> {
             l.borrow_mut().push(item);
             Ok(())
         }
-        other => Err(EvalError::new(
-            loc.clone(),
-            format!("config.{field} is {}, not a list", other.type_name()),
-        )),
+        other => Err(EvalError::new(loc.clone(), format!("config.{field} is {}, not a list", other.type_name()))),
     }
 }
 
@@ -184,7 +190,8 @@ pub(super) fn call_config_method(
             // Direct form: registers now and returns None.
             let replacement = need_def(ev, replacement, "`replacement=`", loc)?;
             let Value::Str(t) = &target else { unreachable!() };
-            let description = description_or(ev, description, default_description(kind, t, &def_name(&replacement)), loc)?;
+            let description =
+                description_or(ev, description, default_description(kind, t, &def_name(&replacement)), loc)?;
             let module = def_module(&replacement);
             let patch = new_patch(patch_type, target, replacement, module, description, name_map, loc);
             push(&config.borrow().patches, patch, "patches", loc)?;
@@ -202,7 +209,8 @@ pub(super) fn call_config_method(
     }
     match name {
         "modify_init" => {
-            let mut slots = bind(name, &[("target_class", false), ("description", true)], args, kwargs, loc)?.into_iter();
+            let mut slots =
+                bind(name, &[("target_class", false), ("description", true)], args, kwargs, loc)?.into_iter();
             let target = need_str(ev, slots.next().flatten().expect("required"), "the patch target", loc)?;
             Ok(Value::Decorator(Rc::new(PendingDecorator {
                 config: config.clone(),
@@ -235,7 +243,9 @@ pub(super) fn call_config_method(
         "add_helper" => {
             let mut slots = bind(name, &[("func", true)], args, kwargs, loc)?.into_iter();
             match slots.next().flatten() {
-                None | Some(Value::None) => Ok(Value::Method(Box::new(Value::Config(config.clone())), Rc::from("add_helper"))),
+                None | Some(Value::None) => {
+                    Ok(Value::Method(Box::new(Value::Config(config.clone())), Rc::from("add_helper")))
+                }
                 Some(func) => {
                     let func = ev.force(func)?;
                     check_helper(&func, loc)?;
@@ -253,7 +263,8 @@ pub(super) fn call_config_method(
                 loc,
             )?;
             let mut slots = slots.into_iter();
-            let module = Value::Str(need_str(ev, slots.next().flatten().expect("required"), "the import's module", loc)?);
+            let module =
+                Value::Str(need_str(ev, slots.next().flatten().expect("required"), "the import's module", loc)?);
             let names = ev.force(or_none(slots.next().flatten()))?;
             let alias = ev.force(or_none(slots.next().flatten()))?;
             let is_from_import = ev.force(slots.next().flatten().unwrap_or(Value::Bool(true)))?;
@@ -276,7 +287,12 @@ pub(super) fn call_config_method(
                 let s = need_str(ev, a, "a dropped import name", loc)?;
                 match &set {
                     Value::Set(s2) => set_add(s2, Value::Str(s), loc)?,
-                    other => return Err(EvalError::new(loc.clone(), format!("config.drop_imported_names is {}, not a set", other.type_name()))),
+                    other => {
+                        return Err(EvalError::new(
+                            loc.clone(),
+                            format!("config.drop_imported_names is {}, not a set", other.type_name()),
+                        ));
+                    }
                 }
             }
             Ok(Value::None)
@@ -325,7 +341,12 @@ fn check_helper(func: &Value, loc: &Loc) -> EResult<()> {
 }
 
 /// A patch decorator applied to a function or class.
-pub(super) fn register_decorated(ev: &mut Evaluator, pending: &PendingDecorator, target: Value, loc: &Loc) -> EResult<()> {
+pub(super) fn register_decorated(
+    ev: &mut Evaluator,
+    pending: &PendingDecorator,
+    target: Value,
+    loc: &Loc,
+) -> EResult<()> {
     let config = &pending.config;
     if pending.kind == DecoratorKind::AddHelperAfter {
         let helper = ev.force(target)?;
@@ -345,9 +366,15 @@ pub(super) fn register_decorated(ev: &mut Evaluator, pending: &PendingDecorator,
         loc,
     )?;
     let (patch_type, source_module, name_map) = match pending.kind {
-        DecoratorKind::ReplaceClass => (PatchType::ClassReplacement, def_module(&replacement), pending.name_map.clone()),
-        DecoratorKind::OverrideMethod => (PatchType::MethodOverride, def_module(&replacement), pending.name_map.clone()),
-        DecoratorKind::ReplaceFunction => (PatchType::FunctionReplacement, def_module(&replacement), pending.name_map.clone()),
+        DecoratorKind::ReplaceClass => {
+            (PatchType::ClassReplacement, def_module(&replacement), pending.name_map.clone())
+        }
+        DecoratorKind::OverrideMethod => {
+            (PatchType::MethodOverride, def_module(&replacement), pending.name_map.clone())
+        }
+        DecoratorKind::ReplaceFunction => {
+            (PatchType::FunctionReplacement, def_module(&replacement), pending.name_map.clone())
+        }
         DecoratorKind::ModifyInit => (PatchType::InitModification, Value::None, None),
         DecoratorKind::AddHelperAfter => unreachable!(),
     };
@@ -412,7 +439,13 @@ pub(super) fn call_builtin(
         Builtin::CreatePatchFromExternal => {
             let slots = bind(
                 "create_patch_from_external",
-                &[("target", false), ("replacement_module", false), ("replacement_name", false), ("patch_type", true), ("description", true)],
+                &[
+                    ("target", false),
+                    ("replacement_module", false),
+                    ("replacement_name", false),
+                    ("patch_type", true),
+                    ("description", true),
+                ],
                 args,
                 kwargs,
                 loc,
@@ -425,7 +458,8 @@ pub(super) fn call_builtin(
             if !matches!(patch_type, Value::PatchType(_)) {
                 return Err(EvalError::new(loc.clone(), "patch_type must be a PatchType member"));
             }
-            let description = description_or(ev, s.next().flatten(), format!("Replace {target} with {rname} from {module}"), loc)?;
+            let description =
+                description_or(ev, s.next().flatten(), format!("Replace {target} with {rname} from {module}"), loc)?;
             Ok(Value::Patch(shared(PatchObj {
                 patch_type,
                 target: Value::Str(target),
@@ -440,7 +474,15 @@ pub(super) fn call_builtin(
         Builtin::PatchClass => {
             let slots = bind(
                 "Patch",
-                &[("patch_type", false), ("target", false), ("replacement", false), ("source_module", true), ("description", true), ("replacement_source", true), ("name_map", true)],
+                &[
+                    ("patch_type", false),
+                    ("target", false),
+                    ("replacement", false),
+                    ("source_module", true),
+                    ("description", true),
+                    ("replacement_source", true),
+                    ("name_map", true),
+                ],
                 args,
                 kwargs,
                 loc,
@@ -460,7 +502,13 @@ pub(super) fn call_builtin(
             })))
         }
         Builtin::ImportSpecClass => {
-            let slots = bind("ImportSpec", &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)], args, kwargs, loc)?;
+            let slots = bind(
+                "ImportSpec",
+                &[("module", false), ("names", true), ("alias", true), ("is_from_import", true)],
+                args,
+                kwargs,
+                loc,
+            )?;
             let mut s = slots.into_iter();
             let module = or_none(s.next().flatten());
             let names = or_none(s.next().flatten());
@@ -469,14 +517,22 @@ pub(super) fn call_builtin(
             Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import })))
         }
         Builtin::PositionedHelperClass => {
-            let slots = bind("PositionedHelper", &[("target", false), ("helper", false), ("placement", true)], args, kwargs, loc)?;
+            let slots = bind(
+                "PositionedHelper",
+                &[("target", false), ("helper", false), ("placement", true)],
+                args,
+                kwargs,
+                loc,
+            )?;
             let mut s = slots.into_iter();
             let target = or_none(s.next().flatten());
             let helper = ev.force(or_none(s.next().flatten()))?;
             let placement = s.next().flatten().unwrap_or(Value::str("after"));
             Ok(Value::PositionedHelper(shared(PositionedHelperObj { target, helper, placement })))
         }
-        Builtin::PatchTypeEnum => Err(EvalError::new(loc.clone(), "use a member such as `PatchType.CLASS_REPLACEMENT`")),
+        Builtin::PatchTypeEnum => {
+            Err(EvalError::new(loc.clone(), "use a member such as `PatchType.CLASS_REPLACEMENT`"))
+        }
         Builtin::DeepCopy | Builtin::ShallowCopy => {
             let mut s = bind("copy", &[("x", false), ("memo", true)], args, kwargs, loc)?.into_iter();
             let v = ev.force(s.next().flatten().expect("required"))?;
@@ -520,7 +576,12 @@ pub(super) fn call_builtin(
             if let Some(a) = args.first() {
                 match ev.force(a.clone())? {
                     Value::Dict(d) => *dict.borrow_mut() = d.borrow().clone(),
-                    other => return Err(EvalError::new(loc.clone(), format!("dict({}) is not supported", other.type_name()))),
+                    other => {
+                        return Err(EvalError::new(
+                            loc.clone(),
+                            format!("dict({}) is not supported", other.type_name()),
+                        ));
+                    }
                 }
             }
             for (k, v) in kwargs {

@@ -15,7 +15,7 @@ use ruff_text_size::Ranged;
 
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
-use super::source::{keyword_line, DefObj, ParsedFile};
+use super::source::{DefObj, ParsedFile, keyword_line};
 use super::value::*;
 
 /// A located evaluation error: what is wrong and what to do.
@@ -91,7 +91,6 @@ impl Frame {
     pub fn loc(&self, node: &impl Ranged) -> Loc {
         self.file.loc(node.start())
     }
-
 }
 
 /// A patch-config module (`*_patch_gen_config`): written to be evaluated.
@@ -101,10 +100,8 @@ pub fn is_config_module(module: &str) -> bool {
 
 /// Modules whose names are the patchgen DSL itself.
 pub fn is_dsl_module(module: &str) -> bool {
-    matches!(
-        module,
-        "patchgen" | "patchgen.patch_spec" | "veomni.patchgen" | "veomni.patchgen.patch_spec"
-    ) || module.ends_with(".patchgen.patch_spec")
+    matches!(module, "patchgen" | "patchgen.patch_spec" | "veomni.patchgen" | "veomni.patchgen.patch_spec")
+        || module.ends_with(".patchgen.patch_spec")
 }
 
 fn dsl_name(name: &str) -> Option<Value> {
@@ -143,19 +140,85 @@ fn builtin_name(name: &str) -> Option<Value> {
         "False" => Value::Bool(false),
         "None" => Value::None,
         // Builtins that only matter at run time: opaque, never an error.
-        "print" | "isinstance" | "getattr" | "setattr" | "hasattr" | "object" | "int" | "float"
-        | "bool" | "bytes" | "type" | "super" | "property" | "staticmethod" | "classmethod"
-        | "range" | "enumerate" | "zip" | "map" | "filter" | "min" | "max" | "sum" | "any" | "all"
-        | "abs" | "callable" | "iter" | "next" | "repr" | "id" | "hash" | "vars" | "dir"
-        | "globals" | "locals" | "open" | "Exception" | "ValueError" | "TypeError"
-        | "KeyError" | "RuntimeError" | "ImportError" | "AttributeError" | "NotImplementedError"
-        | "NotImplemented" | "Ellipsis" | "__import__" | "slice" | "reversed" | "round"
-        | "divmod" | "pow" | "format" | "chr" | "ord" | "hex" | "oct" | "bin" | "memoryview"
-        | "bytearray" | "complex" | "issubclass" | "delattr" | "__builtins__" | "__doc__"
-        | "__spec__" | "__loader__" | "__package__" | "AssertionError" | "StopIteration"
-        | "OSError" | "IndexError" | "UserWarning" | "DeprecationWarning" | "Warning" => {
-            Value::Opaque(Rc::new(Opaque { what: format!("builtin {name}"), loc: Loc { path: Default::default(), line: 0 } }))
-        }
+        "print"
+        | "isinstance"
+        | "getattr"
+        | "setattr"
+        | "hasattr"
+        | "object"
+        | "int"
+        | "float"
+        | "bool"
+        | "bytes"
+        | "type"
+        | "super"
+        | "property"
+        | "staticmethod"
+        | "classmethod"
+        | "range"
+        | "enumerate"
+        | "zip"
+        | "map"
+        | "filter"
+        | "min"
+        | "max"
+        | "sum"
+        | "any"
+        | "all"
+        | "abs"
+        | "callable"
+        | "iter"
+        | "next"
+        | "repr"
+        | "id"
+        | "hash"
+        | "vars"
+        | "dir"
+        | "globals"
+        | "locals"
+        | "open"
+        | "Exception"
+        | "ValueError"
+        | "TypeError"
+        | "KeyError"
+        | "RuntimeError"
+        | "ImportError"
+        | "AttributeError"
+        | "NotImplementedError"
+        | "NotImplemented"
+        | "Ellipsis"
+        | "__import__"
+        | "slice"
+        | "reversed"
+        | "round"
+        | "divmod"
+        | "pow"
+        | "format"
+        | "chr"
+        | "ord"
+        | "hex"
+        | "oct"
+        | "bin"
+        | "memoryview"
+        | "bytearray"
+        | "complex"
+        | "issubclass"
+        | "delattr"
+        | "__builtins__"
+        | "__doc__"
+        | "__spec__"
+        | "__loader__"
+        | "__package__"
+        | "AssertionError"
+        | "StopIteration"
+        | "OSError"
+        | "IndexError"
+        | "UserWarning"
+        | "DeprecationWarning"
+        | "Warning" => Value::Opaque(Rc::new(Opaque {
+            what: format!("builtin {name}"),
+            loc: Loc { path: Default::default(), line: 0 },
+        })),
         _ => return None,
     })
 }
@@ -186,14 +249,14 @@ impl<'a> Evaluator<'a> {
             }
             None => {
                 let loc = import_loc.cloned().unwrap_or(Loc { path: Default::default(), line: 0 });
-                return Err(EvalError::new(loc, format!("no module named `{module}` in the project"))
-                    .with_help("check the dotted name; config modules are looked up under the project's package root"));
+                return Err(EvalError::new(loc, format!("no module named `{module}` in the project")).with_help(
+                    "check the dotted name; config modules are looked up under the project's package root",
+                ));
             }
         };
         let ns: Namespace = shared(HashMap::new());
         ns.borrow_mut().insert("__name__".into(), Value::str(module));
-        ns.borrow_mut()
-            .insert("__file__".into(), Value::str(&loaded.file.path.to_string_lossy()));
+        ns.borrow_mut().insert("__file__".into(), Value::str(&loaded.file.path.to_string_lossy()));
         self.modules.insert(module.to_string(), ModuleState::Evaluating(ns.clone()));
         let mut frame = Frame {
             module: module.to_string(),
@@ -308,7 +371,11 @@ impl<'a> Evaluator<'a> {
                                 Some(true) => return self.exec_body(frame, &clause.body),
                                 Some(false) => {}
                                 None => {
-                                    return self.unsupported(frame, stmt, "an `elif` whose condition is not known statically");
+                                    return self.unsupported(
+                                        frame,
+                                        stmt,
+                                        "an `elif` whose condition is not known statically",
+                                    );
                                 }
                             }
                         }
@@ -325,9 +392,7 @@ impl<'a> Evaluator<'a> {
             Stmt::Delete(_) => self.unsupported(frame, stmt, "a `del` statement"),
             Stmt::Raise(_) => self.unsupported(frame, stmt, "a `raise` statement"),
             Stmt::Assert(_) => self.unsupported(frame, stmt, "an `assert` statement"),
-            Stmt::Global(_) | Stmt::Nonlocal(_) | Stmt::TypeAlias(_) => {
-                self.unsupported(frame, stmt, "this statement")
-            }
+            Stmt::Global(_) | Stmt::Nonlocal(_) | Stmt::TypeAlias(_) => self.unsupported(frame, stmt, "this statement"),
             Stmt::Return(_) | Stmt::Break(_) | Stmt::Continue(_) | Stmt::IpyEscapeCommand(_) => {
                 Err(EvalError::new(frame.loc(stmt), "statement not allowed at module level"))
             }
@@ -340,17 +405,14 @@ impl<'a> Evaluator<'a> {
         let used = super::names::loaded_names(stmt);
         for name in &used {
             let value = self.lookup_quiet(frame, name);
-            if let Some(v) = value {
-                if matches!(
-                    v,
-                    Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_)
-                ) {
-                    return Err(EvalError::new(
-                        frame.loc(stmt),
-                        format!("patchgen cannot evaluate {what} statically, and it uses `{name}` ({})", v.type_name()),
-                    )
-                    .with_help("configs are read, never executed: keep DSL calls at module level, outside loops, `try` and conditions that depend on run-time values"));
-                }
+            if let Some(v) = value
+                && matches!(v, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
+            {
+                return Err(EvalError::new(
+                    frame.loc(stmt),
+                    format!("patchgen cannot evaluate {what} statically, and it uses `{name}` ({})", v.type_name()),
+                )
+                .with_help("configs are read, never executed: keep DSL calls at module level, outside loops, `try` and conditions that depend on run-time values"));
             }
         }
         let loc = frame.loc(stmt);
@@ -425,19 +487,17 @@ impl<'a> Evaluator<'a> {
 
     fn star_import(&mut self, frame: &mut Frame, module: &str, loc: &Loc) -> EResult<()> {
         if is_dsl_module(module) {
-            for name in ["PatchConfig", "Patch", "ImportSpec", "PositionedHelper", "PatchType", "create_patch_from_external"] {
+            for name in
+                ["PatchConfig", "Patch", "ImportSpec", "PositionedHelper", "PatchType", "create_patch_from_external"]
+            {
                 frame.ns.borrow_mut().insert(name.into(), dsl_name(name).expect("known"));
             }
             return Ok(());
         }
         if self.loader.exists(module) {
             let ns = self.module_namespace(module, Some(loc))?;
-            let items: Vec<(String, Value)> = ns
-                .borrow()
-                .iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let items: Vec<(String, Value)> =
+                ns.borrow().iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
             frame.ns.borrow_mut().extend(items);
             return Ok(());
         }
@@ -501,10 +561,7 @@ impl<'a> Evaluator<'a> {
                 }
             };
         }
-        Err(EvalError::new(
-            Loc { path: Default::default(), line: 0 },
-            "too many re-exports while resolving an import",
-        ))
+        Err(EvalError::new(Loc { path: Default::default(), line: 0 }, "too many re-exports while resolving an import"))
     }
 
     fn exec_def(
@@ -565,14 +622,11 @@ impl<'a> Evaluator<'a> {
                         _ => break,
                     }
                 }
-                if let Expr::Name(n) = root {
-                    if let Some(Value::Config(_)) = self.lookup_quiet(frame, n.id.as_str()) {
-                        return Err(EvalError::new(
-                            frame.loc(d),
-                            "patch decorators inside a class body are not supported",
-                        )
+                if let Expr::Name(n) = root
+                    && let Some(Value::Config(_)) = self.lookup_quiet(frame, n.id.as_str())
+                {
+                    return Err(EvalError::new(frame.loc(d), "patch decorators inside a class body are not supported")
                         .with_help("define the replacement at module level and register it there"));
-                    }
                 }
             }
         }
@@ -959,7 +1013,10 @@ impl<'a> Evaluator<'a> {
                                 let v = self.force(v)?;
                                 let known = interp.format_spec.is_none()
                                     && interp.debug_text.is_none()
-                                    && matches!(interp.conversion, ast::ConversionFlag::None | ast::ConversionFlag::Str);
+                                    && matches!(
+                                        interp.conversion,
+                                        ast::ConversionFlag::None | ast::ConversionFlag::Str
+                                    );
                                 match (&v, known) {
                                     (Value::Str(s), true) => out.push_str(s),
                                     (Value::Int(i), true) => out.push_str(&i.to_string()),
@@ -1108,7 +1165,8 @@ impl<'a> Evaluator<'a> {
                 // Calls into code patchgen does not run. Refuse when the
                 // callee could modify a config behind our back.
                 for a in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-                    if matches!(a, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_)) {
+                    if matches!(a, Value::Config(_) | Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Patch(_))
+                    {
                         return Err(EvalError::new(
                             loc.clone(),
                             format!(

@@ -92,7 +92,8 @@ fn tokenizes_apart(line: &str) -> bool {
 fn has_prefixed_string(text: &[u8]) -> bool {
     let interpolated = |b: u8| matches!(b, b'f' | b'F' | b't' | b'T');
     memchr::memchr2_iter(b'"', b'\'', text).any(|i| {
-        (i >= 1 && interpolated(text[i - 1])) || (i >= 2 && matches!(text[i - 1], b'r' | b'R') && interpolated(text[i - 2]))
+        (i >= 1 && interpolated(text[i - 1]))
+            || (i >= 2 && matches!(text[i - 1], b'r' | b'R') && interpolated(text[i - 2]))
     })
 }
 
@@ -142,7 +143,9 @@ fn plain_string_end(text: &str) -> Option<usize> {
         match bytes[i] {
             b'\\' => i += 2,
             b'\n' if !triple => return None,
-            b if b == q && (!triple || bytes[i..].starts_with(&[q, q, q])) => return Some(i + if triple { 3 } else { 1 }),
+            b if b == q && (!triple || bytes[i..].starts_with(&[q, q, q])) => {
+                return Some(i + if triple { 3 } else { 1 });
+            }
             _ => i += 1,
         }
     }
@@ -165,7 +168,12 @@ fn plain_string_end(text: &str) -> Option<usize> {
 /// and the ends of its strings and brackets, so it parses as it did in the
 /// file. (The backslash and trailing-line conditions are defensive: valid
 /// code does not seem to reach them.) `false` only means "parse it to know".
-pub(super) fn dedents_to_function(file: &ParsedFile, lines: &[&str], block: std::ops::Range<usize>, has_leading: bool) -> bool {
+pub(super) fn dedents_to_function(
+    file: &ParsedFile,
+    lines: &[&str],
+    block: std::ops::Range<usize>,
+    has_leading: bool,
+) -> bool {
     if !file.only_newline_breaks() || block.is_empty() || block.end > lines.len() {
         return false;
     }
@@ -209,7 +217,9 @@ pub(super) fn find_function_at(file: &ParsedFile, line: usize) -> Option<&ruff_p
                 if first == line { Some(f) } else { walk(file, &f.body, line) }
             }
             Stmt::ClassDef(c) => walk(file, &c.body, line),
-            Stmt::If(s) => walk(file, &s.body, line).or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line))),
+            Stmt::If(s) => {
+                walk(file, &s.body, line).or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, line)))
+            }
             Stmt::For(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
             Stmt::While(s) => walk(file, &s.body, line).or_else(|| walk(file, &s.orelse, line)),
             Stmt::With(s) => walk(file, &s.body, line),
@@ -228,4 +238,3 @@ pub(super) fn find_function_at(file: &ParsedFile, line: usize) -> Option<&ruff_p
     }
     walk(file, file.body(), line)
 }
-

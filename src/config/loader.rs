@@ -69,9 +69,11 @@ impl ProjectLoader {
             return r.clone();
         }
         let result = read_python(path).and_then(|text| {
-            ParsedFile::parse(path.to_path_buf(), &text)
-                .map(Arc::new)
-                .map_err(|e| LoadError::Syntax { path: path.to_path_buf(), line: e.line, message: e.message })
+            ParsedFile::parse(path.to_path_buf(), &text).map(Arc::new).map_err(|e| LoadError::Syntax {
+                path: path.to_path_buf(),
+                line: e.line,
+                message: e.message,
+            })
         });
         self.files.lock().expect("loader cache").insert(path.to_path_buf(), result.clone());
         result
@@ -87,7 +89,9 @@ pub fn read_python(path: &Path) -> Result<String, LoadError> {
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
         LoadError::Io {
             path: path.to_path_buf(),
-            message: format!("line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"),
+            message: format!(
+                "line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"
+            ),
         }
     })
 }
@@ -114,9 +118,11 @@ impl MemoryLoader {
             .into_iter()
             .map(|(name, text)| {
                 let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
-                let parsed = ParsedFile::parse(path.clone(), text)
-                    .map(Arc::new)
-                    .map_err(|e| LoadError::Syntax { path: path.clone(), line: e.line, message: e.message });
+                let parsed = ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
+                    path: path.clone(),
+                    line: e.line,
+                    message: e.message,
+                });
                 (name.to_string(), (path, parsed))
             })
             .collect();

@@ -23,9 +23,11 @@ impl<'a> Visitor<'a> for Names {
             Stmt::ClassDef(c) => self.stored.push(c.name.id.to_string()),
             Stmt::Import(i) => {
                 for a in &i.names {
-                    let bound = a.asname.as_ref().map(|n| n.id.to_string()).unwrap_or_else(|| {
-                        a.name.id.split('.').next().unwrap_or_default().to_string()
-                    });
+                    let bound = a
+                        .asname
+                        .as_ref()
+                        .map(|n| n.id.to_string())
+                        .unwrap_or_else(|| a.name.id.split('.').next().unwrap_or_default().to_string());
                     self.stored.push(bound);
                 }
             }

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use ruff_python_ast::CmpOp;
 
-use super::eval::{describe_origin, opaque, EResult, EvalError, Evaluator, Frame};
+use super::eval::{EResult, EvalError, Evaluator, Frame, describe_origin, opaque};
 use super::plan::{Loc, PatchType};
 use super::value::*;
 
@@ -22,7 +22,12 @@ pub(super) fn getattr(ev: &mut Evaluator, base: Value, attr: &str, loc: &Loc) ->
             if CONFIG_METHODS.contains(&attr) {
                 return Ok(Value::Method(Box::new(base.clone()), Rc::from(attr)));
             }
-            return Err(no_attr("PatchConfig", attr, &CONFIG_FIELDS.iter().chain(CONFIG_METHODS.iter()).copied().collect::<Vec<_>>(), loc));
+            return Err(no_attr(
+                "PatchConfig",
+                attr,
+                &CONFIG_FIELDS.iter().chain(CONFIG_METHODS.iter()).copied().collect::<Vec<_>>(),
+                loc,
+            ));
         }
         Value::Patch(p) => {
             let p = p.borrow();
@@ -261,7 +266,13 @@ pub(super) fn slice(obj: &Value, lo: Option<i64>, hi: Option<i64>, loc: &Loc) ->
     })
 }
 
-fn contains(ev: &mut Evaluator, frame: &mut Frame, container: &Value, item: &Value, loc: &Loc) -> EResult<Option<bool>> {
+fn contains(
+    ev: &mut Evaluator,
+    frame: &mut Frame,
+    container: &Value,
+    item: &Value,
+    loc: &Loc,
+) -> EResult<Option<bool>> {
     Ok(match container {
         Value::Str(s) => match item {
             Value::Str(sub) => Some(s.contains(&**sub)),
@@ -283,7 +294,14 @@ fn contains(ev: &mut Evaluator, frame: &mut Frame, container: &Value, item: &Val
     })
 }
 
-pub(super) fn compare(ev: &mut Evaluator, frame: &mut Frame, l: &Value, op: CmpOp, r: &Value, loc: &Loc) -> EResult<Option<bool>> {
+pub(super) fn compare(
+    ev: &mut Evaluator,
+    frame: &mut Frame,
+    l: &Value,
+    op: CmpOp,
+    r: &Value,
+    loc: &Loc,
+) -> EResult<Option<bool>> {
     use std::cmp::Ordering;
     let order = |l: &Value, r: &Value| -> Option<Ordering> {
         match (l, r) {
@@ -309,7 +327,14 @@ pub(super) fn compare(ev: &mut Evaluator, frame: &mut Frame, l: &Value, op: CmpO
     })
 }
 
-fn expect_args(name: &str, args: &[Value], kwargs: &[(String, Value)], min: usize, max: usize, loc: &Loc) -> EResult<()> {
+fn expect_args(
+    name: &str,
+    args: &[Value],
+    kwargs: &[(String, Value)],
+    min: usize,
+    max: usize,
+    loc: &Loc,
+) -> EResult<()> {
     if !kwargs.is_empty() {
         return Err(EvalError::new(loc.clone(), format!("`{name}()` takes no keyword arguments here")));
     }
@@ -404,7 +429,14 @@ pub(super) fn call_method(
                     let items = l.borrow().clone();
                     return seq_query(name, &items, &args[0], loc);
                 }
-                _ => return Err(unknown_method("list", name, &["append", "extend", "insert", "remove", "pop", "clear", "copy", "reverse", "index", "count"], loc)),
+                _ => {
+                    return Err(unknown_method(
+                        "list",
+                        name,
+                        &["append", "extend", "insert", "remove", "pop", "clear", "copy", "reverse", "index", "count"],
+                        loc,
+                    ));
+                }
             }
             Ok(Value::None)
         }
@@ -435,7 +467,9 @@ pub(super) fn call_method(
                         Some(p) => {
                             s.borrow_mut().remove(p);
                         }
-                        None if name == "remove" => return Err(EvalError::new(loc.clone(), "set.remove(x): x not in set")),
+                        None if name == "remove" => {
+                            return Err(EvalError::new(loc.clone(), "set.remove(x): x not in set"));
+                        }
                         None => {}
                     }
                 }
@@ -450,7 +484,14 @@ pub(super) fn call_method(
                     }
                     return Ok(Value::Set(new));
                 }
-                _ => return Err(unknown_method("set", name, &["add", "update", "discard", "remove", "clear", "copy", "union"], loc)),
+                _ => {
+                    return Err(unknown_method(
+                        "set",
+                        name,
+                        &["add", "update", "discard", "remove", "clear", "copy", "union"],
+                        loc,
+                    ));
+                }
             }
             Ok(Value::None)
         }
@@ -466,7 +507,10 @@ pub(super) fn call_method(
                                 }
                             }
                             other => {
-                                return Err(EvalError::new(loc.clone(), format!("dict.update of {} is not supported", other.type_name())));
+                                return Err(EvalError::new(
+                                    loc.clone(),
+                                    format!("dict.update of {} is not supported", other.type_name()),
+                                ));
                             }
                         }
                     }
@@ -502,7 +546,14 @@ pub(super) fn call_method(
                     dict_set(d, key, default.clone(), loc)?;
                     return Ok(default);
                 }
-                _ => return Err(unknown_method("dict", name, &["update", "get", "keys", "values", "items", "copy", "setdefault"], loc)),
+                _ => {
+                    return Err(unknown_method(
+                        "dict",
+                        name,
+                        &["update", "get", "keys", "values", "items", "copy", "setdefault"],
+                        loc,
+                    ));
+                }
             }
             Ok(Value::None)
         }

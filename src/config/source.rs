@@ -144,7 +144,8 @@ impl ParsedFile {
 
     /// The file's lines as `file.readlines()` gives them (split after "\n").
     pub fn readlines(&self) -> Vec<&str> {
-        let mut lines: Vec<&str> = self.line_starts.windows(2).map(|w| &self.text[w[0] as usize..w[1] as usize]).collect();
+        let mut lines: Vec<&str> =
+            self.line_starts.windows(2).map(|w| &self.text[w[0] as usize..w[1] as usize]).collect();
         let last = *self.line_starts.last().expect("line 1 always starts") as usize;
         if last < self.text.len() {
             lines.push(&self.text[last..]);
@@ -243,9 +244,8 @@ pub fn find_class_start(file: &ParsedFile, qualname: &str) -> Option<usize> {
                 stack.pop();
                 r
             }
-            Stmt::If(s) => walk(file, &s.body, stack, qualname).or_else(|| {
-                s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, stack, qualname))
-            }),
+            Stmt::If(s) => walk(file, &s.body, stack, qualname)
+                .or_else(|| s.elif_else_clauses.iter().find_map(|c| walk(file, &c.body, stack, qualname))),
             Stmt::For(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
             Stmt::While(s) => walk(file, &s.body, stack, qualname).or_else(|| walk(file, &s.orelse, stack, qualname)),
             Stmt::With(s) => walk(file, &s.body, stack, qualname),
@@ -354,7 +354,7 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).
-pub fn find_class_stmt<'f>(file: &'f ParsedFile, keyword_line_1: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
+pub fn find_class_stmt(file: &ParsedFile, keyword_line_1: usize) -> Option<&ruff_python_ast::StmtClassDef> {
     fn walk<'f>(file: &'f ParsedFile, body: &'f [Stmt], line: usize) -> Option<&'f ruff_python_ast::StmtClassDef> {
         for stmt in body {
             let found = match stmt {
@@ -383,11 +383,8 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
         match member {
             Stmt::FunctionDef(f) if f.name.id.as_str() == attr => {
                 let def_line = keyword_line(&class.file, f.name.start());
-                let first_line = f
-                    .decorator_list
-                    .first()
-                    .map(|d| class.file.line_of(d.expression.start()))
-                    .unwrap_or(def_line);
+                let first_line =
+                    f.decorator_list.first().map(|d| class.file.line_of(d.expression.start())).unwrap_or(def_line);
                 found = Some(DefObj {
                     name: attr.to_string(),
                     qualname: format!("{}.{attr}", class.qualname),
@@ -410,7 +407,9 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
                     loc: Loc { path: class.file.path.clone(), line: def_line },
                 });
             }
-            Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == attr)) => {
+            Stmt::Assign(a)
+                if a.targets.iter().any(|t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == attr)) =>
+            {
                 found = None;
             }
             _ => {}

@@ -4,7 +4,8 @@ use super::loader::MemoryLoader;
 use super::plan::PatchType;
 use super::*;
 
-const HEAD: &str = "from patchgen import PatchConfig\nconfig = PatchConfig(source_module=\"m.up\", target_file=\"out.py\")\n";
+const HEAD: &str =
+    "from patchgen import PatchConfig\nconfig = PatchConfig(source_module=\"m.up\", target_file=\"out.py\")\n";
 
 fn plan(modules: &[(&str, &str)]) -> Result<PatchPlan, EvalError> {
     let loader = MemoryLoader::new(modules.iter().copied());
@@ -51,8 +52,12 @@ fn strings_concatenate_and_fstrings_over_known_values_evaluate() {
 
 #[test]
 fn comprehension_filters_by_name_over_another_configs_helpers() {
-    let base = format!("{HEAD}def keep():\n    pass\n\ndef drop():\n    pass\n\nconfig.add_helper(keep)\nconfig.add_helper(drop)\n");
-    let top = format!("{HEAD}from pkg.base_patch_gen_config import config as base\nconfig.helpers.extend(h for h in base.helpers if h.__name__ != \"drop\")\n");
+    let base = format!(
+        "{HEAD}def keep():\n    pass\n\ndef drop():\n    pass\n\nconfig.add_helper(keep)\nconfig.add_helper(drop)\n"
+    );
+    let top = format!(
+        "{HEAD}from pkg.base_patch_gen_config import config as base\nconfig.helpers.extend(h for h in base.helpers if h.__name__ != \"drop\")\n"
+    );
     let p = plan(&[("pkg.top_patch_gen_config", &top), ("pkg.base_patch_gen_config", &base)]).unwrap();
     let names: Vec<&str> = p.helpers.iter().map(|h| h.object.as_ref().unwrap().name.as_str()).collect();
     assert_eq!(names, vec!["keep"]);
@@ -66,7 +71,8 @@ fn deepcopy_is_independent_and_mutating_an_imported_config_is_not() {
     let p = plan(&[("pkg.copy_patch_gen_config", copy), ("pkg.base_patch_gen_config", &base)]).unwrap();
     assert_eq!(p.target_file, "copy.py");
     assert_eq!(p.additional_imports.len(), 2);
-    let mutate = "from pkg.base_patch_gen_config import config\nconfig.target_file = \"npu.py\"\nconfig.add_import(\"npu\")\n";
+    let mutate =
+        "from pkg.base_patch_gen_config import config\nconfig.target_file = \"npu.py\"\nconfig.add_import(\"npu\")\n";
     let p = plan(&[("pkg.npu_patch_gen_config", mutate), ("pkg.base_patch_gen_config", &base)]).unwrap();
     assert_eq!((p.target_file.as_str(), p.additional_imports.len()), ("npu.py", 2));
 }
@@ -90,7 +96,9 @@ fn unsupported_statements_fail_only_when_they_touch_the_config() {
     let err = one("try:\n    import x\nexcept ImportError:\n    config.add_import(\"y\")\n").unwrap_err();
     assert!(err.message.contains("`try`"), "{err}");
     // Names bound by such a statement are unknown, not silently wrong.
-    let err = one("import torch\ntry:\n    NAME = torch.x\nexcept Exception:\n    NAME = \"y\"\nconfig.add_import(NAME)\n").unwrap_err();
+    let err =
+        one("import torch\ntry:\n    NAME = torch.x\nexcept Exception:\n    NAME = \"y\"\nconfig.add_import(NAME)\n")
+            .unwrap_err();
     assert!(err.help.unwrap().contains("bound by a `try` statement"));
 }
 
@@ -98,6 +106,11 @@ fn unsupported_statements_fail_only_when_they_touch_the_config() {
 fn deep_nesting_is_an_error_not_a_crash() {
     let n = 1000;
     let body = format!("config.add_import({}\"x\"{})\n", "[".repeat(n), "][0]".repeat(n));
-    let r = std::thread::Builder::new().stack_size(256 << 20).spawn(move || one(&body).map(|_| ())).unwrap().join().unwrap();
+    let r = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || one(&body).map(|_| ()))
+        .unwrap()
+        .join()
+        .unwrap();
     assert!(r.unwrap_err().message.contains("nested too deeply"));
 }

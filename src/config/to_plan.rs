@@ -1,7 +1,7 @@
 //! From the evaluated `config` object to a `PatchPlan`: every field checked
 //! for the type codegen needs, every replacement's source text extracted.
 
-use super::eval::{describe_origin, EResult, EvalError, Evaluator, Warning};
+use super::eval::{EResult, EvalError, Evaluator, Warning, describe_origin};
 use super::plan::*;
 use super::source::object_source_with_leading_comments;
 use super::value::*;
@@ -107,14 +107,18 @@ fn patch(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Patch> {
     };
     let target = match ev.force(p.target.clone())? {
         Value::Str(s) => s.to_string(),
-        other => return Err(EvalError::new(loc, format!("a patch target must be a string, not {}", other.type_name()))),
+        other => {
+            return Err(EvalError::new(loc, format!("a patch target must be a string, not {}", other.type_name())));
+        }
     };
     let replacement = source_object(ev, &p.replacement, &loc)?;
     let opt = |ev: &mut Evaluator, v: &Value, what: &str| -> EResult<Option<String>> {
         match ev.force(v.clone())? {
             Value::None => Ok(None),
             Value::Str(s) => Ok(Some(s.to_string())),
-            other => Err(EvalError::new(loc.clone(), format!("{what} must be a string or None, not {}", other.type_name()))),
+            other => {
+                Err(EvalError::new(loc.clone(), format!("{what} must be a string or None, not {}", other.type_name())))
+            }
         }
     };
     Ok(Patch {

@@ -204,15 +204,8 @@ pub struct PatchObj {
     pub loc: Loc,
 }
 
-pub const PATCH_FIELDS: [&str; 7] = [
-    "patch_type",
-    "target",
-    "replacement",
-    "source_module",
-    "description",
-    "replacement_source",
-    "name_map",
-];
+pub const PATCH_FIELDS: [&str; 7] =
+    ["patch_type", "target", "replacement", "source_module", "description", "replacement_source", "name_map"];
 
 impl PatchObj {
     pub fn field_mut(&mut self, name: &str) -> Option<&mut Value> {
@@ -362,10 +355,7 @@ impl Value {
     }
 
     pub fn is_hashable_known(&self) -> bool {
-        matches!(
-            self,
-            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Tuple(_)
-        )
+        matches!(self, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Tuple(_))
     }
 }
 
@@ -424,11 +414,8 @@ pub fn deep_copy(v: &Value, memo: &mut Vec<(usize, Value)>) -> Value {
             memo_get!(d);
             let new = shared(Vec::new());
             memo.push((key(d), Value::Dict(new.clone())));
-            let items: Vec<(Value, Value)> = d
-                .borrow()
-                .iter()
-                .map(|(k, v)| (deep_copy(k, memo), deep_copy(v, memo)))
-                .collect();
+            let items: Vec<(Value, Value)> =
+                d.borrow().iter().map(|(k, v)| (deep_copy(k, memo), deep_copy(v, memo))).collect();
             *new.borrow_mut() = items;
             Value::Dict(new)
         }

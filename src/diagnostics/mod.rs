@@ -9,6 +9,9 @@
 //! ruff and rustc print them; `0` means "the whole line" (no column known).
 //! Codes are fixed once published: `docs/` lists them.
 
+pub mod codes;
+pub mod render;
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;

@@ -65,13 +65,7 @@ pub struct Opcode {
 
 impl Opcode {
     fn new(tag: Tag, i1: usize, i2: usize, j1: usize, j2: usize) -> Self {
-        Opcode {
-            tag,
-            i1,
-            i2,
-            j1,
-            j2,
-        }
+        Opcode { tag, i1, i2, j1, j2 }
     }
 }
 
@@ -101,12 +95,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(lb: usize) -> Self {
-        Scratch {
-            j2len: vec![0; lb + 1],
-            newj2len: vec![0; lb + 1],
-            touched: Vec::new(),
-            newtouched: Vec::new(),
-        }
+        Scratch { j2len: vec![0; lb + 1], newj2len: vec![0; lb + 1], touched: Vec::new(), newtouched: Vec::new() }
     }
 }
 
@@ -118,10 +107,7 @@ impl SequenceMatcher {
 
     /// `SequenceMatcher(None, a, b, autojunk=autojunk)`.
     pub fn with_autojunk<T: Hash + Eq>(a: &[T], b: &[T], autojunk: bool) -> Self {
-        assert!(
-            a.len() < u32::MAX as usize && b.len() < u32::MAX as usize,
-            "sequences too long"
-        );
+        assert!(a.len() < u32::MAX as usize && b.len() < u32::MAX as usize, "sequences too long");
         let mut ids: HashMap<&T, u32, BuildHasherDefault<FxHasher>> =
             HashMap::with_capacity_and_hasher(b.len(), Default::default());
         let mut counts: Vec<u32> = Vec::new();
@@ -137,10 +123,7 @@ impl SequenceMatcher {
                 id
             })
             .collect();
-        let a_ids: Vec<u32> = a
-            .iter()
-            .map(|elt| ids.get(elt).copied().unwrap_or(ABSENT))
-            .collect();
+        let a_ids: Vec<u32> = a.iter().map(|elt| ids.get(elt).copied().unwrap_or(ABSENT)).collect();
 
         // __chain_b: popular elements (only with autojunk and len(b) >= 200).
         let n = b.len();
@@ -170,13 +153,7 @@ impl SequenceMatcher {
             }
         }
 
-        SequenceMatcher {
-            a: a_ids,
-            b: b_ids,
-            b2j_start,
-            b2j_pos,
-            popular,
-        }
+        SequenceMatcher { a: a_ids, b: b_ids, b2j_start, b2j_pos, popular }
     }
 
     /// Number of elements of `b` that the autojunk heuristic dropped from
@@ -199,16 +176,11 @@ impl SequenceMatcher {
         self.find_longest_match_in(&mut Scratch::new(self.b.len()), alo, ahi, blo, bhi)
     }
 
-    fn find_longest_match_in(
-        &self,
-        s: &mut Scratch,
-        alo: usize,
-        ahi: usize,
-        blo: usize,
-        bhi: usize,
-    ) -> Match {
+    fn find_longest_match_in(&self, s: &mut Scratch, alo: usize, ahi: usize, blo: usize, bhi: usize) -> Match {
         let (a, b) = (&self.a, &self.b);
         let (mut besti, mut bestj, mut bestsize) = (alo, blo, 0usize);
+        // Indexes as difflib's loop does (`i` is the match position too).
+        #[allow(clippy::needless_range_loop)]
         for i in alo..ahi {
             let js = self.b2j(a[i]);
             // `if j < blo: continue` — skipping them all at once changes nothing.
@@ -249,17 +221,10 @@ impl SequenceMatcher {
             bestj -= 1;
             bestsize += 1;
         }
-        while besti + bestsize < ahi
-            && bestj + bestsize < bhi
-            && a[besti + bestsize] == b[bestj + bestsize]
-        {
+        while besti + bestsize < ahi && bestj + bestsize < bhi && a[besti + bestsize] == b[bestj + bestsize] {
             bestsize += 1;
         }
-        Match {
-            a: besti,
-            b: bestj,
-            size: bestsize,
-        }
+        Match { a: besti, b: bestj, size: bestsize }
     }
 
     /// `get_matching_blocks()`: maximal non-adjacent matches, ascending, with
@@ -291,27 +256,15 @@ impl SequenceMatcher {
                 k1 += m.size;
             } else {
                 if k1 > 0 {
-                    non_adjacent.push(Match {
-                        a: i1,
-                        b: j1,
-                        size: k1,
-                    });
+                    non_adjacent.push(Match { a: i1, b: j1, size: k1 });
                 }
                 (i1, j1, k1) = (m.a, m.b, m.size);
             }
         }
         if k1 > 0 {
-            non_adjacent.push(Match {
-                a: i1,
-                b: j1,
-                size: k1,
-            });
+            non_adjacent.push(Match { a: i1, b: j1, size: k1 });
         }
-        non_adjacent.push(Match {
-            a: la,
-            b: lb,
-            size: 0,
-        });
+        non_adjacent.push(Match { a: la, b: lb, size: 0 });
         non_adjacent
     }
 
@@ -365,28 +318,16 @@ impl SequenceMatcher {
         let mut groups = Vec::new();
         let mut group = Vec::new();
         for c in codes {
-            let Opcode {
-                tag,
-                mut i1,
-                i2,
-                mut j1,
-                j2,
-            } = c;
+            let Opcode { tag, mut i1, i2, mut j1, j2 } = c;
             if tag == Tag::Equal && i2 - i1 > nn {
-                group.push(Opcode::new(
-                    tag,
-                    i1,
-                    i2.min(i1.saturating_add(n)),
-                    j1,
-                    j2.min(j1.saturating_add(n)),
-                ));
+                group.push(Opcode::new(tag, i1, i2.min(i1.saturating_add(n)), j1, j2.min(j1.saturating_add(n))));
                 groups.push(std::mem::take(&mut group));
                 i1 = i1.max(i2.saturating_sub(n));
                 j1 = j1.max(j2.saturating_sub(n));
             }
             group.push(Opcode::new(tag, i1, i2, j1, j2));
         }
-        if !group.is_empty() && !(group.len() == 1 && group[0].tag == Tag::Equal) {
+        if !(group.is_empty() || group.len() == 1 && group[0].tag == Tag::Equal) {
             groups.push(group);
         }
         groups

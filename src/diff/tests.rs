@@ -15,13 +15,7 @@ fn m(a: usize, b: usize, size: usize) -> Match {
 }
 
 fn op(tag: Tag, i1: usize, i2: usize, j1: usize, j2: usize) -> Opcode {
-    Opcode {
-        tag,
-        i1,
-        i2,
-        j1,
-        j2,
-    }
+    Opcode { tag, i1, i2, j1, j2 }
 }
 
 fn chars(s: &str) -> Vec<char> {
@@ -33,10 +27,7 @@ fn chars(s: &str) -> Vec<char> {
 #[test]
 fn matching_blocks_docstring_example() {
     let sm = SequenceMatcher::new(&chars("abxcd"), &chars("abcd"));
-    assert_eq!(
-        sm.get_matching_blocks(),
-        vec![m(0, 0, 2), m(3, 2, 2), m(5, 4, 0)]
-    );
+    assert_eq!(sm.get_matching_blocks(), vec![m(0, 0, 2), m(3, 2, 2), m(5, 4, 0)]);
 }
 
 #[test]
@@ -96,10 +87,7 @@ fn autojunk_drops_popular_lines_from_b2j() {
 
     let sm = SequenceMatcher::with_autojunk(&a, &b, false);
     assert_eq!(sm.popular_count(), 0);
-    assert_eq!(
-        sm.get_matching_blocks(),
-        vec![m(3, 100, 5), m(8, 205, 1), m(9, 206, 0)]
-    );
+    assert_eq!(sm.get_matching_blocks(), vec![m(3, 100, 5), m(8, 205, 1), m(9, 206, 0)]);
 
     // Below 200 elements in b the heuristic is off.
     let sm = SequenceMatcher::new(&a, &b[..199]);
@@ -182,18 +170,12 @@ fn unified_diff_n3() {
 
 #[test]
 fn unified_diff_headers_and_edge_ranges() {
-    assert_eq!(
-        unified_diff(&[], &["x\n", "y"], "", "", 3),
-        "--- \n+++ \n@@ -0,0 +1,2 @@\n+x\n+y"
-    );
+    assert_eq!(unified_diff(&[], &["x\n", "y"], "", "", 3), "--- \n+++ \n@@ -0,0 +1,2 @@\n+x\n+y");
     assert_eq!(
         unified_diff(&["x\n", "y"], &[], "old name", "new name", 3),
         "--- old name\n+++ new name\n@@ -1,2 +0,0 @@\n-x\n-y"
     );
-    assert_eq!(
-        unified_diff(&["x\n"], &["x"], "f", "f", 3),
-        "--- f\n+++ f\n@@ -1 +1 @@\n-x\n+x"
-    );
+    assert_eq!(unified_diff(&["x\n"], &["x"], "f", "f", 3), "--- f\n+++ f\n@@ -1 +1 @@\n-x\n+x");
 }
 
 #[test]
@@ -255,11 +237,7 @@ fn python_reference(cases: &[Case]) -> Vec<Value> {
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
-    assert!(
-        output.status.success(),
-        "python3 failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "python3 failed: {}", String::from_utf8_lossy(&output.stderr));
     match serde_json::from_slice(&output.stdout).unwrap() {
         Value::Array(results) => {
             assert_eq!(results.len(), cases.len());
@@ -278,16 +256,9 @@ fn check_against_python(cases: &[Case]) -> Result<(), TestCaseError> {
         let b: Vec<&str> = case.b.iter().map(String::as_str).collect();
         let diff = unified_diff(&a, &b, &case.fromfile, &case.tofile, case.n);
         let sm = SequenceMatcher::with_autojunk(&a, &b, case.autojunk);
-        let blocks: Vec<Value> = sm
-            .get_matching_blocks()
-            .iter()
-            .map(|m| json!([m.a, m.b, m.size]))
-            .collect();
-        let opcodes: Vec<Value> = sm
-            .get_opcodes()
-            .iter()
-            .map(|o| json!([o.tag.as_str(), o.i1, o.i2, o.j1, o.j2]))
-            .collect();
+        let blocks: Vec<Value> = sm.get_matching_blocks().iter().map(|m| json!([m.a, m.b, m.size])).collect();
+        let opcodes: Vec<Value> =
+            sm.get_opcodes().iter().map(|o| json!([o.tag.as_str(), o.i1, o.i2, o.j1, o.j2])).collect();
         let got = json!({ "diff": diff, "blocks": blocks, "opcodes": opcodes });
         if &got != exp {
             return Err(TestCaseError::fail(format!(
@@ -300,16 +271,7 @@ fn check_against_python(cases: &[Case]) -> Result<(), TestCaseError> {
 }
 
 /// Lines with many repeats: code-like lines, a blank line, non-ASCII, CRLF.
-const ALPHABET: &[&str] = &[
-    "a\n",
-    "b\n",
-    "\n",
-    "    pass\n",
-    "x = 1\n",
-    "# é ✓\n",
-    "c\r\n",
-    "def f():\n",
-];
+const ALPHABET: &[&str] = &["a\n", "b\n", "\n", "    pass\n", "x = 1\n", "# é ✓\n", "c\r\n", "def f():\n"];
 
 fn small_line() -> impl Strategy<Value = String> {
     (0..ALPHABET.len()).prop_map(|i| ALPHABET[i].to_string())
@@ -358,8 +320,7 @@ fn strip_last_eol(lines: &mut [String], strip: bool) {
 }
 
 fn pair_strategy() -> impl Strategy<Value = (Vec<String>, Vec<String>)> {
-    let edits =
-        |line: BoxedStrategy<String>, max: usize| vec((0..3u8, any::<Index>(), line), 0..max);
+    let edits = |line: BoxedStrategy<String>, max: usize| vec((0..3u8, any::<Index>(), line), 0..max);
     prop_oneof![
         // Independent short lists over the small alphabet (incl. empty ones).
         3 => (vec(small_line(), 0..20), vec(small_line(), 0..20)),
@@ -380,26 +341,13 @@ fn pair_strategy() -> impl Strategy<Value = (Vec<String>, Vec<String>)> {
 
 fn case_strategy() -> impl Strategy<Value = Case> {
     let names = prop::sample::select(vec!["", "a.py", "a/x y.py", "b/ünï.py"]);
-    (
-        pair_strategy(),
-        any::<(bool, bool)>(),
-        0..5usize,
-        names.clone(),
-        names,
-        prop::bool::weighted(0.8),
-    )
-        .prop_map(|((mut a, mut b), (na, nb), n, from, to, autojunk)| {
+    (pair_strategy(), any::<(bool, bool)>(), 0..5usize, names.clone(), names, prop::bool::weighted(0.8)).prop_map(
+        |((mut a, mut b), (na, nb), n, from, to, autojunk)| {
             strip_last_eol(&mut a, na);
             strip_last_eol(&mut b, nb);
-            Case {
-                a,
-                b,
-                n,
-                fromfile: from.to_string(),
-                tofile: to.to_string(),
-                autojunk,
-            }
-        })
+            Case { a, b, n, fromfile: from.to_string(), tofile: to.to_string(), autojunk }
+        },
+    )
 }
 
 /// 4 proptest cases × 64 diffs = 256 diffs, in 4 `python3` calls. The seed is
@@ -407,19 +355,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 /// call per step), not persisted.
 #[test]
 fn differential_against_cpython_difflib() {
-    let mut config = Config {
-        cases: 4,
-        failure_persistence: None,
-        max_shrink_iters: 64,
-        ..Config::default()
-    };
+    let mut config = Config { cases: 4, failure_persistence: None, max_shrink_iters: 64, ..Config::default() };
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
         config.rng_seed = RngSeed::Fixed(0x0d1f_f11b);
     }
     let mut runner = TestRunner::new(config);
-    let result = runner.run(&vec(case_strategy(), 64), |cases| {
-        check_against_python(&cases)
-    });
+    let result = runner.run(&vec(case_strategy(), 64), |cases| check_against_python(&cases));
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -469,12 +410,7 @@ fn differential_autojunk_cases() {
     }
     // b of exactly 199..=201, 299..=301, 399..=401 lines over an alphabet sized
     // so that line counts straddle the threshold `len(b) // 100 + 1`.
-    for (round, len) in [199, 200, 201, 299, 300, 301, 399, 400, 401]
-        .into_iter()
-        .cycle()
-        .take(18)
-        .enumerate()
-    {
+    for (round, len) in [199, 200, 201, 299, 300, 301, 399, 400, 401].into_iter().cycle().take(18).enumerate() {
         let ntest = len / 100 + 1;
         let k = (2 * len / (2 * ntest + 1)) as u64;
         let b: Vec<String> = (0..len).map(|_| format!("t{}\n", next(k))).collect();
@@ -489,14 +425,7 @@ fn differential_autojunk_cases() {
                 _ => a[i] = format!("t{}\n", next(k)),
             }
         }
-        cases.push(Case {
-            a,
-            b,
-            n: round % 4,
-            fromfile: "a/t.py".into(),
-            tofile: "b/t.py".into(),
-            autojunk: true,
-        });
+        cases.push(Case { a, b, n: round % 4, fromfile: "a/t.py".into(), tofile: "b/t.py".into(), autojunk: true });
     }
     if let Err(e) = check_against_python(&cases) {
         panic!("{e}");

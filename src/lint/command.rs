@@ -443,6 +443,31 @@ pub fn render_json(report: &LintReport) -> String {
     serde_json::to_string_pretty(report).expect("report serialises") + "\n"
 }
 
+/// `patchgen lint` from the command tree: lint from the working directory.
+pub fn run_command(args: &LintArgs) -> i32 {
+    match std::env::current_dir() {
+        Ok(cwd) => execute(args, &cwd),
+        Err(e) => {
+            eprintln!("patchgen lint: error: cannot read the working directory: {e}");
+            2
+        }
+    }
+}
+
+/// `patchgen rule` from the command tree.
+pub fn run_rule(args: &RuleArgs) -> i32 {
+    match rule_text(args) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("patchgen rule: error: {e}");
+            2
+        }
+    }
+}
+
 /// `patchgen lint ARGS…`: prints the report, returns the exit code.
 pub fn run_lint_cli(args: &[OsString]) -> i32 {
     let argv = std::iter::once(OsString::from("patchgen lint")).chain(args.iter().cloned());

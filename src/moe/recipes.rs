@@ -371,8 +371,8 @@ impl Eval<'_> {
         match class.as_str() {
             "WeightConverter" => {
                 let operations = match arg(2, "operations") {
-                    Some(Expr::List(l)) => l.elts.iter().map(|o| op_name(o)).collect(),
-                    Some(Expr::Tuple(t)) => t.elts.iter().map(|o| op_name(o)).collect(),
+                    Some(Expr::List(l)) => l.elts.iter().map(op_name).collect(),
+                    Some(Expr::Tuple(t)) => t.elts.iter().map(op_name).collect(),
                     Some(_) => vec!["?".into()],
                     None => Vec::new(),
                 };

@@ -79,18 +79,8 @@ pub struct Placer<'a> {
 impl<'a> Placer<'a> {
     /// `cwd` is the directory ruff would run in for the per-file path.
     pub fn new(ruff: &'a Ruff, cwd: &Path) -> Self {
-        let cwd_settings = if ruff.isolated {
-            None
-        } else {
-            settings::find_settings_toml(cwd).ok().flatten()
-        };
-        Placer {
-            ruff,
-            cwd: cwd.to_path_buf(),
-            cwd_settings,
-            nearest: BTreeMap::new(),
-            contained: BTreeMap::new(),
-        }
+        let cwd_settings = if ruff.isolated { None } else { settings::find_settings_toml(cwd).ok().flatten() };
+        Placer { ruff, cwd: cwd.to_path_buf(), cwd_settings, nearest: BTreeMap::new(), contained: BTreeMap::new() }
     }
 
     /// `settings::find_settings_toml(dir)`, sharing the work between
@@ -118,10 +108,8 @@ impl<'a> Placer<'a> {
             if self.cwd_settings.as_ref() != Some(&nearest) {
                 return None;
             }
-            let contained = *self
-                .contained
-                .entry(nearest.clone())
-                .or_insert_with(|| settings::self_contained(&nearest));
+            let contained =
+                *self.contained.entry(nearest.clone()).or_insert_with(|| settings::self_contained(&nearest));
             if !contained {
                 return None;
             }
@@ -163,9 +151,7 @@ impl Mirror {
         for (rel, _) in files {
             let mut parent = PathBuf::new();
             for part in rel.components() {
-                own.entry(parent.clone())
-                    .or_default()
-                    .insert(part.as_os_str().to_os_string());
+                own.entry(parent.clone()).or_default().insert(part.as_os_str().to_os_string());
                 parent.push(part);
             }
         }
@@ -191,10 +177,7 @@ impl Mirror {
         }
         for (rel, text) in files {
             let path = top.join(rel);
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)?;
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
             std::io::Write::write_all(&mut f, text.as_bytes())?;
             // The real file's permission bits (rules such as EXE002 look
             // at them), kept writable for ruff.
@@ -267,10 +250,8 @@ fn sweep(base: &Path) {
     {
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(MIRROR_PREFIX))
-                .and_then(|rest| rest.split('-').next())
+            let Some(pid) =
+                name.to_str().and_then(|n| n.strip_prefix(MIRROR_PREFIX)).and_then(|rest| rest.split('-').next())
             else {
                 continue;
             };
@@ -279,10 +260,10 @@ fn sweep(base: &Path) {
             };
             let stale = pid != std::process::id()
                 && !Path::new("/proc").join(pid.to_string()).exists()
-                && entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
-                    t.elapsed()
-                        .is_ok_and(|age| age > std::time::Duration::from_secs(60))
-                });
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(60)));
             if stale && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
@@ -331,10 +312,7 @@ impl Ruff {
         }
         cmd.arg("--");
         cmd.args(files);
-        cmd.current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
 
@@ -349,20 +327,11 @@ impl Ruff {
         let fail = |what: &str, e: &dyn std::fmt::Display| BatchFailed(format!("{what}: {e}"));
         let mirror = Mirror::build(root, files).map_err(|e| fail("cannot build the mirror", &e))?;
         crate::timings::mark("mirror built");
-        let paths: Vec<PathBuf> = files
-            .iter()
-            .map(|(rel, _)| mirror.path().join(rel))
-            .collect();
+        let paths: Vec<PathBuf> = files.iter().map(|(rel, _)| mirror.path().join(rel)).collect();
         for step in ["check", "format"] {
-            let out = self
-                .batch_command(step, mirror.path(), &paths, jobs)
-                .output()
-                .map_err(|e| fail(step, &e))?;
+            let out = self.batch_command(step, mirror.path(), &paths, jobs).output().map_err(|e| fail(step, &e))?;
             if !out.status.success() {
-                return Err(BatchFailed(format!(
-                    "ruff {step} exited with {}",
-                    out.status
-                )));
+                return Err(BatchFailed(format!("ruff {step} exited with {}", out.status)));
             }
             crate::timings::mark(if step == "check" { "ruff check" } else { "ruff format" });
         }
@@ -404,10 +373,7 @@ mod tests {
         sweep(base.path());
         assert!(!dead_old.exists());
         assert!(dead_new.exists() && alive.exists() && other.exists());
-        assert!(
-            base.path().join("keep").is_dir(),
-            "links are removed, not followed"
-        );
+        assert!(base.path().join("keep").is_dir(), "links are removed, not followed");
     }
 
     #[test]
@@ -424,33 +390,15 @@ mod tests {
         let rel = Path::new("pkg/sub/generated/out.py");
         let m = Mirror::build(root, &[(rel, "new\n")]).unwrap();
         let top = m.path();
-        assert!(
-            std::fs::symlink_metadata(top.join("pyproject.toml"))
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert!(
-            std::fs::symlink_metadata(top.join("other"))
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(std::fs::symlink_metadata(top.join("pyproject.toml")).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(top.join("other")).unwrap().file_type().is_symlink());
         for d in ["pkg", "pkg/sub", "pkg/sub/generated"] {
-            assert!(
-                std::fs::symlink_metadata(top.join(d)).unwrap().is_dir(),
-                "{d}"
-            );
+            assert!(std::fs::symlink_metadata(top.join(d)).unwrap().is_dir(), "{d}");
         }
         assert!(top.join("pkg/__init__.py").is_file());
         assert!(top.join("pkg/sub/generated/out.diff").is_file());
         assert_eq!(std::fs::read_to_string(top.join(rel)).unwrap(), "new\n");
-        assert!(
-            !std::fs::symlink_metadata(top.join(rel))
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(!std::fs::symlink_metadata(top.join(rel)).unwrap().file_type().is_symlink());
         let top = top.to_path_buf();
         drop(m);
         assert!(!top.exists());

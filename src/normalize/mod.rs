@@ -40,18 +40,9 @@ pub struct Ruff {
 
 #[derive(Debug)]
 pub enum RuffError {
-    NotFound {
-        program: PathBuf,
-    },
-    Spawn {
-        program: PathBuf,
-        message: String,
-    },
-    Rejected {
-        step: &'static str,
-        code: Option<i32>,
-        diagnostics: String,
-    },
+    NotFound { program: PathBuf },
+    Spawn { program: PathBuf, message: String },
+    Rejected { step: &'static str, code: Option<i32>, diagnostics: String },
 }
 
 impl std::fmt::Display for RuffError {
@@ -65,16 +56,11 @@ impl std::fmt::Display for RuffError {
             RuffError::Spawn { program, message } => {
                 write!(f, "cannot run `{}`: {message}", program.display())
             }
-            RuffError::Rejected {
-                step,
-                code,
-                diagnostics,
-            } => {
+            RuffError::Rejected { step, code, diagnostics } => {
                 write!(
                     f,
                     "ruff {step} rejected the generated file (exit {}):\n{}",
-                    code.map(|c| c.to_string())
-                        .unwrap_or_else(|| "signal".into()),
+                    code.map(|c| c.to_string()).unwrap_or_else(|| "signal".into()),
                     diagnostics.trim_end()
                 )?;
                 write!(
@@ -138,49 +124,31 @@ impl Ruff {
             cmd.arg("--ignore").arg(self.ignore_list());
         }
         cmd.arg("--stdin-filename").arg(target).arg("-");
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
 
-    fn run(
-        &self,
-        step: &'static str,
-        input: &str,
-        target: &Path,
-        cwd: Option<&Path>,
-    ) -> Result<String, RuffError> {
+    fn run(&self, step: &'static str, input: &str, target: &Path, cwd: Option<&Path>) -> Result<String, RuffError> {
         let mut child = self.command(step, target, cwd).spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                RuffError::NotFound {
-                    program: self.program.clone(),
-                }
+                RuffError::NotFound { program: self.program.clone() }
             } else {
-                RuffError::Spawn {
-                    program: self.program.clone(),
-                    message: e.to_string(),
-                }
+                RuffError::Spawn { program: self.program.clone(), message: e.to_string() }
             }
         })?;
         let mut stdin = child.stdin.take().expect("piped stdin");
         let input_owned = input.to_string();
         let writer = std::thread::spawn(move || stdin.write_all(input_owned.as_bytes()));
-        let output = child.wait_with_output().map_err(|e| RuffError::Spawn {
-            program: self.program.clone(),
-            message: e.to_string(),
-        })?;
+        let output = child
+            .wait_with_output()
+            .map_err(|e| RuffError::Spawn { program: self.program.clone(), message: e.to_string() })?;
         let _ = writer.join();
         if !output.status.success() {
             let mut diagnostics = String::from_utf8_lossy(&output.stderr).into_owned();
             if diagnostics.trim().is_empty() {
                 diagnostics = String::from_utf8_lossy(&output.stdout).into_owned();
             }
-            return Err(RuffError::Rejected {
-                step,
-                code: output.status.code(),
-                diagnostics,
-            });
+            return Err(RuffError::Rejected { step, code: output.status.code(), diagnostics });
         }
         let text = String::from_utf8(output.stdout).map_err(|e| RuffError::Spawn {
             program: self.program.clone(),
@@ -195,12 +163,7 @@ impl Ruff {
     }
 
     /// [`Ruff::normalize`] with ruff running in `cwd` (default: ours).
-    fn normalize_in(
-        &self,
-        raw: &str,
-        target: &Path,
-        cwd: Option<&Path>,
-    ) -> Result<String, RuffError> {
+    fn normalize_in(&self, raw: &str, target: &Path, cwd: Option<&Path>) -> Result<String, RuffError> {
         let fixed = self.run("check", raw, target, cwd)?;
         self.run("format", &fixed, target, cwd)
     }
@@ -209,11 +172,7 @@ impl Ruff {
     /// absolute path); one result per item, in order, each exactly what
     /// [`Ruff::normalize`] returns for it. At most `jobs` files go through
     /// the per-file path at a time.
-    pub fn normalize_many(
-        &self,
-        items: &[(&str, &Path)],
-        jobs: usize,
-    ) -> Vec<Result<String, RuffError>> {
+    pub fn normalize_many(&self, items: &[(&str, &Path)], jobs: usize) -> Vec<Result<String, RuffError>> {
         self.normalize_many_with(items, jobs, Mode::from_env())
     }
 
@@ -236,15 +195,11 @@ impl Ruff {
         mode: Mode,
         cwd: Option<&Path>,
     ) -> Vec<Result<String, RuffError>> {
-        let mut results: Vec<Option<Result<String, RuffError>>> =
-            (0..items.len()).map(|_| None).collect();
+        let mut results: Vec<Option<Result<String, RuffError>>> = (0..items.len()).map(|_| None).collect();
         // Group the files that can be batched by the root their mirror shows.
-        let mut groups: std::collections::BTreeMap<PathBuf, Vec<(usize, PathBuf)>> =
-            Default::default();
+        let mut groups: std::collections::BTreeMap<PathBuf, Vec<(usize, PathBuf)>> = Default::default();
         if mode == Mode::Batch && items.len() >= MIN_BATCH {
-            let cwd = cwd
-                .map(Path::to_path_buf)
-                .or_else(|| std::env::current_dir().ok());
+            let cwd = cwd.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok());
             if let Some(cwd) = cwd {
                 let mut placer = batch::Placer::new(self, &cwd);
                 for (i, (_, target)) in items.iter().enumerate() {
@@ -260,10 +215,7 @@ impl Ruff {
         // `jobs` threads), and a command line stays well below the limit.
         for (root, files) in &groups {
             for files in files.chunks(MAX_BATCH) {
-                let texts: Vec<(&Path, &str)> = files
-                    .iter()
-                    .map(|(i, rel)| (rel.as_path(), items[*i].0))
-                    .collect();
+                let texts: Vec<(&Path, &str)> = files.iter().map(|(i, rel)| (rel.as_path(), items[*i].0)).collect();
                 if let Ok(out) = self.normalize_batch(root, &texts, jobs) {
                     for ((i, _), text) in files.iter().zip(out) {
                         results[*i] = Some(Ok(text));
@@ -275,10 +227,7 @@ impl Ruff {
         for (i, r) in self.per_file(items, &rest, jobs, cwd) {
             results[i] = Some(r);
         }
-        results
-            .into_iter()
-            .map(|r| r.expect("every item normalised"))
-            .collect()
+        results.into_iter().map(|r| r.expect("every item normalised")).collect()
     }
 
     /// The per-file path for `items[i]`, `i` in `which`, on `jobs` threads.
@@ -308,10 +257,7 @@ impl Ruff {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         })
     }
 
@@ -321,7 +267,8 @@ impl Ruff {
     /// wall time should not wait for an extra process.
     pub fn is_available(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
-        let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        let runnable =
+            |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
         if self.program.components().count() > 1 || self.program.is_absolute() {
             return runnable(&self.program);
         }

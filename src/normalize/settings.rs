@@ -150,35 +150,17 @@ mod tests {
 
     #[test]
     fn lexical_normalisation() {
-        assert_eq!(
-            lexical(Path::new("/a/./b/../c")),
-            Some(PathBuf::from("/a/c"))
-        );
+        assert_eq!(lexical(Path::new("/a/./b/../c")), Some(PathBuf::from("/a/c")));
         assert_eq!(lexical(Path::new("a/b")), None);
         assert_eq!(lexical(Path::new("/..")), None);
     }
 
     #[test]
     fn local_strings() {
-        for ok in [
-            "veomni/**/generated/*.py",
-            "__init__.py",
-            "!*.ipynb",
-            "src",
-            ".",
-            "E402",
-            "py311",
-        ] {
+        for ok in ["veomni/**/generated/*.py", "__init__.py", "!*.ipynb", "src", ".", "E402", "py311"] {
             assert!(local(ok), "{ok}");
         }
-        for bad in [
-            "/abs/*.py",
-            "~/x",
-            "$HOME/x",
-            "../other",
-            "a/../../b",
-            "C:\\x",
-        ] {
+        for bad in ["/abs/*.py", "~/x", "$HOME/x", "../other", "a/../../b", "C:\\x"] {
             assert!(!local(bad), "{bad}");
         }
     }
@@ -190,54 +172,26 @@ mod tests {
         std::fs::write(root.join("pyproject.toml"), "[project]\nname='x'\n").unwrap();
         std::fs::create_dir_all(root.join("a/b")).unwrap();
         assert_eq!(find_settings_toml(&root.join("a/b/f.py")).unwrap(), None);
-        std::fs::write(
-            root.join("pyproject.toml"),
-            "[tool.ruff]\nline-length = 100\n",
-        )
-        .unwrap();
-        assert_eq!(
-            find_settings_toml(&root.join("a/b/f.py")).unwrap(),
-            Some(root.join("pyproject.toml"))
-        );
+        std::fs::write(root.join("pyproject.toml"), "[tool.ruff]\nline-length = 100\n").unwrap();
+        assert_eq!(find_settings_toml(&root.join("a/b/f.py")).unwrap(), Some(root.join("pyproject.toml")));
         std::fs::write(root.join("ruff.toml"), "line-length = 90\n").unwrap();
-        assert_eq!(
-            find_settings_toml(&root.join("a/b/f.py")).unwrap(),
-            Some(root.join("ruff.toml"))
-        );
-        std::fs::write(
-            root.join("a/.ruff.toml"),
-            "[lint.per-file-ignores]\n\"generated/*.py\" = [\"F401\"]\n",
-        )
-        .unwrap();
-        assert_eq!(
-            find_settings_toml(&root.join("a/b/f.py")).unwrap(),
-            Some(root.join("a/.ruff.toml"))
-        );
+        assert_eq!(find_settings_toml(&root.join("a/b/f.py")).unwrap(), Some(root.join("ruff.toml")));
+        std::fs::write(root.join("a/.ruff.toml"), "[lint.per-file-ignores]\n\"generated/*.py\" = [\"F401\"]\n")
+            .unwrap();
+        assert_eq!(find_settings_toml(&root.join("a/b/f.py")).unwrap(), Some(root.join("a/.ruff.toml")));
         assert!(self_contained(&root.join("a/.ruff.toml")));
         assert!(self_contained(&root.join("pyproject.toml")));
         std::fs::write(root.join("ruff.toml"), "extend = \"base.toml\"\n").unwrap();
         assert!(!self_contained(&root.join("ruff.toml")));
-        std::fs::write(
-            root.join("ruff.toml"),
-            "[lint.per-file-ignores]\n\"/abs/*.py\" = [\"F401\"]\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("ruff.toml"), "[lint.per-file-ignores]\n\"/abs/*.py\" = [\"F401\"]\n").unwrap();
         assert!(!self_contained(&root.join("ruff.toml")));
         std::fs::write(root.join("ruff.toml"), "src = [\"../lib\"]\n").unwrap();
         assert!(!self_contained(&root.join("ruff.toml")));
         std::fs::write(root.join("ruff.toml"), "namespace-packages = [\"a\"]\n").unwrap();
         assert!(!self_contained(&root.join("ruff.toml")));
-        std::fs::write(
-            root.join("ruff.toml"),
-            "[lint]\ndummy-variable-rgx = \"^_$\"\nexclude = [\"~/x\"]\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("ruff.toml"), "[lint]\ndummy-variable-rgx = \"^_$\"\nexclude = [\"~/x\"]\n").unwrap();
         assert!(!self_contained(&root.join("ruff.toml")));
-        std::fs::write(
-            root.join("ruff.toml"),
-            "[lint]\ndummy-variable-rgx = \"^(_+|(_+[a-z]*))$\"\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("ruff.toml"), "[lint]\ndummy-variable-rgx = \"^(_+|(_+[a-z]*))$\"\n").unwrap();
         assert!(self_contained(&root.join("ruff.toml")));
     }
 }

@@ -10,25 +10,13 @@ use super::batch::Placer;
 use super::{Mode, Ruff};
 
 fn ruff() -> Option<Ruff> {
-    let program = std::env::var_os("PATCHGEN_TEST_RUFF")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("PATH").and_then(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join("ruff"))
-                    .find(|f| f.is_file())
-            })
-        });
+    let program = std::env::var_os("PATCHGEN_TEST_RUFF").map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("ruff")).find(|f| f.is_file()))
+    });
     match program {
-        Some(program) => Some(Ruff {
-            program,
-            extra_ignore: Vec::new(),
-            isolated: false,
-        }),
+        Some(program) => Some(Ruff { program, extra_ignore: Vec::new(), isolated: false }),
         None => {
-            eprintln!(
-                "note: no ruff (set PATCHGEN_TEST_RUFF); batch/per-file equivalence not tested"
-            );
+            eprintln!("note: no ruff (set PATCHGEN_TEST_RUFF); batch/per-file equivalence not tested");
             None
         }
     }
@@ -50,10 +38,7 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             if e.file_type().unwrap().is_dir() {
                 stack.push(p);
             } else {
-                out.push((
-                    p.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                ));
+                out.push((p.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&p).unwrap()));
             }
         }
     }
@@ -154,21 +139,10 @@ fn batched_equals_per_file_and_touches_nothing() {
     assert_eq!(snapshot(&root), before, "the project changed");
     // The settings really differ between the files (so equality means something).
     let texts: Vec<&String> = out.iter().map(|r| r.as_ref().unwrap()).collect();
-    assert!(
-        texts[0].contains("import os"),
-        "F401 ignored under generated/: {}",
-        texts[0]
-    );
-    assert!(
-        !texts[3].contains("import os"),
-        "F401 applies outside generated/: {}",
-        texts[3]
-    );
+    assert!(texts[0].contains("import os"), "F401 ignored under generated/: {}", texts[0]);
+    assert!(!texts[3].contains("import os"), "F401 applies outside generated/: {}", texts[3]);
     assert_ne!(texts[1], texts[2], "I001 is ignored for other_*.py only");
-    assert!(
-        texts.iter().all(|t| t.contains("'https")),
-        "quote-style = single"
-    );
+    assert!(texts.iter().all(|t| t.contains("'https")), "quote-style = single");
     // From a subdirectory with the same nearest settings file: same results.
     let from_sub = both_ways(&ruff, &root.join("pkg"), &targets);
     assert_eq!(from_sub, out);
@@ -181,35 +155,18 @@ fn what_cannot_be_batched_goes_per_file() {
     let root = dir.path().canonicalize().unwrap();
     project(&root);
     // A nearer settings file for one part, and one that extends another.
-    write(
-        &root,
-        "pkg/b/ruff.toml",
-        "line-length = 60\n[format]\nquote-style = \"double\"\n",
-    );
-    write(
-        &root,
-        "pkg/c/ruff.toml",
-        "extend = \"../../pyproject.toml\"\nline-length = 70\n",
-    );
-    let targets: Vec<PathBuf> = [
-        "pkg/a/generated/patched_a.py",
-        "pkg/b/generated/patched_b.py",
-        "pkg/c/notgenerated/patched_c.py",
-    ]
-    .iter()
-    .map(|r| root.join(r))
-    .collect();
+    write(&root, "pkg/b/ruff.toml", "line-length = 60\n[format]\nquote-style = \"double\"\n");
+    write(&root, "pkg/c/ruff.toml", "extend = \"../../pyproject.toml\"\nline-length = 70\n");
+    let targets: Vec<PathBuf> =
+        ["pkg/a/generated/patched_a.py", "pkg/b/generated/patched_b.py", "pkg/c/notgenerated/patched_c.py"]
+            .iter()
+            .map(|r| root.join(r))
+            .collect();
     assert_eq!(placed(&ruff, &root, &targets), vec![true, false, false]);
     // From pkg/b the nearest settings file is pkg/b/ruff.toml: only that file's own target batches.
-    assert_eq!(
-        placed(&ruff, &root.join("pkg/b"), &targets),
-        vec![false, true, false]
-    );
+    assert_eq!(placed(&ruff, &root.join("pkg/b"), &targets), vec![false, true, false]);
     // From pkg/c the nearest settings file extends another: nothing batches.
-    assert_eq!(
-        placed(&ruff, &root.join("pkg/c"), &targets),
-        vec![false, false, false]
-    );
+    assert_eq!(placed(&ruff, &root.join("pkg/c"), &targets), vec![false, false, false]);
     both_ways(&ruff, &root, &targets);
     both_ways(&ruff, &root.join("pkg/b"), &targets);
     // A settings directory that is itself a package: package detection
@@ -225,18 +182,10 @@ fn force_exclude_isolated_and_rejections_agree() {
     let root = dir.path().canonicalize().unwrap();
     project(&root);
     let text = std::fs::read_to_string(root.join("pyproject.toml")).unwrap();
-    let text = text.replace(
-        "[tool.ruff]\n",
-        "[tool.ruff]\nforce-exclude = true\nextend-exclude = [\"pkg/b/**\"]\n",
-    );
+    let text = text.replace("[tool.ruff]\n", "[tool.ruff]\nforce-exclude = true\nextend-exclude = [\"pkg/b/**\"]\n");
     std::fs::write(root.join("pyproject.toml"), text).unwrap();
-    let targets: Vec<PathBuf> = [
-        "pkg/a/generated/patched_a.py",
-        "pkg/b/generated/patched_b.py",
-    ]
-    .iter()
-    .map(|r| root.join(r))
-    .collect();
+    let targets: Vec<PathBuf> =
+        ["pkg/a/generated/patched_a.py", "pkg/b/generated/patched_b.py"].iter().map(|r| root.join(r)).collect();
     let out = both_ways(&ruff, &root, &targets);
     assert_ne!(
         out[1].as_deref(),
@@ -250,27 +199,12 @@ fn force_exclude_isolated_and_rejections_agree() {
     ruff.isolated = false;
 
     // A file ruff rejects: the batch is redone per file, with the same error.
-    let items: Vec<(&str, &Path)> = vec![
-        (RAW, targets[0].as_path()),
-        ("def broken(:\n", targets[1].as_path()),
-    ];
+    let items: Vec<(&str, &Path)> = vec![(RAW, targets[0].as_path()), ("def broken(:\n", targets[1].as_path())];
     let per_file = ruff.normalize_many_in(&items, 2, Mode::PerFile, Some(&root));
     let batched = ruff.normalize_many_in(&items, 2, Mode::Batch, Some(&root));
     assert_eq!(
-        format!(
-            "{:?}",
-            per_file
-                .iter()
-                .map(|r| r.as_ref().map_err(|e| e.to_string()))
-                .collect::<Vec<_>>()
-        ),
-        format!(
-            "{:?}",
-            batched
-                .iter()
-                .map(|r| r.as_ref().map_err(|e| e.to_string()))
-                .collect::<Vec<_>>()
-        )
+        format!("{:?}", per_file.iter().map(|r| r.as_ref().map_err(|e| e.to_string())).collect::<Vec<_>>()),
+        format!("{:?}", batched.iter().map(|r| r.as_ref().map_err(|e| e.to_string())).collect::<Vec<_>>())
     );
 }
 
@@ -281,19 +215,11 @@ fn the_batch_itself_matches() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     project(&root);
-    let rels = [
-        "pkg/a/generated/patched_a.py",
-        "pkg/b/generated/patched_b.py",
-        "pkg/b/generated/other_b.py",
-    ];
+    let rels = ["pkg/a/generated/patched_a.py", "pkg/b/generated/patched_b.py", "pkg/b/generated/other_b.py"];
     let files: Vec<(&Path, &str)> = rels.iter().map(|r| (Path::new(*r), RAW)).collect();
-    let batched = ruff
-        .normalize_batch(&root, &files, 2)
-        .expect("the batch runs");
+    let batched = ruff.normalize_batch(&root, &files, 2).expect("the batch runs");
     for (rel, b) in rels.iter().zip(batched) {
-        let a = ruff
-            .normalize_in(RAW, &root.join(rel), Some(&root))
-            .unwrap();
+        let a = ruff.normalize_in(RAW, &root.join(rel), Some(&root)).unwrap();
         assert_eq!(a, b, "{rel}");
     }
 }

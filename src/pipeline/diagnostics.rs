@@ -1,15 +1,41 @@
 //! Findings about a plan against its upstream module, where the reference
 //! silently does something surprising: a target that does not exist, a
 //! method injected instead of overridden, a target patched twice. The
-//! output stays the reference's; these are warnings (`--strict` fails on them).
+//! output stays the reference's; these are warnings (`--strict` fails on them),
+//! coded diagnostics (`crate::diagnostics::codes`) naming their config.
+//! [`from_config_warning`] gives the config evaluator's warnings their codes.
 
 use std::collections::HashMap;
 
 use ruff_python_ast::{Expr, Stmt};
 
+use crate::config::Warning;
 use crate::config::plan::{Loc, Patch, PatchPlan, PatchType};
 use crate::config::source::ParsedFile;
-use crate::config::Warning;
+use crate::diagnostics::codes::{self, Code};
+use crate::diagnostics::{Diagnostic, Location};
+
+fn location(loc: &Loc) -> Location {
+    Location::line(loc.path.clone(), loc.line)
+}
+
+fn diagnostic(code: Code, loc: &Loc, message: String, config: &str) -> Diagnostic {
+    code.diagnostic(message).at(location(loc)).config(config)
+}
+
+/// A config evaluator's warning as a coded diagnostic of config `module`.
+pub fn from_config_warning(w: &Warning, module: &str) -> Diagnostic {
+    let code = if w.message.starts_with("this call registers nothing") {
+        codes::DISCARDED_DECORATOR
+    } else if w.message.starts_with("cannot find the source of") {
+        codes::SOURCE_NOT_FOUND
+    } else if w.message.starts_with("helper ") && w.message.contains("has no source") {
+        codes::HELPER_WITHOUT_SOURCE
+    } else {
+        codes::CONFIG_WARNING
+    };
+    diagnostic(code, &w.loc, w.message.clone(), module)
+}
 
 /// The top-level classes and functions of an upstream module: what patch
 /// targets are looked up in (codegen walks exactly these).
@@ -57,48 +83,68 @@ fn is_empty_body(class: &ruff_python_ast::StmtClassDef) -> bool {
     })
 }
 
-/// Findings, and separately the methods injected rather than overridden
-/// (a common, deliberate pattern: reported in one line, never fatal).
+/// Findings (warnings, then one note naming the methods injected rather
+/// than overridden: a common, deliberate pattern, never fatal), and the
+/// injected targets themselves.
 pub struct Diagnosis {
-    pub warnings: Vec<Warning>,
+    pub diagnostics: Vec<Diagnostic>,
     pub injected: Vec<String>,
 }
 
-pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
+/// `config` is the config module's name, which every diagnostic carries.
+pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile, config: &str) -> Diagnosis {
     let names = upstream_names(upstream);
     let mut out = Vec::new();
     let mut injected = Vec::new();
-    let warn = |loc: &Loc, message: String| Warning { loc: loc.clone(), message };
+    let mut injected_at: Option<&Loc> = None;
     let module = &plan.source_module;
     for p in &plan.patches {
         match p.patch_type {
-            PatchType::ClassReplacement if missing_target(&names, p).is_some() => out.push(warn(
+            PatchType::ClassReplacement if missing_target(&names, p).is_some() => out.push(diagnostic(
+                codes::MISSING_TARGET,
                 &p.registered_at,
-                format!("replace_class target `{}` is not a top-level class of `{module}`; the patch does nothing", p.target),
+                format!(
+                    "replace_class target `{}` is not a top-level class of `{module}`; the patch does nothing",
+                    p.target
+                ),
+                config,
             )),
-            PatchType::FunctionReplacement if missing_target(&names, p).is_some() => out.push(warn(
+            PatchType::FunctionReplacement if missing_target(&names, p).is_some() => out.push(diagnostic(
+                codes::MISSING_TARGET,
                 &p.registered_at,
-                format!("replace_function target `{}` is not a top-level function of `{module}`; the patch does nothing", p.target),
+                format!(
+                    "replace_function target `{}` is not a top-level function of `{module}`; the patch does nothing",
+                    p.target
+                ),
+                config,
             )),
             PatchType::MethodOverride => {
                 let (class, method) = p.target.split_once('.').unwrap_or((p.target.as_str(), ""));
                 match names.classes.get(class) {
-                    None => out.push(warn(
+                    None => out.push(diagnostic(
+                        codes::MISSING_TARGET,
                         &p.registered_at,
                         format!("override_method target class `{class}` is not a top-level class of `{module}`; the patch does nothing"),
+                        config,
                     )),
                     Some(c) => {
                         let has_method = c.body.iter().any(|s| matches!(s, Stmt::FunctionDef(f) if f.name.id.as_str() == method));
                         if !has_method {
                             let how = if is_empty_body(c) { " (into the empty body)" } else { "" };
                             injected.push(format!("{}{how}", p.target));
+                            injected_at.get_or_insert(&p.registered_at);
                         }
                     }
                 }
             }
-            PatchType::InitModification => out.push(warn(
+            PatchType::InitModification => out.push(diagnostic(
+                codes::NOOP_MODIFY_INIT,
                 &p.registered_at,
-                format!("modify_init(`{}`) is listed in the header but changes no code (the reference never applies it)", p.target),
+                format!(
+                    "modify_init(`{}`) is listed in the header but changes no code (the reference never applies it)",
+                    p.target
+                ),
+                config,
             )),
             _ => {}
         }
@@ -114,7 +160,8 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
     for (t, target, locs) in seen {
         if locs.len() > 1 && t != PatchType::InitModification {
             let lines: Vec<String> = locs.iter().map(|l| l.line.to_string()).collect();
-            out.push(warn(
+            out.push(diagnostic(
+                codes::DUPLICATE_REGISTRATION,
                 locs[locs.len() - 1],
                 format!(
                     "`{target}` is patched {} times ({} at lines {}): the output uses the last registration, placed where the first one was; the header lists all",
@@ -122,8 +169,17 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile) -> Diagnosis {
                     t.value(),
                     lines.join(", ")
                 ),
+                config,
             ));
         }
     }
-    Diagnosis { warnings: out, injected }
+    if let Some(at) = injected_at {
+        out.push(diagnostic(
+            codes::INJECTED_METHOD,
+            at,
+            format!("{} method(s) not found upstream, injected: {}", injected.len(), injected.join(", ")),
+            config,
+        ));
+    }
+    Diagnosis { diagnostics: out, injected }
 }

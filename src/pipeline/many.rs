@@ -18,11 +18,7 @@ impl Context {
     /// Starting ruff on early configs while later ones are generated was
     /// measured and not kept: ruff already keeps the cores busy, and each
     /// extra batch costs two more ruff processes (`docs/performance.md`).
-    pub fn generate_many(
-        &self,
-        modules: &[String],
-        config_name: &str,
-    ) -> Vec<(Result<Generated, Failure>, f64)> {
+    pub fn generate_many(&self, modules: &[String], config_name: &str) -> Vec<(Result<Generated, Failure>, f64)> {
         self.generate_many_expecting(modules, config_name, &|_| None)
     }
 
@@ -82,10 +78,7 @@ impl Context {
                 let start = Instant::now();
                 let result = match r {
                     Ok((raw, Ok(py), guess)) => Ok(raw.finish_guessed(py, guess)),
-                    Ok((raw, Err(error), _)) => Err(Failure::Ruff {
-                        py_path: raw.job.py_path,
-                        error,
-                    }),
+                    Ok((raw, Err(error), _)) => Err(Failure::Ruff { py_path: raw.job.py_path, error }),
                     Err(f) => Err(f),
                 };
                 (result, secs + start.elapsed().as_secs_f64())

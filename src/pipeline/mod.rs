@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::codegen;
-use crate::config::{self, source::ParsedFile, EvalError, PatchPlan, ProjectLoader, Warning};
+use crate::config::{self, EvalError, PatchPlan, ProjectLoader, Warning, source::ParsedFile};
+use crate::diagnostics::Diagnostic;
 use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
 use crate::pytext;
@@ -44,7 +45,9 @@ pub struct Job {
     pub py_path: PathBuf,
     pub diff_path: PathBuf,
     pub upstream_origin: PathBuf,
-    pub warnings: Vec<Warning>,
+    /// Warnings and notes about this config, each naming it (codes in
+    /// `crate::diagnostics::codes`).
+    pub diagnostics: Vec<Diagnostic>,
     /// Override targets missing upstream, injected into their class.
     pub injected: Vec<String>,
 }
@@ -70,43 +73,64 @@ impl std::ops::Deref for Generated {
 }
 
 /// Why a config failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Failure {
+    #[error("{0}")]
     Eval(EvalError),
+    #[error(
+        "{}`{config_name}` in `{module}` is missing or not a PatchConfig\n  help: the module must assign `{config_name} = PatchConfig(...)` at module level (or pass `-c NAME`)",
+        path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default()
+    )]
     NotAConfig { module: String, config_name: String, path: Option<PathBuf> },
     /// `optional=True` and the upstream module is not installed: `--check`
     /// skips the config (as the reference does since it grew the field).
+    #[error("upstream module `{source_module}` not found (the config is optional)")]
     OptionalSkipped { source_module: String },
+    #[error("{0}")]
     Upstream(UpstreamError),
+    #[error("{}:{line}: syntax error in the upstream module: {message}", origin.display())]
     UpstreamSyntax { origin: PathBuf, line: usize, message: String },
+    #[error("{module}: code generation error: {error}")]
     Codegen { module: String, error: codegen::CodegenError },
+    #[error("{}: {error}", py_path.display())]
     Ruff { py_path: PathBuf, error: RuffError },
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Eval(e) => write!(f, "{e}"),
-            Failure::NotAConfig { module, config_name, path } => {
-                match path {
-                    Some(p) => write!(f, "{}: ", p.display())?,
-                    None => {}
+impl Failure {
+    /// This failure as a coded diagnostic of config `config` (its message
+    /// is the failure's text, as `Display` writes it).
+    pub fn diagnostic(&self, config: &str) -> Diagnostic {
+        use crate::diagnostics::{Location, codes};
+        let code = match self {
+            Failure::Eval(_) => codes::CONFIG_ERROR,
+            Failure::NotAConfig { .. } => codes::NOT_A_CONFIG,
+            Failure::OptionalSkipped { .. } => codes::OPTIONAL_SKIPPED,
+            Failure::Upstream(UpstreamError::NotFound { .. }) => codes::UPSTREAM_NOT_FOUND,
+            Failure::Upstream(_) | Failure::UpstreamSyntax { .. } => codes::UPSTREAM_SYNTAX,
+            Failure::Codegen { .. } => codes::CODEGEN_ERROR,
+            Failure::Ruff { .. } => codes::RUFF_ERROR,
+        };
+        let d = match self {
+            Failure::Eval(e) => {
+                let d = code.diagnostic(e.message.clone()).at(Location::line(e.loc.path.clone(), e.loc.line));
+                match &e.help {
+                    Some(h) => d.help(h.clone()),
+                    None => d,
                 }
-                write!(
-                    f,
-                    "`{config_name}` in `{module}` is missing or not a PatchConfig\n  help: the module must assign `{config_name} = PatchConfig(...)` at module level (or pass `-c NAME`)"
-                )
             }
-            Failure::Upstream(e) => write!(f, "{e}"),
-            Failure::OptionalSkipped { source_module } => {
-                write!(f, "upstream module `{source_module}` not found (the config is optional)")
+            Failure::NotAConfig { path: Some(p), .. } => {
+                code.diagnostic(self.to_string()).at(Location::file(p.clone()))
             }
-            Failure::UpstreamSyntax { origin, line, message } => {
-                write!(f, "{}:{line}: syntax error in the upstream module: {message}", origin.display())
+            Failure::UpstreamSyntax { origin, line, .. } => {
+                code.diagnostic(self.to_string()).at(Location::line(origin.clone(), *line))
             }
-            Failure::Codegen { module, error } => write!(f, "{module}: code generation error: {error}"),
-            Failure::Ruff { py_path, error } => write!(f, "{}: {error}", py_path.display()),
-        }
+            Failure::Upstream(UpstreamError::NotUtf8 { origin, line }) => {
+                code.diagnostic(self.to_string()).at(Location::line(origin.clone(), *line))
+            }
+            Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
+            _ => code.diagnostic(self.to_string()),
+        };
+        d.config(config)
     }
 }
 
@@ -151,14 +175,21 @@ pub fn default_output_dir(config_path: &Path) -> PathBuf {
 }
 
 impl Context {
+    /// A context whose ruff is `ruff_override`, else what the settings say
+    /// (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value is
+    /// ignored here: commands resolve settings first and report it).
     pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>) -> Context {
+        let ruff = crate::settings::ruff(ruff_override.as_deref(), &crate::settings::process_env, &project)
+            .unwrap_or_else(|_| {
+                crate::settings::ruff(ruff_override.as_deref(), &|_| None, &project).expect("no environment, no error")
+            });
+        Context::with_ruff(project, cwd, ruff)
+    }
+
+    /// A context running `ruff` (resolved by `crate::settings`).
+    pub fn with_ruff(project: Project, cwd: &Path, ruff: Ruff) -> Context {
         let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
         let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
-        let ruff = Ruff {
-            program: ruff_override.or_else(|| project.settings.ruff.clone()).unwrap_or_else(|| PathBuf::from("ruff")),
-            extra_ignore: project.settings.ruff_extra_ignore.clone(),
-            isolated: project.settings.ruff_isolated,
-        };
         Context {
             project,
             loader,
@@ -216,10 +247,8 @@ impl Context {
 
     fn read_upstream(&self, module: &str) -> Result<Upstream, Failure> {
         let upstream = self.search.find_module(module).map_err(Failure::Upstream)?;
-        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| Failure::UpstreamSyntax {
-            origin: upstream.origin.clone(),
-            line: e.line,
-            message: e.message,
+        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| {
+            Failure::UpstreamSyntax { origin: upstream.origin.clone(), line: e.line, message: e.message }
         })?;
         Ok((upstream.origin, Arc::new(parsed)))
     }
@@ -228,15 +257,16 @@ impl Context {
     /// caller normalises `text` as the file at `abs_target` (one by one or
     /// in a batch) and hands the result to [`Raw::finish`].
     pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
-        let (plan, config_path, mut warnings) = self.evaluate(module, config_name)?;
+        let (plan, config_path, warnings) = self.evaluate(module, config_name)?;
         let (upstream_origin, parsed) = match self.upstream(&plan.source_module) {
             Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
                 return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
             }
             found => found?,
         };
-        let diagnosis = diagnostics::diagnose(&plan, &parsed);
-        warnings.extend(diagnosis.warnings);
+        let diagnosis = diagnostics::diagnose(&plan, &parsed, module);
+        let mut found: Vec<Diagnostic> = warnings.iter().map(|w| diagnostics::from_config_warning(w, module)).collect();
+        found.extend(diagnosis.diagnostics);
         let text = codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
@@ -246,7 +276,11 @@ impl Context {
         let py_path = output_dir.join(&plan.target_file);
         let diff_name = Path::new(&plan.target_file).with_extension("diff");
         let diff_path = output_dir.join(diff_name.file_name().unwrap_or(diff_name.as_os_str()));
-        let abs_target = if py_path.is_absolute() { py_path.clone() } else { std::env::current_dir().unwrap_or_default().join(&py_path) };
+        let abs_target = if py_path.is_absolute() {
+            py_path.clone()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(&py_path)
+        };
         Ok(Raw {
             job: Job {
                 module: module.to_string(),
@@ -256,7 +290,7 @@ impl Context {
                 py_path,
                 diff_path,
                 upstream_origin,
-                warnings,
+                diagnostics: found,
                 injected: diagnosis.injected,
             },
             abs_target,

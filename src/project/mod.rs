@@ -15,6 +15,10 @@ pub struct Settings {
     pub ruff_isolated: bool,
     /// The ruff binary to use (ours; relative paths are from the pyproject's directory).
     pub ruff: Option<PathBuf>,
+    /// `cache-dir` (ours), absolute.
+    pub cache_dir: Option<PathBuf>,
+    /// `[tool.patchgen.lint]`.
+    pub lint: crate::settings::LintOptions,
 }
 
 #[derive(Clone, Debug)]
@@ -22,23 +26,15 @@ pub struct Project {
     pub pyproject: PathBuf,
     pub root: PathBuf,
     pub settings: Settings,
-    /// Non-fatal findings about the section (unknown keys).
-    pub warnings: Vec<String>,
 }
 
-/// A usage or project-configuration problem (exit code 2).
-#[derive(Debug)]
+/// A usage or project-configuration problem (exit code 2): the message
+/// names the file (and line) and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct ProjectError(pub String);
 
-impl std::fmt::Display for ProjectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
-
-const KNOWN_KEYS: [&str; 7] = ["search_root", "package_prefix", "legacy_patches_prefix", "ruff_extra_ignore", "ruff_isolated", "ruff", "lint"];
 
 /// A discovered config file.
 #[derive(Clone, Debug)]
@@ -76,67 +72,15 @@ impl Project {
             }
             let text = std::fs::read_to_string(&candidate)
                 .map_err(|e| ProjectError(format!("{}: cannot read: {e}", candidate.display())))?;
-            let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-                let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1).unwrap_or(0);
-                ProjectError(format!("{}:{line}: invalid TOML: {}", candidate.display(), e.message()))
-            })?;
-            let Some(section) = doc.get("tool").and_then(|t| t.get("patchgen")) else { continue };
-            let Some(section) = section.as_table() else {
-                return Err(ProjectError(format!("{}: [tool.patchgen] must be a table", candidate.display())));
-            };
-            let settings = Self::settings(&candidate, dir, section)?;
-            let warnings = section
-                .keys()
-                .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
-                .map(|k| format!("{}: [tool.patchgen] has an unknown key `{k}` (known: {}); it is ignored", candidate.display(), KNOWN_KEYS.join(", ")))
-                .collect();
-            return Ok(Project { pyproject: candidate, root: dir.to_path_buf(), settings, warnings });
+            let options =
+                crate::settings::Options::from_pyproject(&candidate, &text).map_err(|e| ProjectError(e.to_string()))?;
+            let Some(options) = options else { continue };
+            let settings = crate::settings::project_settings(&candidate, dir, options)?;
+            return Ok(Project { pyproject: candidate, root: dir.to_path_buf(), settings });
         }
         Err(ProjectError(format!(
             "no [tool.patchgen] section found in any pyproject.toml from the current directory up. Add a section like:\n\n{SECTION_TEMPLATE}"
         )))
-    }
-
-    fn settings(pyproject: &Path, root: &Path, section: &toml::Table) -> Result<Settings, ProjectError> {
-        let err = |msg: String| ProjectError(format!("{}: [tool.patchgen] {msg}", pyproject.display()));
-        let string = |key: &str| -> Result<Option<String>, ProjectError> {
-            match section.get(key) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(err(format!("`{key}` must be a string"))),
-            }
-        };
-        let (Some(search_root), Some(package_prefix)) = (string("search_root")?, string("package_prefix")?) else {
-            let missing = if section.contains_key("search_root") { "package_prefix" } else { "search_root" };
-            return Err(err(format!(
-                "is missing required key '{missing}'. Both `search_root` and `package_prefix` are required."
-            )));
-        };
-        let ruff_extra_ignore = match section.get("ruff_extra_ignore") {
-            None => Vec::new(),
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| err("`ruff_extra_ignore` must be a list of strings".into())))
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(err("`ruff_extra_ignore` must be a list of strings".into())),
-        };
-        let ruff_isolated = match section.get("ruff_isolated") {
-            None => false,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(_) => return Err(err("`ruff_isolated` must be true or false".into())),
-        };
-        let ruff = string("ruff")?.map(|r| {
-            let p = PathBuf::from(&r);
-            if r.contains('/') && p.is_relative() { root.join(p) } else { p }
-        });
-        Ok(Settings {
-            search_root: resolve(&root.join(search_root)),
-            package_prefix,
-            legacy_patches_prefix: string("legacy_patches_prefix")?,
-            ruff_extra_ignore,
-            ruff_isolated,
-            ruff,
-        })
     }
 
     /// The directory holding the first segment of `package_prefix`.

@@ -31,11 +31,7 @@ pub struct GetBlockError {
 
 impl fmt::Display for GetBlockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (line {}, column {})",
-            self.message, self.line, self.col
-        )
+        write!(f, "{} (line {}, column {})", self.message, self.line, self.col)
     }
 }
 
@@ -161,10 +157,7 @@ pub fn getblock(lines: &[&str]) -> Result<usize, GetBlockError> {
 ///
 /// `Err` where Python raises `OSError`: no lines at all ("could not get
 /// source code"), or a start past the end ("lineno is out of bounds").
-pub fn find_function_start(
-    lines: &[&str],
-    co_firstlineno_0based: usize,
-) -> Result<usize, GetBlockError> {
+pub fn find_function_start(lines: &[&str], co_firstlineno_0based: usize) -> Result<usize, GetBlockError> {
     if lines.is_empty() {
         return Err(GetBlockError {
             message: "OSError: could not get source code".to_owned(),
@@ -194,11 +187,7 @@ pub fn find_function_start(
 pub fn matches_function_start(line: &str) -> bool {
     let chars: Vec<char> = line.chars().collect();
     let is_space = |i: usize| chars.get(i).is_some_and(|&c| is_py_whitespace(c));
-    let has_at = |i: usize, word: &str| {
-        word.chars()
-            .enumerate()
-            .all(|(k, c)| chars.get(i + k) == Some(&c))
-    };
+    let has_at = |i: usize, word: &str| word.chars().enumerate().all(|(k, c)| chars.get(i + k) == Some(&c));
 
     // `\s*` is greedy and none of what follows it can match whitespace, so
     // backtracking into it never helps.
@@ -269,16 +258,12 @@ mod tests {
         // kept only while the block goes on.
         let src = "def f():\n    x = 1\n    # trailing at body indent\n\n        # deeper\n  # shallower\n# col0\ndef g(): pass\n";
         assert_eq!(block(src), Ok(5));
-        assert_eq!(
-            block("def f():\n    x = 1\n# col0\n    # body\nx = 2\n"),
-            Ok(4)
-        );
+        assert_eq!(block("def f():\n    x = 1\n# col0\n    # body\nx = 2\n"), Ok(4));
     }
 
     #[test]
     fn method_in_class() {
-        let src =
-            "    @property\n    def f(self):\n        return 1\n\n    def g(self):\n        pass\n";
+        let src = "    @property\n    def f(self):\n        return 1\n\n    def g(self):\n        pass\n";
         assert_eq!(block(src), Ok(3));
     }
 
@@ -293,16 +278,12 @@ mod tests {
 
     #[test]
     fn backslash_continuation() {
-        assert_eq!(
-            block("def f(a, \\\n      b):\n    return a + \\\n2\nz = 3\n"),
-            Ok(4)
-        );
+        assert_eq!(block("def f(a, \\\n      b):\n    return a + \\\n2\nz = 3\n"), Ok(4));
     }
 
     #[test]
     fn triple_quoted_string_with_def_class_and_dedented_text() {
-        let src =
-            "def f():\n    s = '''\ndef g():\n  pass\nclass C:\n'''\n    return s\nclass D: pass\n";
+        let src = "def f():\n    s = '''\ndef g():\n  pass\nclass C:\n'''\n    return s\nclass D: pass\n";
         assert_eq!(block(src), Ok(7));
     }
 
@@ -333,10 +314,7 @@ mod tests {
         // An unmatched closing bracket makes every later line a continuation
         // line, so no DEDENT ever ends the block.
         let e = block("def f():\n    x = 1)\n    y = 2\nz = 3\n").unwrap_err();
-        assert_eq!(
-            (e.message.as_str(), e.line),
-            ("TokenError: EOF in multi-line statement", 5)
-        );
+        assert_eq!((e.message.as_str(), e.line), ("TokenError: EOF in multi-line statement", 5));
         // ...but an error past the end of the block is never reached.
         assert_eq!(block("def f():\n    pass\nx = (\n"), Ok(2));
     }
@@ -401,19 +379,14 @@ mod tests {
         let spaces = format!(" x{}$\n", " ".repeat(200_000));
         let escapes = format!(" x = '{}\n", "\\a".repeat(100_000));
         let deep = format!(" {}\n", "(".repeat(100_000));
-        let many: Vec<String> = (0..20_000)
-            .map(|i| format!("{}x\n", " ".repeat(1 + i % 50)))
-            .collect();
+        let many: Vec<String> = (0..20_000).map(|i| format!("{}x\n", " ".repeat(1 + i % 50))).collect();
         let mut many: Vec<&str> = many.iter().map(String::as_str).collect();
         many.insert(0, "def f():\n");
         let started = std::time::Instant::now();
         assert_eq!(getblock(&["def f():\n", &spaces, "x\n"]), Ok(2));
         assert_eq!(getblock(&["def f():\n", &escapes, "x\n"]), Ok(2));
         let e = getblock(&["def f():\n", &deep]).unwrap_err();
-        assert_eq!(
-            (e.message.as_str(), e.line),
-            ("TokenError: EOF in multi-line statement", 3)
-        );
+        assert_eq!((e.message.as_str(), e.line), ("TokenError: EOF in multi-line statement", 3));
         assert_eq!(getblock(&many), Ok(20_001));
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
@@ -444,10 +417,7 @@ mod tests {
             (true, &["def f(a, b):"]),
             (true, &["async def f(a):"]),
             (true, &["async  def  spaced():"]),
-            (
-                true,
-                &["def f(", "    a,", "    b=[1,", "|        2],", ") -> int:"],
-            ),
+            (true, &["def f(", "    a,", "    b=[1,", "|        2],", ") -> int:"]),
             (false, &["def f(): return 1"]),
             (true, &["def\tg(x) :  # header comment"]),
             (true, &["class C:"]),
@@ -457,19 +427,8 @@ mod tests {
             (false, &["return x"]),
             (false, &["x = 1"]),
             (false, &["\"\"\"Docstring.\"\"\""]),
-            (
-                false,
-                &[
-                    "s = \"\"\"",
-                    "|def inner():",
-                    "|class Fake:",
-                    "|  text\"\"\"",
-                ],
-            ),
-            (
-                false,
-                &["s = r'''raw", "    @not_a_decorator", "'''  # after"],
-            ),
+            (false, &["s = \"\"\"", "|def inner():", "|class Fake:", "|  text\"\"\""]),
+            (false, &["s = r'''raw", "    @not_a_decorator", "'''  # after"]),
             (false, &["s = '''", "    line\\", "'''"]),
             (false, &["x = (1,", "|2)"]),
             (false, &["x = {", "|  'a': [", "|      1,", "|  ],", "}"]),
@@ -486,10 +445,7 @@ mod tests {
             (true, &["if x:"]),
             (true, &["else:"]),
             (true, &["for i in range(3):"]),
-            (
-                false,
-                &["y = 'it\\'s' + r\"raw\\\"\" + b'\\x00' + f\"{x}\" + Rb'' + U\"u\""],
-            ),
+            (false, &["y = 'it\\'s' + r\"raw\\\"\" + b'\\x00' + f\"{x}\" + Rb'' + U\"u\""]),
             (false, &["s = 'abc\\", "|def'"]),
             (false, &["s = 'abc\\", "|def"]),
             (false, &["s = \"\\", "|  \\", "|\""]),
@@ -502,26 +458,19 @@ mod tests {
             (false, &["xlambda: int = 2"]),
             (false, &["deffoo = 1"]),
             (false, &["|\x0cdef h(): pass"]),
-            (
-                false,
-                &["n = 0x_1f + 1_000j + .5e-3 + 1.e5J + 0b102 + 0o17 + 1__2 + 00 + 012"],
-            ),
+            (false, &["n = 0x_1f + 1_000j + .5e-3 + 1.e5J + 0b102 + 0o17 + 1__2 + 00 + 012"]),
             (false, &["x = a @ b; x @= c; y = a->b != c ... ! ? $ `"]),
             (false, &["café = défini = 1  # non-ASCII é"]),
             (false, &["defé = classλ = lambdaµ = ١٢ + x\u{2028}y"]),
-            (
-                false,
-                &["x = f'{a!r:>{w}}' \"\"\"one-line triple\"\"\" '''x''''"],
-            ),
+            (false, &["x = f'{a!r:>{w}}' \"\"\"one-line triple\"\"\" '''x''''"]),
             (false, &["x = 1\r"]),
             (false, &["s = 'a\\\r", "|b'"]),
         ];
 
         const GARBAGE: &[char] = &[
-            'a', 'b', 'r', 'f', 'd', 'e', 'l', '_', '0', '1', '.', 'j', ' ', ' ', '\t', '\x0c',
-            '\'', '"', '#', '@', '(', ')', '[', ']', '{', '}', '\\', ':', '=', '\n', '\r', 'é',
-            '١', 'λ', '$', '!', '?', '\u{2028}', '\u{a0}', '\u{85}', '-', '>', '*', '<', '`', ';',
-            '/', '+', 'x', 'B', 'U',
+            'a', 'b', 'r', 'f', 'd', 'e', 'l', '_', '0', '1', '.', 'j', ' ', ' ', '\t', '\x0c', '\'', '"', '#', '@',
+            '(', ')', '[', ']', '{', '}', '\\', ':', '=', '\n', '\r', 'é', '١', 'λ', '$', '!', '?', '\u{2028}',
+            '\u{a0}', '\u{85}', '-', '>', '*', '<', '`', ';', '/', '+', 'x', 'B', 'U',
         ];
 
         #[derive(Debug, Clone)]
@@ -554,11 +503,7 @@ mod tests {
             ];
             let dedent = prop_oneof![8 => Just(0usize), 3 => Just(1usize), 1 => 2..5usize];
             let style = prop_oneof![12 => Just(None), 1 => (0..6usize).prop_map(Some)];
-            (body, dedent, style).prop_map(|(body, dedent, style)| Item {
-                body,
-                dedent,
-                style,
-            })
+            (body, dedent, style).prop_map(|(body, dedent, style)| Item { body, dedent, style })
         }
 
         fn case() -> impl Strategy<Value = Case> {
@@ -681,14 +626,7 @@ sys.stdout.write(json.dumps(out, separators=(",", ":")))
             let (tokens, error) = generate_tokens(lines);
             let mut out: Vec<Value> = tokens
                 .iter()
-                .map(|t| {
-                    json!([
-                        t.kind.name(),
-                        t.string,
-                        [t.start.0, t.start.1],
-                        [t.end.0, t.end.1]
-                    ])
-                })
+                .map(|t| json!([t.kind.name(), t.string, [t.start.0, t.start.1], [t.end.0, t.end.1]]))
                 .collect();
             if let Some(e) = error {
                 out.push(json!({
@@ -709,29 +647,17 @@ sys.stdout.write(json.dumps(out, separators=(",", ":")))
 
         fn is_start_candidate(line: &str) -> bool {
             let t = line.trim_start_matches(crate::pytext::tokenize::is_py_whitespace);
-            ["@", "def", "class", "async"]
-                .iter()
-                .any(|p| t.starts_with(p))
-                || line.contains("lambda")
+            ["@", "def", "class", "async"].iter().any(|p| t.starts_with(p)) || line.contains("lambda")
         }
 
         #[test]
         fn getblock_matches_cpython() {
-            let count: usize = std::env::var("PYTEXT_DIFF_CASES")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(512);
-            let mut runner = match std::env::var("PYTEXT_DIFF_SEED")
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-            {
+            let count: usize = std::env::var("PYTEXT_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(512);
+            let mut runner = match std::env::var("PYTEXT_DIFF_SEED").ok().and_then(|s| s.parse::<u64>().ok()) {
                 Some(seed) => {
                     let mut bytes = [0u8; 32];
                     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-                    TestRunner::new_with_rng(
-                        Config::default(),
-                        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
-                    )
+                    TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
                 }
                 None => TestRunner::deterministic(),
             };
@@ -739,15 +665,11 @@ sys.stdout.write(json.dumps(out, separators=(",", ":")))
             let mut sources = Vec::with_capacity(count);
             let mut requests = Vec::with_capacity(count);
             for _ in 0..count {
-                let case = strategy
-                    .new_tree(&mut runner)
-                    .expect("generate a case")
-                    .current();
+                let case = strategy.new_tree(&mut runner).expect("generate a case").current();
                 let lines = render(&case);
                 let n = lines.len();
                 let random_start = case.start.index(n);
-                let mut starts: Vec<usize> =
-                    (0..n).filter(|&i| is_start_candidate(&lines[i])).collect();
+                let mut starts: Vec<usize> = (0..n).filter(|&i| is_start_candidate(&lines[i])).collect();
                 starts.push(random_start);
                 let finds: Vec<usize> = case.finds.iter().map(|f| f.index(n + 2)).collect();
                 requests.push(json!({
@@ -770,13 +692,8 @@ sys.stdout.write(json.dumps(out, separators=(",", ":")))
             let input = serde_json::to_vec(&requests).unwrap();
             child.stdin.take().unwrap().write_all(&input).unwrap();
             let output = child.wait_with_output().unwrap();
-            assert!(
-                output.status.success(),
-                "python3 failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            let expected: Vec<Value> =
-                serde_json::from_slice(&output.stdout).expect("python's JSON");
+            assert!(output.status.success(), "python3 failed: {}", String::from_utf8_lossy(&output.stderr));
+            let expected: Vec<Value> = serde_json::from_slice(&output.stdout).expect("python's JSON");
             let python_time = python_started.elapsed();
             assert_eq!(expected.len(), count);
 
@@ -785,36 +702,21 @@ sys.stdout.write(json.dumps(out, separators=(",", ":")))
             for ((request, lines), python) in requests.iter().zip(&sources).zip(&expected) {
                 let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
                 let indices = |key: &str| -> Vec<usize> {
-                    request[key]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.as_u64().unwrap() as usize)
-                        .collect()
+                    request[key].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect()
                 };
                 let mut check = |what: String, rust: Value, python: &Value| {
                     if &rust != python {
-                        failures.push(format!(
-                            "{what} of {lines:?}:\n  python: {python}\n  rust:   {rust}"
-                        ));
+                        failures.push(format!("{what} of {lines:?}:\n  python: {python}\n  rust:   {rust}"));
                     }
                 };
                 for (k, s) in indices("token_starts").into_iter().enumerate() {
-                    check(
-                        format!("tokens from line {s}"),
-                        rust_tokens(&lines[s..]),
-                        &python["tokens"][k],
-                    );
+                    check(format!("tokens from line {s}"), rust_tokens(&lines[s..]), &python["tokens"][k]);
                 }
                 for (k, s) in indices("starts").into_iter().enumerate() {
                     let rust = rust_result(getblock(&lines[s..]), true);
                     blocks += 1;
                     errors += usize::from(rust.get("error").is_some());
-                    check(
-                        format!("getblock from line {s}"),
-                        rust,
-                        &python["blocks"][k],
-                    );
+                    check(format!("getblock from line {s}"), rust, &python["blocks"][k]);
                 }
                 for (k, f) in indices("finds").into_iter().enumerate() {
                     finds += 1;

@@ -137,7 +137,10 @@ pub fn only_newline_breaks(s: &str) -> bool {
     memchr::memchr3(b'\r', 0x0b, 0x0c, bytes).is_none()
         && memchr::memchr3(0x1c, 0x1d, 0x1e, bytes).is_none()
         && memchr::memchr2_iter(0xc2, 0xe2, bytes).all(|i| {
-            !matches!((bytes[i], bytes.get(i + 1), bytes.get(i + 2)), (0xc2, Some(0x85), _) | (0xe2, Some(0x80), Some(0xa8 | 0xa9)))
+            !matches!(
+                (bytes[i], bytes.get(i + 1), bytes.get(i + 2)),
+                (0xc2, Some(0x85), _) | (0xe2, Some(0x80), Some(0xa8 | 0xa9))
+            )
         })
 }
 
@@ -193,11 +196,7 @@ pub fn dedent(text: &str) -> String {
             Some(m) if indent.starts_with(m) => m,
             Some(m) if m.starts_with(indent) => indent,
             Some(m) => {
-                let common = m
-                    .bytes()
-                    .zip(indent.bytes())
-                    .take_while(|(a, b)| a == b)
-                    .count();
+                let common = m.bytes().zip(indent.bytes()).take_while(|(a, b)| a == b).count();
                 &m[..common]
             }
         });

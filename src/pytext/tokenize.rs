@@ -102,9 +102,7 @@ impl TokenizeError {
         match self.kind {
             TokenizeErrorKind::EofInMultiLineString => "EOF in multi-line string",
             TokenizeErrorKind::EofInMultiLineStatement => "EOF in multi-line statement",
-            TokenizeErrorKind::UnindentMismatch => {
-                "unindent does not match any outer indentation level"
-            }
+            TokenizeErrorKind::UnindentMismatch => "unindent does not match any outer indentation level",
         }
     }
 
@@ -123,14 +121,7 @@ impl TokenizeError {
 
 impl fmt::Display for TokenizeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} (line {}, column {})",
-            self.python_class(),
-            self.message(),
-            self.row,
-            self.col
-        )
+        write!(f, "{}: {} (line {}, column {})", self.python_class(), self.message(), self.row, self.col)
     }
 }
 
@@ -244,19 +235,8 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
-    fn push(
-        &mut self,
-        kind: TokenType,
-        string: String,
-        start: (usize, usize),
-        end: (usize, usize),
-    ) {
-        self.queue.push_back(Token {
-            kind,
-            string,
-            start,
-            end,
-        });
+    fn push(&mut self, kind: TokenType, string: String, start: (usize, usize), end: (usize, usize)) {
+        self.queue.push_back(Token { kind, string, start, end });
     }
 
     fn fail(&mut self, kind: TokenizeErrorKind, row: usize, col: usize) {
@@ -273,12 +253,7 @@ impl<'a> Tokenizer<'a> {
             && !last_line.trim_matches(is_py_whitespace).starts_with('#')
         {
             let len = last_line.chars().count();
-            self.push(
-                TokenType::Newline,
-                String::new(),
-                (lnum - 1, len),
-                (lnum - 1, len + 1),
-            );
+            self.push(TokenType::Newline, String::new(), (lnum - 1, len), (lnum - 1, len + 1));
         }
         for _ in 1..self.indents.len() {
             self.push(TokenType::Dedent, String::new(), (lnum, 0), (lnum, 0));
@@ -324,10 +299,7 @@ impl<'a> Tokenizer<'a> {
                 }
                 self.push(TokenType::String, cont.text, cont.start, (lnum, end));
                 self.needcont = false;
-            } else if self.needcont
-                && !line.ends_with(&['\\', '\n'])
-                && !line.ends_with(&['\\', '\r', '\n'])
-            {
+            } else if self.needcont && !line.ends_with(&['\\', '\n']) && !line.ends_with(&['\\', '\r', '\n']) {
                 if self.keep_strings {
                     cont.text.push_str(new_line);
                 }
@@ -409,12 +381,7 @@ impl<'a> Tokenizer<'a> {
                     // whole run at once (linear instead of quadratic).
                     let last = failed_at.min(max - 1);
                     for (i, c) in line.iter().enumerate().take(last + 1).skip(pos) {
-                        self.push(
-                            TokenType::ErrorToken,
-                            c.to_string(),
-                            (lnum, i),
-                            (lnum, i + 1),
-                        );
+                        self.push(TokenType::ErrorToken, c.to_string(), (lnum, i), (lnum, i + 1));
                     }
                     pos = failed_at + 1;
                     continue;
@@ -428,36 +395,23 @@ impl<'a> Tokenizer<'a> {
             let token = &line[start..end];
             let initial = token[0];
 
-            if initial.is_ascii_digit()
-                || (initial == '.' && token != ['.'] && token != ['.', '.', '.'])
-            {
+            if initial.is_ascii_digit() || (initial == '.' && token != ['.'] && token != ['.', '.', '.']) {
                 // ordinary number
                 self.push_chars(TokenType::Number, token, spos, epos);
             } else if initial == '\r' || initial == '\n' {
-                let kind = if self.parenlev > 0 {
-                    TokenType::Nl
-                } else {
-                    TokenType::Newline
-                };
+                let kind = if self.parenlev > 0 { TokenType::Nl } else { TokenType::Newline };
                 self.push_chars(kind, token, spos, epos);
             } else if initial == '#' {
                 self.push_chars(TokenType::Comment, token, spos, epos);
             } else if is_triple_quoted(token) {
-                let endprog = EndPat {
-                    quote: token[token.len() - 1],
-                    triple: true,
-                };
+                let endprog = EndPat { quote: token[token.len() - 1], triple: true };
                 if let Some(end) = end_match(endprog, line, pos) {
                     // all on one line
                     pos = end;
                     self.push_chars(TokenType::String, &line[start..pos], spos, (lnum, pos));
                 } else {
                     // multiple lines
-                    self.contstr = Some(ContStr {
-                        text: self.cont_text(&line[start..]),
-                        start: spos,
-                        endprog,
-                    });
+                    self.contstr = Some(ContStr { text: self.cont_text(&line[start..]), start: spos, endprog });
                     break;
                 }
             } else if is_single_quoted(&token[..1])
@@ -466,19 +420,11 @@ impl<'a> Tokenizer<'a> {
             {
                 if token[token.len() - 1] == '\n' {
                     // continued string
-                    let quote = token
-                        .iter()
-                        .take(3)
-                        .copied()
-                        .find(|&c| c == '\'' || c == '"')
-                        .unwrap_or('\'');
+                    let quote = token.iter().take(3).copied().find(|&c| c == '\'' || c == '"').unwrap_or('\'');
                     self.contstr = Some(ContStr {
                         text: self.cont_text(&line[start..]),
                         start: spos,
-                        endprog: EndPat {
-                            quote,
-                            triple: false,
-                        },
+                        endprog: EndPat { quote, triple: false },
                     });
                     self.needcont = true;
                     break;
@@ -595,10 +541,7 @@ fn pseudo_extras(line: &[char], i: usize) -> Option<usize> {
 /// Whether `prefix` is in `_all_string_prefixes()`.
 fn is_valid_prefix(prefix: &[char]) -> bool {
     let lower: Vec<char> = prefix.iter().map(|c| c.to_ascii_lowercase()).collect();
-    matches!(
-        lower.as_slice(),
-        [] | ['b'] | ['r'] | ['u'] | ['f'] | ['b', 'r'] | ['r', 'b'] | ['f', 'r'] | ['r', 'f']
-    )
+    matches!(lower.as_slice(), [] | ['b'] | ['r'] | ['u'] | ['f'] | ['b', 'r'] | ['r', 'b'] | ['f', 'r'] | ['r', 'f'])
 }
 
 /// `StringPrefix` followed by a quote at `i`: the prefix length and the
@@ -606,8 +549,7 @@ fn is_valid_prefix(prefix: &[char]) -> bool {
 fn string_prefix(line: &[char], i: usize) -> Option<(usize, char)> {
     (0..=2).find_map(|k| {
         let quote = at(line, i + k)?;
-        ((quote == '\'' || quote == '"') && is_valid_prefix(line.get(i..i + k)?))
-            .then_some((k, quote))
+        ((quote == '\'' || quote == '"') && is_valid_prefix(line.get(i..i + k)?)).then_some((k, quote))
     })
 }
 
@@ -708,7 +650,11 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
     let (c0, c1, c2) = (line[i], at(line, i + 1), at(line, i + 2));
     let three = matches!(
         (c0, c1, c2),
-        ('*', Some('*'), Some('=')) | ('.', Some('.'), Some('.')) | ('/', Some('/'), Some('=')) | ('<', Some('<'), Some('=')) | ('>', Some('>'), Some('='))
+        ('*', Some('*'), Some('='))
+            | ('.', Some('.'), Some('.'))
+            | ('/', Some('/'), Some('='))
+            | ('<', Some('<'), Some('='))
+            | ('>', Some('>'), Some('='))
     );
     let two = || {
         matches!(
@@ -724,7 +670,28 @@ fn funny(line: &[char], i: usize) -> Option<usize> {
     let one = || {
         matches!(
             c0,
-            '%' | '&' | '(' | ')' | '*' | '+' | ',' | '-' | '.' | '/' | ':' | ';' | '<' | '=' | '>' | '@' | '[' | ']' | '^' | '{' | '|' | '}' | '~'
+            '%' | '&'
+                | '('
+                | ')'
+                | '*'
+                | '+'
+                | ','
+                | '-'
+                | '.'
+                | '/'
+                | ':'
+                | ';'
+                | '<'
+                | '='
+                | '>'
+                | '@'
+                | '['
+                | ']'
+                | '^'
+                | '{'
+                | '|'
+                | '}'
+                | '~'
         )
     };
     if three {
@@ -767,11 +734,7 @@ fn exponent(line: &[char], i: usize) -> Option<usize> {
     if !matches!(at(line, i)?, 'e' | 'E') {
         return None;
     }
-    let j = if matches!(at(line, i + 1), Some('-' | '+')) {
-        i + 2
-    } else {
-        i + 1
-    };
+    let j = if matches!(at(line, i + 1), Some('-' | '+')) { i + 2 } else { i + 1 };
     digit_part(line, j)
 }
 
@@ -848,11 +811,7 @@ fn number(line: &[char], i: usize) -> Option<usize> {
 
 /// Python's `\w` (`str.isalnum()` or `_`), for `str` patterns.
 pub fn is_py_word(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_alphanumeric() || c == '_'
-    } else {
-        in_ranges(WORD_RANGES, c)
-    }
+    if c.is_ascii() { c.is_ascii_alphanumeric() || c == '_' } else { in_ranges(WORD_RANGES, c) }
 }
 
 /// Python's `\s` for `str` patterns, which is also what `str.strip()` and
@@ -1119,25 +1078,11 @@ mod tests {
         let mut got: Vec<String> = tokens
             .iter()
             .map(|t| {
-                format!(
-                    "{} [{}] {},{}-{},{}",
-                    t.kind.name(),
-                    escape(&t.string),
-                    t.start.0,
-                    t.start.1,
-                    t.end.0,
-                    t.end.1
-                )
+                format!("{} [{}] {},{}-{},{}", t.kind.name(), escape(&t.string), t.start.0, t.start.1, t.end.0, t.end.1)
             })
             .collect();
         if let Some(e) = error {
-            got.push(format!(
-                "{}: {} {},{}",
-                e.python_class(),
-                e.message(),
-                e.row,
-                e.col
-            ));
+            got.push(format!("{}: {} {},{}", e.python_class(), e.message(), e.row, e.col));
         }
         assert_eq!(got, expected, "tokens of {src:?}");
     }
@@ -1187,11 +1132,7 @@ print(''.join(chr(c) for c in range(0x80) if w.match(chr(c))))
             .args(["-c", script])
             .output()
             .expect("python3 (CPython 3.11) must be installed for this test");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         let stdout = String::from_utf8(output.stdout).unwrap();
         let lines: Vec<&str> = stdout.lines().collect();
         assert_eq!(lines[0], "True", "the tables are those of CPython 3.11");
@@ -1212,19 +1153,13 @@ print(''.join(chr(c) for c in range(0x80) if w.match(chr(c))))
             out.join(" ")
         };
         assert_eq!(ranges(&is_py_word), lines[1]);
-        assert_eq!(
-            ranges(&|c| is_py_word(c) && !is_identifier_start(c)),
-            lines[2]
-        );
+        assert_eq!(ranges(&|c| is_py_word(c) && !is_identifier_start(c)), lines[2]);
         let spaces: Vec<String> = (0..0x110000u32)
             .filter(|&c| char::from_u32(c).is_some_and(is_py_whitespace))
             .map(|c| format!("{c:x}"))
             .collect();
         assert_eq!(spaces.join(" "), lines[3]);
-        let ascii_word: String = (0..0x80u8)
-            .map(char::from)
-            .filter(|&c| is_py_word(c))
-            .collect();
+        let ascii_word: String = (0..0x80u8).map(char::from).filter(|&c| is_py_word(c)).collect();
         assert_eq!(ascii_word, lines[4]);
     }
 
@@ -1348,14 +1283,7 @@ print(''.join(chr(c) for c in range(0x80) if w.match(chr(c))))
 
     #[test]
     fn tokens_whitespace_end() {
-        check(
-            "x\n   ",
-            &[
-                "NAME [x] 1,0-1,1",
-                "NEWLINE [\\n] 1,1-1,2",
-                "ENDMARKER [] 2,0-2,0",
-            ],
-        );
+        check("x\n   ", &["NAME [x] 1,0-1,1", "NEWLINE [\\n] 1,1-1,2", "ENDMARKER [] 2,0-2,0"]);
     }
 
     #[test]

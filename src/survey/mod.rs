@@ -19,7 +19,7 @@ pub mod targets;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 
 use crate::pipeline::{Context, Failure};
@@ -83,11 +83,13 @@ Examples:
 Exit status: 0 nothing drifted, 1 something drifted (or a config failed), 2 usage error.
 Version wheels are cached in ${PATCHGEN_CACHE:-<project root>/.cache}/wheels.";
 
+/// Signature drift of every patch target between two upstream versions
+///
 /// Compare the parameter lists, decorators, bases, names and attributes
 /// every patch target relies on between two upstream versions.
-#[derive(Parser, Debug)]
-#[command(name = "patchgen survey", after_help = EXAMPLES)]
-struct Cli {
+#[derive(Args, Debug, Clone)]
+#[command(after_help = EXAMPLES)]
+pub struct SurveyArgs {
     /// The current upstream: a directory holding the package, a .whl file, or a version number.
     #[arg(long, value_name = "A")]
     from: String,
@@ -201,20 +203,23 @@ pub fn survey(opts: &Options) -> Result<Report, UsageError> {
 /// `patchgen survey ARGS…` (the arguments after `survey`): prints the
 /// report and returns the exit code.
 pub fn run_cli(args: &[OsString]) -> i32 {
-    let argv = std::iter::once(OsString::from("patchgen survey")).chain(args.iter().cloned());
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
+    let argv = [OsString::from("patchgen"), OsString::from("survey")].into_iter().chain(args.iter().cloned());
+    match crate::cli::parse(argv) {
+        Ok(crate::cli::Command::Survey(a)) => run(a).code(),
+        Ok(_) => unreachable!("`survey` parses as the survey command"),
+        Err(e) => crate::cli::print_clap_error(&e).code(),
+    }
+}
+
+/// `patchgen survey`: run it and print the report.
+pub fn run(cli: SurveyArgs) -> crate::cli::ExitStatus {
+    use crate::cli::{ExitStatus, Printer};
+    let mut printer = Printer::new(crate::cli::Format::Text);
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("patchgen survey: error: cannot read the working directory: {e}");
-            return 2;
+            let written = printer.err(&format!("patchgen survey: error: cannot read the working directory: {e}\n"));
+            return printer.finish(written, ExitStatus::Error);
         }
     };
     // Paths are relative to the working directory, whatever --project says.
@@ -243,17 +248,22 @@ pub fn run_cli(args: &[OsString]) -> i32 {
                 Format::Json => report::json(&report),
                 Format::Markdown => report::markdown(&report),
             };
-            print!("{out}");
-            if cli.format != Format::Text {
+            let mut written = printer.out(&out);
+            if cli.format != Format::Text && written.is_ok() {
                 for (module, error) in report.errors() {
-                    eprintln!("patchgen survey: {module}: {error}");
+                    written = written.and_then(|()| printer.err(&format!("patchgen survey: {module}: {error}\n")));
                 }
             }
-            report.exit_code()
+            let status = match report.exit_code() {
+                0 => ExitStatus::Success,
+                _ => ExitStatus::Failure,
+            };
+            let written = written.and_then(|()| printer.flush());
+            printer.finish(written, status)
         }
         Err(e) => {
-            eprintln!("patchgen survey: error: {e}");
-            2
+            let written = printer.err(&format!("patchgen survey: error: {e}\n"));
+            printer.finish(written, ExitStatus::Error)
         }
     }
 }

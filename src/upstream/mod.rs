@@ -92,13 +92,8 @@ impl SearchPath {
             if entries.iter().any(|e| e.path() == p) {
                 continue;
             }
-            let is_archive = p.is_file()
-                && p.extension().is_some_and(|e| e == "whl" || e == "zip");
-            entries.push(if is_archive {
-                Entry::Archive { path: p, names: OnceLock::new() }
-            } else {
-                Entry::Dir(p)
-            });
+            let is_archive = p.is_file() && p.extension().is_some_and(|e| e == "whl" || e == "zip");
+            entries.push(if is_archive { Entry::Archive { path: p, names: OnceLock::new() } } else { Entry::Dir(p) });
         }
         SearchPath { entries, archives: Mutex::new(HashMap::new()) }
     }
@@ -167,7 +162,11 @@ impl SearchPath {
                     member.read_to_end(&mut buf)?;
                     Ok(buf)
                 };
-                Some(read().map(|b| (origin.clone(), b)).map_err(|e| UpstreamError::Io { origin, message: e.to_string() }))
+                Some(
+                    read()
+                        .map(|b| (origin.clone(), b))
+                        .map_err(|e| UpstreamError::Io { origin, message: e.to_string() }),
+                )
             }
         }
     }

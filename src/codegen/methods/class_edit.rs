@@ -8,9 +8,9 @@ use ruff_python_ast::{Stmt, StmtClassDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::is_empty_body_node;
-use crate::codegen::text::{indent_preserved_source, indent_width, split_leading_comments};
 use crate::codegen::CodegenError;
-use crate::config::source::{keyword_line, ParsedFile};
+use crate::codegen::text::{indent_preserved_source, indent_width, split_leading_comments};
+use crate::config::source::{ParsedFile, keyword_line};
 use crate::pytext;
 
 /// Python's `lst[a:b]` for non-negative bounds.
@@ -99,7 +99,12 @@ impl ClassShape {
                     Member::Method {
                         name: f.name.id.to_string(),
                         start: kw,
-                        decorator_start: f.decorator_list.iter().map(|d| start(d.expression.start())).min().unwrap_or(kw),
+                        decorator_start: f
+                            .decorator_list
+                            .iter()
+                            .map(|d| start(d.expression.start()))
+                            .min()
+                            .unwrap_or(kw),
                         end: end(f.end()),
                     }
                 }
@@ -187,9 +192,7 @@ impl ClassEdit {
         after: usize,
     ) -> ClassEdit {
         let lines: Vec<String> = source_lines[range.clone()].iter().map(|l| l.to_string()).collect();
-        let standalone = newline_only
-            && range.start >= after
-            && lines.last().is_some_and(|l| !continues(l));
+        let standalone = newline_only && range.start >= after && lines.last().is_some_and(|l| !continues(l));
         let shape = standalone.then(|| ClassShape::read(upstream, class_def, range.start + 1));
         ClassEdit::new(lines, shape)
     }

@@ -49,12 +49,7 @@ pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<String> {
     let src = apply_name_map(&dedented, patch.name_map.as_deref());
     let mut cleaned = strip_patch_decorators(&src);
     if replacement.name != method_name {
-        cleaned = py_replace(
-            &cleaned,
-            &format!("def {}(", replacement.name),
-            &format!("def {method_name}("),
-            Some(1),
-        );
+        cleaned = py_replace(&cleaned, &format!("def {}(", replacement.name), &format!("def {method_name}("), Some(1));
     }
     // The config file's parse already shows that the dedented source parses
     // and holds a function, unless the name map changed it.
@@ -75,4 +70,3 @@ fn is_empty_body_node(stmt: &Stmt) -> bool {
         _ => false,
     }
 }
-

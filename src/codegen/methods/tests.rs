@@ -11,7 +11,7 @@ use ruff_text_size::Ranged;
 
 use super::class_edit::{ClassEdit, ClassShape};
 use crate::codegen::text::segment_range;
-use crate::config::source::{keyword_line, ParsedFile};
+use crate::config::source::{ParsedFile, keyword_line};
 use crate::pytext;
 
 const NAMES: [&str; 4] = ["forward", "__init__", "helper", "missing"];
@@ -44,7 +44,13 @@ const MEMBERS: [&str; 24] = [
     "\t\tz = 3",
 ];
 
-const HEADERS: [&str; 5] = ["class A(Base):", "class A(Base):  # note", "@dataclass\nclass A:", "# leading\n\nclass A(\n    Base,\n):", "class A(Base): pass"];
+const HEADERS: [&str; 5] = [
+    "class A(Base):",
+    "class A(Base):  # note",
+    "@dataclass\nclass A:",
+    "# leading\n\nclass A(\n    Base,\n):",
+    "class A(Base): pass",
+];
 
 const INDENTS: [&str; 3] = ["    ", "  ", "\t"];
 

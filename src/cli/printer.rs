@@ -1,0 +1,192 @@
+//! The one writer of a command's output. A command returns a [`Report`];
+//! [`Printer::print`] writes it in the chosen [`Format`]:
+//!
+//! - `text`: the report's own [`Report::text`] (through [`Printer::out`] /
+//!   [`Printer::err`] and [`Printer::diagnostic`], which renders one
+//!   diagnostic like ruff's full format);
+//! - `json`: one document on stdout, `{"version": 1, "command": …,
+//!   "diagnostics": [...], …the report's own fields}` (`docs/json.md`);
+//! - `github`: one workflow command per diagnostic on stdout.
+//!
+//! A closed stdout (`patchgen check | head -1`) stops the printing quietly
+//! and the process exits 0: what was printed was printed.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::output::Style;
+use crate::diagnostics::render::{self, Sources};
+use crate::diagnostics::{Diagnostic, Severity};
+
+/// Output format shared by every command: `text` for people (the
+/// familiar lines; diagnostics with a source excerpt), `json` (one
+/// document on stdout, `docs/json.md`), `github` (workflow commands:
+/// annotations in pull requests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Github,
+}
+
+/// How the process ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ExitStatus {
+    /// Everything is fine.
+    Success,
+    /// Drift, a failed config, or findings: the command did its job and says no.
+    Failure,
+    /// A usage or project-configuration error: the command could not run.
+    Error,
+}
+
+impl ExitStatus {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+        }
+    }
+
+    /// `Failure` when `failed`, else `Success`.
+    pub fn failure_if(failed: bool) -> ExitStatus {
+        if failed { ExitStatus::Failure } else { ExitStatus::Success }
+    }
+}
+
+/// What a command returns: printed by [`Printer::print`], never by the command.
+pub trait Report {
+    /// The command's name in the JSON document (`"check"`).
+    fn command(&self) -> &'static str;
+    /// The diagnostics, in the order they are reported.
+    fn diagnostics(&self) -> Vec<&Diagnostic>;
+    /// The command-specific fields of the JSON document (a JSON object).
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value>;
+    /// The human form.
+    fn text(&self, p: &mut Printer) -> io::Result<()>;
+    fn exit_status(&self) -> ExitStatus;
+}
+
+/// The `serde_json` object of a serialisable value (for [`Report::json_fields`]).
+pub fn fields(value: &impl Serialize) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// Owns stdout and stderr for one run.
+pub struct Printer {
+    pub style: Style,
+    pub format: Format,
+    /// Diagnostics are rendered with colour (stderr is a terminal, no `NO_COLOR`).
+    err_color: bool,
+    /// Paths in `github` output are made relative to this directory.
+    base: PathBuf,
+    sources: Sources,
+    stdout: io::BufWriter<io::Stdout>,
+}
+
+/// The JSON document's version: bumped only on an incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+impl Printer {
+    pub fn new(format: Format) -> Printer {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Printer {
+            style: Style::detect(),
+            format,
+            err_color: !no_color && io::stderr().is_terminal(),
+            base: std::env::current_dir().unwrap_or_default(),
+            sources: Sources::default(),
+            stdout: io::BufWriter::new(io::stdout()),
+        }
+    }
+
+    /// Write `s` to stdout.
+    pub fn out(&mut self, s: &str) -> io::Result<()> {
+        self.stdout.write_all(s.as_bytes())
+    }
+
+    /// Write `s` to stderr (stdout flushed first, so the two interleave as written).
+    pub fn err(&mut self, s: &str) -> io::Result<()> {
+        self.stdout.flush()?;
+        // A closed stderr is no reason to stop.
+        let _ = io::stderr().write_all(s.as_bytes());
+        Ok(())
+    }
+
+    /// Flush stdout.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.stdout.flush()
+    }
+
+    /// One diagnostic, rendered as text on stderr.
+    pub fn diagnostic(&mut self, d: &Diagnostic) -> io::Result<()> {
+        let s = render::text(d, &mut self.sources, self.err_color, &self.base);
+        self.err(&s)
+    }
+
+    /// Print a report; returns how the process should end.
+    pub fn print(&mut self, report: &dyn Report) -> ExitStatus {
+        let result = match self.format {
+            Format::Text => report.text(self),
+            Format::Json => self.json(report),
+            Format::Github => self.github(report),
+        };
+        let written = result.and_then(|()| self.stdout.flush());
+        self.finish(written, report.exit_status())
+    }
+
+    /// `status`, unless writing failed: a broken pipe is a quiet success;
+    /// any other write error is reported.
+    pub fn finish(&mut self, written: io::Result<()>, status: ExitStatus) -> ExitStatus {
+        match written {
+            Ok(()) => status,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitStatus::Success,
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "patchgen: error: cannot write the output: {e}");
+                ExitStatus::Error
+            }
+        }
+    }
+
+    fn json(&mut self, report: &dyn Report) -> io::Result<()> {
+        /// The one JSON document every command writes (`docs/json.md`).
+        #[derive(Serialize)]
+        struct Document<'a> {
+            version: u32,
+            command: &'static str,
+            diagnostics: Vec<&'a Diagnostic>,
+            #[serde(flatten)]
+            fields: serde_json::Map<String, serde_json::Value>,
+        }
+        let doc = Document {
+            version: JSON_VERSION,
+            command: report.command(),
+            diagnostics: report.diagnostics(),
+            fields: report.json_fields(),
+        };
+        let mut text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
+        text.push('\n');
+        self.out(&text)
+    }
+
+    fn github(&mut self, report: &dyn Report) -> io::Result<()> {
+        for d in report.diagnostics() {
+            let line = render::github(d, &self.base);
+            self.out(&line)?;
+        }
+        Ok(())
+    }
+}
+
+/// Count of diagnostics at or above `severity`.
+pub fn count_at_least(diagnostics: &[Diagnostic], severity: Severity) -> usize {
+    diagnostics.iter().filter(|d| d.severity >= severity).count()
+}

@@ -1,0 +1,310 @@
+//! Settings, resolved once: for every option, the command line wins, then
+//! the environment (`PATCHGEN_*`), then `[tool.patchgen]` in the project's
+//! `pyproject.toml`, then the default. Nothing else reads the environment
+//! or the pyproject section for an option.
+//!
+//! [`Options`] is the `[tool.patchgen]` table as written (serde, unknown
+//! keys refused with the file, line and nearest known key); its keys are
+//! the reference's (`search_root`, `package_prefix`,
+//! `legacy_patches_prefix`, `ruff_extra_ignore`, `ruff_isolated`) plus ours
+//! (`ruff`, `cache-dir`, the `[tool.patchgen.lint]` sub-table).
+//! [`Resolved`] is what a command runs with. `docs/cli.md` lists every
+//! setting with its flag, environment variable and key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::normalize::Ruff;
+use crate::project::Project;
+
+/// `[tool.patchgen]` as written in `pyproject.toml`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// Where `*_patch_gen_config.py` files live (relative to the pyproject).
+    pub search_root: Option<String>,
+    /// Dotted module prefix of `search_root`.
+    pub package_prefix: Option<String>,
+    /// `patches.X` shorthand prefix (the reference's legacy layout).
+    pub legacy_patches_prefix: Option<String>,
+    /// Ruff codes ignored on top of `E402,B007`.
+    pub ruff_extra_ignore: Option<Vec<String>>,
+    /// Pass `--isolated` to ruff.
+    pub ruff_isolated: Option<bool>,
+    /// The ruff binary (ours).
+    pub ruff: Option<String>,
+    /// Where patchgen keeps its caches (ours).
+    #[serde(rename = "cache-dir")]
+    pub cache_dir: Option<String>,
+    /// `[tool.patchgen.lint]`.
+    pub lint: Option<LintOptions>,
+}
+
+/// `[tool.patchgen.lint]`: which lint rules run (the `lint` command).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LintOptions {
+    /// Rule codes or prefixes to enable (replaces the default set).
+    pub select: Option<Vec<String>>,
+    /// Rule codes or prefixes to disable.
+    pub ignore: Option<Vec<String>>,
+    /// Rule codes or prefixes enabled on top of `select`.
+    pub extend_select: Option<Vec<String>>,
+    /// Glob (relative to the pyproject's directory) → codes ignored in matching files.
+    pub per_file_ignores: Option<BTreeMap<String, Vec<String>>>,
+    /// PG102: methods the runtime calls by name (replaces the default list).
+    pub framework_hooks: Option<Vec<String>>,
+    /// PG102: added to the hook list.
+    pub extend_framework_hooks: Option<Vec<String>>,
+    /// PG202: `<m>_<suffix>_…` sibling configs, the reference suffix first.
+    pub sibling_suffixes: Option<Vec<String>>,
+    /// PG201: packages whose helpers are checked at call sites.
+    pub first_party: Option<Vec<String>>,
+}
+
+/// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
+pub const KEYS: [&str; 8] = [
+    "search_root",
+    "package_prefix",
+    "legacy_patches_prefix",
+    "ruff_extra_ignore",
+    "ruff_isolated",
+    "ruff",
+    "cache-dir",
+    "lint",
+];
+pub const LINT_KEYS: [&str; 8] = [
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "framework-hooks",
+    "extend-framework-hooks",
+    "sibling-suffixes",
+    "first-party",
+];
+
+/// A problem with the settings (exit code 2).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SettingsError {
+    #[error("{path}:{line}: unknown key `{key}` in [{table}]\n  help: {help}")]
+    UnknownKey { path: PathBuf, line: usize, key: String, table: &'static str, help: String },
+    #[error("{path}:{line}: invalid TOML: {message}")]
+    Toml { path: PathBuf, line: usize, message: String },
+    #[error("{path}:{line}: [tool.patchgen] {message}")]
+    Invalid { path: PathBuf, line: usize, message: String },
+    #[error("{name}={value}: {message}")]
+    Env { name: &'static str, value: String, message: String },
+}
+
+#[derive(Deserialize)]
+struct Document {
+    tool: Option<Tool>,
+}
+
+#[derive(Deserialize)]
+struct Tool {
+    patchgen: Option<toml::Value>,
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl Options {
+    /// `[tool.patchgen]` of a pyproject's text; `Ok(None)` without the
+    /// section. `path` names the file in errors.
+    pub fn from_pyproject(path: &Path, text: &str) -> Result<Option<Options>, SettingsError> {
+        let doc: Document = toml::from_str(text).map_err(|e| SettingsError::Toml {
+            path: path.to_path_buf(),
+            line: e.span().map_or(0, |s| line_of(text, s.start)),
+            message: e.message().trim().to_string(),
+        })?;
+        if doc.tool.and_then(|t| t.patchgen).is_none() {
+            return Ok(None);
+        }
+        // Deserialised again from the text, so that errors carry spans.
+        #[derive(Deserialize)]
+        struct Doc {
+            tool: ToolOptions,
+        }
+        #[derive(Deserialize)]
+        struct ToolOptions {
+            patchgen: Options,
+        }
+        let doc: Doc = toml::from_str(text).map_err(|e| Self::error(path, text, &e))?;
+        Ok(Some(doc.tool.patchgen))
+    }
+
+    fn error(path: &Path, text: &str, e: &toml::de::Error) -> SettingsError {
+        let span = e.span().unwrap_or(0..0);
+        let line = line_of(text, span.start);
+        let message = e.message().trim().to_string();
+        if let Some(rest) = message.strip_prefix("unknown field `") {
+            let key = rest.split('`').next().unwrap_or_default().to_string();
+            let lint = message.contains("`per-file-ignores`");
+            let (table, known): (&'static str, &[&str]) =
+                if lint { ("tool.patchgen.lint", &LINT_KEYS) } else { ("tool.patchgen", &KEYS) };
+            let help = match nearest(&key, known) {
+                Some(k) => format!("did you mean `{k}`? (known keys: {})", known.join(", ")),
+                None => format!("known keys: {}", known.join(", ")),
+            };
+            return SettingsError::UnknownKey { path: path.to_path_buf(), line, key, table, help };
+        }
+        // Name the key the value belongs to: the text before `=` on its line.
+        let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+        let message = match line_text.split_once('=') {
+            Some((key, _)) if !key.trim().starts_with('[') => format!("`{}`: {message}", key.trim()),
+            _ => message,
+        };
+        SettingsError::Invalid { path: path.to_path_buf(), line, message }
+    }
+}
+
+/// The known word closest to `word`, if one is close enough to be a typo.
+pub fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&word.replace('-', "_"), &k.replace('-', "_")), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// What the command line says about settings (`None`: not given).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub ruff: Option<PathBuf>,
+    pub jobs: Option<usize>,
+    pub format: Option<crate::cli::Format>,
+}
+
+/// The environment, as a lookup (tests pass a map).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment; empty values count as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Settings every command runs with.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub ruff: Ruff,
+    /// Worker threads (`None`: one per CPU).
+    pub jobs: Option<usize>,
+    pub format: crate::cli::Format,
+    /// `None`: each cache's own default.
+    pub cache_dir: Option<PathBuf>,
+    pub lint: LintOptions,
+}
+
+fn env_bool(name: &'static str, value: String) -> Result<bool, SettingsError> {
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(SettingsError::Env { name, value, message: "expected true or false".into() }),
+    }
+}
+
+/// A path from the pyproject: relative to its directory.
+fn from_root(root: &Path, p: &str) -> PathBuf {
+    let p = PathBuf::from(p);
+    if p.is_relative() { root.join(p) } else { p }
+}
+
+/// Which ruff runs: `--ruff`, else `PATCHGEN_RUFF`, else `ruff` in
+/// `[tool.patchgen]` (a relative path with a `/` from the pyproject's
+/// directory), else `ruff` on `PATH`; its flags from `PATCHGEN_RUFF_*` or
+/// the reference's keys.
+pub fn ruff(cli: Option<&Path>, env: Env, project: &Project) -> Result<Ruff, SettingsError> {
+    let program = cli
+        .map(Path::to_path_buf)
+        .or_else(|| env("PATCHGEN_RUFF").map(PathBuf::from))
+        .or_else(|| project.settings.ruff.clone())
+        .unwrap_or_else(|| PathBuf::from("ruff"));
+    let isolated = match env("PATCHGEN_RUFF_ISOLATED") {
+        Some(v) => env_bool("PATCHGEN_RUFF_ISOLATED", v)?,
+        None => project.settings.ruff_isolated,
+    };
+    let extra_ignore = match env("PATCHGEN_RUFF_EXTRA_IGNORE") {
+        Some(v) => v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect(),
+        None => project.settings.ruff_extra_ignore.clone(),
+    };
+    Ok(Ruff { program, extra_ignore, isolated })
+}
+
+impl Resolved {
+    pub fn resolve(cli: &Overrides, env: Env, project: &Project) -> Result<Resolved, SettingsError> {
+        let jobs = match (cli.jobs, env("PATCHGEN_JOBS")) {
+            (Some(j), _) => Some(j),
+            (None, Some(v)) => Some(v.parse().map_err(|_| SettingsError::Env {
+                name: "PATCHGEN_JOBS",
+                value: v.clone(),
+                message: "expected a number".into(),
+            })?),
+            (None, None) => None,
+        };
+        let format = match (cli.format, env("PATCHGEN_OUTPUT_FORMAT")) {
+            (Some(f), _) => f,
+            (None, Some(v)) => {
+                <crate::cli::Format as clap::ValueEnum>::from_str(&v, true).map_err(|_| SettingsError::Env {
+                    name: "PATCHGEN_OUTPUT_FORMAT",
+                    value: v.clone(),
+                    message: "expected text, json or github".into(),
+                })?
+            }
+            (None, None) => crate::cli::Format::Text,
+        };
+        let cache_dir = env("PATCHGEN_CACHE_DIR").map(PathBuf::from).or_else(|| project.settings.cache_dir.clone());
+        Ok(Resolved {
+            ruff: ruff(cli.ruff.as_deref(), env, project)?,
+            jobs,
+            format,
+            cache_dir,
+            lint: project.settings.lint.clone(),
+        })
+    }
+}
+
+/// The project-level settings of [`Options`]: paths made absolute, required keys checked.
+pub(crate) fn project_settings(
+    pyproject: &Path,
+    root: &Path,
+    options: Options,
+) -> Result<crate::project::Settings, crate::project::ProjectError> {
+    let Options {
+        search_root,
+        package_prefix,
+        legacy_patches_prefix,
+        ruff_extra_ignore,
+        ruff_isolated,
+        ruff,
+        cache_dir,
+        lint,
+    } = options;
+    let (Some(search_root), Some(package_prefix)) = (search_root.clone(), package_prefix) else {
+        let missing = if search_root.is_some() { "package_prefix" } else { "search_root" };
+        return Err(crate::project::ProjectError(format!(
+            "{}: [tool.patchgen] is missing required key '{missing}'. Both `search_root` and `package_prefix` are required.",
+            pyproject.display()
+        )));
+    };
+    let ruff = ruff.map(|r| if r.contains('/') { from_root(root, &r) } else { PathBuf::from(r) });
+    Ok(crate::project::Settings {
+        search_root: crate::project::resolve(&root.join(search_root)),
+        package_prefix,
+        legacy_patches_prefix,
+        ruff_extra_ignore: ruff_extra_ignore.unwrap_or_default(),
+        ruff_isolated: ruff_isolated.unwrap_or(false),
+        ruff,
+        cache_dir: cache_dir.map(|d| from_root(root, &d)),
+        lint: lint.unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

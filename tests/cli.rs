@@ -1,0 +1,354 @@
+//! The command tree: `--help` of every command, usage errors for
+//! arguments that mean nothing together, the reference's command lines
+//! (VeOmni's Makefile and docs), the three output formats for a drift, a
+//! failed config and a warning, the GitHub workflow-command syntax,
+//! settings errors, a closed stdout, shell completions.
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use common::*;
+
+const CONFIG: &str = "pkg/toy/toy_patch_gen_config.py";
+const MODULE: &str = "pkg.toy.toy_patch_gen_config";
+
+fn project(config: &str) -> MiniProject {
+    MiniProject::new(&[("pkg/toy/__init__.py", ""), (CONFIG, config)])
+}
+
+/// Run with no project at all (parsing only).
+fn bare(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    TestEnv::get().patchgen(dir.path(), "", args)
+}
+
+/// `(N ms)` → `(<ms>)`, the project directory → `<project>`.
+fn redact(p: &MiniProject, s: &str) -> String {
+    let s = s.replace(&p.path().display().to_string(), "<project>");
+    let mut out = String::new();
+    let mut rest = s.as_str();
+    while let Some(i) = rest.find(" ms)") {
+        let head = &rest[..i];
+        match head.rfind('(') {
+            Some(j) if head[j + 1..].chars().all(|c| c.is_ascii_digit()) && j + 1 < head.len() => {
+                out.push_str(&head[..j]);
+                out.push_str("(<ms>)");
+            }
+            _ => out.push_str(&rest[..i + 4]),
+        }
+        rest = &rest[i + 4..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn snapshot_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s
+}
+
+#[test]
+fn help_of_every_command() {
+    let settings = snapshot_settings();
+    for (name, args) in [
+        ("help", vec!["--help"]),
+        ("help_generate", vec!["generate", "--help"]),
+        ("help_check", vec!["check", "--help"]),
+        ("help_list", vec!["list", "--help"]),
+        ("help_survey", vec!["survey", "--help"]),
+        ("help_completions", vec!["completions", "--help"]),
+        ("help_moe", vec!["moe", "--help"]),
+        ("help_moe_inspect", vec!["moe", "inspect", "--help"]),
+        ("help_moe_convert", vec!["moe", "convert", "--help"]),
+    ] {
+        let out = bare(&args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(out.stdout.contains("Examples:"), "{args:?} shows an example:\n{}", out.stdout);
+        settings.bind(|| insta::assert_snapshot!(name, out.stdout));
+    }
+}
+
+/// Each pair of reference-form arguments that conflict, as a command line.
+const CONFLICTING: &[&[&str]] = &[
+    &["--list", "--all"],
+    &["--list", "--check"],
+    &["--all", "--check"],
+    &["--list", "pkg.toy.toy_patch_gen_config"],
+    &["--all", "pkg.toy.toy_patch_gen_config"],
+    &["--list", "-o", "out"],
+    &["--all", "-o", "out"],
+    &["--check", "-o", "out"],
+    &["--list", "--diff"],
+    &["--check", "--diff"],
+    &["--list", "--dry-run"],
+    &["--check", "--dry-run"],
+    &["--list", "--strict"],
+    &["--list", "--ruff", "ruff"],
+];
+
+#[test]
+fn every_conflicting_pair_is_a_usage_error() {
+    assert_eq!(CONFLICTING.len(), patchgen::cli::CONFLICTS.len(), "one command line per conflicting pair");
+    for args in CONFLICTING {
+        let out = bare(args);
+        assert_eq!(out.code, 2, "{args:?}");
+        let first = out.stderr.lines().next().unwrap_or("");
+        assert!(first.starts_with("error: ") && first.contains(" cannot be used with "), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Either order.
+    let out = bare(&["--diff", "--check"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .starts_with("error: '--check' cannot be used with '--diff': --check always compares the .diff too\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn other_usage_errors() {
+    for (args, reason) in [
+        (&["--fix"][..], "--fix only works with --check"),
+        (&["--all", "--fix"], "--fix only works with --check"),
+        (&["pkg.x_patch_gen_config", "--fix"], "--fix only works with --check"),
+        (&[], "patch_module is required unless using --list, --all or --check"),
+        (&["lint"], "unrecognized command or module 'lint'"),
+        (&["generate"], "the following required arguments were not provided"),
+        (&["generate", "--all", "pkg.x_patch_gen_config"], "cannot be used with"),
+        (&["generate", "--all", "-o", "out"], "cannot be used with"),
+        (&["check", "-o", "out"], "unexpected argument '-o'"),
+        (&["check", "--diff"], "unexpected argument '--diff'"),
+        (&["check", "--dry-run"], "unexpected argument '--dry-run'"),
+        (&["list", "--all"], "unexpected argument '--all'"),
+        (&["list", "--fix"], "unexpected argument '--fix'"),
+        (&["generate", "--fix"], "unexpected argument '--fix'"),
+        (&["check", "--format", "xml"], "invalid value 'xml'"),
+        (&["completions", "tcsh"], "invalid value 'tcsh'"),
+    ] {
+        let out = bare(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.lines().next().unwrap_or("").contains(reason), "{args:?}: {}", out.stderr);
+    }
+}
+
+/// VeOmni's Makefile (`patchgen --all --diff`, `patchgen --check`) and
+/// docs (`patchgen <module> -o DIR --diff -v`), unchanged.
+#[test]
+fn the_reference_command_lines() {
+    let p = project(&toy_config("\n@config.replace_function(\"helper\")\ndef helper(x):\n    return x + 2\n"));
+    let out = p.run(&["--all", "--diff"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(&format!("Generating: {MODULE}")));
+    assert!(out.stdout.contains("All 1 configs generated successfully."));
+    let py = p.read("pkg/toy/generated/patched_toy.py");
+    assert!(py.contains("return x + 2"));
+
+    let out = p.run(&["--check"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("All generated files are up to date."));
+
+    let out = p.run(&[MODULE, "-o", "out", "--diff", "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with(&format!("Loading patch module: {MODULE}\n")), "{}", out.stdout);
+    assert!(out.stdout.contains("PATCH CONFIGURATION SUMMARY"));
+    assert!(out.stdout.contains("✓ Generated: out/patched_toy.py"));
+    assert_eq!(p.read("out/patched_toy.py"), py);
+    assert_eq!(p.read("out/patched_toy.diff"), p.read("pkg/toy/generated/patched_toy.diff"));
+
+    // The same through the commands.
+    assert_eq!(p.run(&["check"]).code, 0);
+    assert_eq!(p.run(&["generate", MODULE, "-o", "out2", "--diff"]).code, 0);
+    assert_eq!(p.read("out2/patched_toy.py"), py);
+}
+
+/// A project with one drifted config, one failing config and one warning.
+fn mixed_project() -> MiniProject {
+    let p = MiniProject::new(&[
+        ("pkg/a/__init__.py", ""),
+        ("pkg/a/a_patch_gen_config.py", &toy_config("config.add_imports(\"torch\")\n")),
+        ("pkg/toy/__init__.py", ""),
+        (CONFIG, &toy_config("\n@config.replace_class(\"NoSuchClass\")\nclass X:\n    pass\n")),
+    ]);
+    assert_eq!(p.run(&["generate", MODULE, "--diff"]).code, 0);
+    let py = "pkg/toy/generated/patched_toy.py";
+    p.write(py, &format!("{}# hand edit\n", p.read(py)));
+    p.write("pkg/toy/generated/patched_toy.diff", "");
+    p
+}
+
+#[test]
+fn output_formats_for_drift_failure_and_warning() {
+    let p = mixed_project();
+    let settings = snapshot_settings();
+    let text = p.run(&["check"]);
+    assert_eq!(text.code, 1);
+    settings.bind(|| insta::assert_snapshot!("check_text_stdout", redact(&p, &text.stdout)));
+    settings.bind(|| insta::assert_snapshot!("check_text_stderr", redact(&p, &text.stderr)));
+
+    let json = p.run(&["check", "--format", "json"]);
+    assert_eq!(json.code, 1);
+    let mut doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("one JSON document");
+    for c in doc["configs"].as_array_mut().unwrap() {
+        c["seconds"] = 0.into();
+    }
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["command"], "check");
+    let codes: Vec<&str> = doc["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["PGE001", "PGW001", "PGD001", "PGD001"]);
+    settings.bind(|| insta::assert_snapshot!("check_json", redact(&p, &serde_json::to_string_pretty(&doc).unwrap())));
+
+    let github = p.run(&["check", "--format", "github"]);
+    assert_eq!(github.code, 1);
+    for line in github.stdout.lines() {
+        assert_workflow_command(line);
+    }
+    settings.bind(|| insta::assert_snapshot!("check_github", redact(&p, &github.stdout)));
+
+    // The same formats from the reference's spelling and from the environment.
+    let legacy = p.run(&["--check", "--format", "github"]);
+    assert_eq!(legacy.stdout, github.stdout);
+    let env =
+        TestEnv::get().patchgen_env(p.path(), &p.pythonpath(), &["--check"], &[("PATCHGEN_OUTPUT_FORMAT", "github")]);
+    assert_eq!(env.stdout, github.stdout);
+
+    // generate and list speak the same formats.
+    let out = p.run(&["generate", "--all", "--dry-run", "--format", "json"]);
+    assert_eq!(out.code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "generate");
+    assert_eq!(doc["configs"][0]["status"], "failed");
+    assert_eq!(doc["configs"][1]["status"], "dry_run");
+    let out = p.run(&["list", "--format", "github"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.starts_with("::error file=pkg/a/a_patch_gen_config.py,line=9,title=PGE001 config-error::"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// `::command prop=v,prop=v::data`: known command, known properties with
+/// escaped values, data without a raw line break.
+fn assert_workflow_command(line: &str) {
+    let rest = line.strip_prefix("::").unwrap_or_else(|| panic!("not a workflow command: {line}"));
+    let (head, data) = rest.split_once("::").unwrap_or_else(|| panic!("no `::` before the message: {line}"));
+    let (command, props) = head.split_once(' ').unwrap_or((head, ""));
+    assert!(["error", "warning", "notice"].contains(&command), "{line}");
+    for prop in props.split(',').filter(|p| !p.is_empty()) {
+        let (key, value) = prop.split_once('=').unwrap_or_else(|| panic!("property without `=`: {line}"));
+        assert!(["file", "line", "col", "endLine", "endColumn", "title"].contains(&key), "{key} in {line}");
+        assert!(!value.contains(':') && !value.is_empty(), "{key}={value} in {line}");
+        if ["line", "col", "endLine", "endColumn"].contains(&key) {
+            assert!(value.parse::<usize>().is_ok(), "{key}={value}");
+        }
+    }
+    assert!(!data.contains('\r') && !data.contains('\n'));
+    // Every `%` starts an escape.
+    for (i, _) in data.match_indices('%') {
+        assert!(["%25", "%0D", "%0A"].iter().any(|e| data[i..].starts_with(e)), "{line}");
+    }
+}
+
+#[test]
+fn warning_and_note_name_their_config_and_place() {
+    let body = "\n@config.replace_class(\"NoSuchClass\")\nclass X:\n    pass\n\n@config.override_method(\"Norm.extra\")\ndef extra(self):\n    return 1\n";
+    let p = project(&toy_config(body));
+    assert_eq!(p.run(&["--all", "--diff"]).code, 0);
+    let out = p.run(&["--check", "-v"]);
+    assert_eq!(out.code, 0);
+    let settings = snapshot_settings();
+    settings.bind(|| insta::assert_snapshot!("check_verbose_notes", redact(&p, &out.stderr)));
+    assert!(
+        out.stderr.contains(&format!(
+            "{CONFIG}:14:1: PGI001 1 method(s) not found upstream, injected: Norm.extra [{MODULE}]"
+        ))
+    );
+    // The note comes inside its config's block, not before `Found N`.
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("note:"), "{all}");
+    let json = p.run(&["check", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    for d in doc["diagnostics"].as_array().unwrap() {
+        assert_eq!(d["config"], MODULE);
+        assert!(d["location"]["path"].as_str().unwrap().ends_with(CONFIG));
+    }
+}
+
+#[test]
+fn unknown_pyproject_key_is_an_error() {
+    let p = project(&toy_config(""));
+    let pyproject = p
+        .read("pyproject.toml")
+        .replace("package_prefix = \"pkg\"\n", "package_prefix = \"pkg\"\nsearch-root = \"pkg\"\n");
+    p.write("pyproject.toml", &pyproject);
+    for args in [&["--check"][..], &["list"], &["generate", "--all"]] {
+        let out = p.run(args);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(
+            out.stderr.contains("pyproject.toml:4: unknown key `search-root` in [tool.patchgen]")
+                && out.stderr.contains("did you mean `search_root`?"),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = p.run(&["check", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["diagnostics"][0]["code"], "PGE009");
+}
+
+#[test]
+fn closed_stdout_ends_quietly_with_success() {
+    let p = mixed_project();
+    let mut child = Command::new(&TestEnv::get().bin)
+        .arg("check")
+        .current_dir(p.path())
+        .env_clear()
+        .env("PATH", &TestEnv::get().ruff_dir)
+        .env("PYTHONPATH", p.pythonpath())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -0`: the reader is gone before anything is written.
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn shell_completions() {
+    for (shell, marker) in [("bash", "_patchgen()"), ("zsh", "#compdef patchgen"), ("fish", "complete -c patchgen")] {
+        let out = bare(&["completions", shell]);
+        assert_eq!(out.code, 0);
+        assert!(out.stdout.contains(marker), "{shell}");
+        for command in ["generate", "check", "list", "survey"] {
+            assert!(out.stdout.contains(command), "{shell} completes {command}");
+        }
+    }
+}
+
+#[test]
+fn every_code_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/diagnostics.md")).unwrap();
+    for c in patchgen::diagnostics::codes::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` | `{}` |", c.code, c.name)),
+            "{} {} is missing from docs/diagnostics.md",
+            c.code,
+            c.name
+        );
+    }
+}
