@@ -308,6 +308,12 @@ pub fn all_exprs_of(expr: &Expr) -> Vec<&Expr> {
     e.0
 }
 
+/// Python source parsed as a file `t.py` (unit tests of the rules).
+#[cfg(test)]
+pub fn parsed(src: &str) -> ParsedFile {
+    ParsedFile::parse(std::path::PathBuf::from("t.py"), src).expect("parses")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

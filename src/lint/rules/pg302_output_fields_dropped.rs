@@ -226,12 +226,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::source::ParsedFile;
-    use std::path::PathBuf;
 
-    fn func(src: &str) -> ParsedFile {
-        ParsedFile::parse(PathBuf::from("t.py"), src).expect("parses")
-    }
+    use crate::lint::pyfacts::parsed as func;
 
     #[test]
     fn output_calls_and_filled_fields() {

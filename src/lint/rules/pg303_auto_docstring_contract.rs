@@ -357,11 +357,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
-    fn parse(src: &str) -> ParsedFile {
-        ParsedFile::parse(PathBuf::from("t.py"), src).expect("parses")
-    }
+    use crate::lint::pyfacts::parsed as parse;
 
     #[test]
     fn documented_fields_as_transformers_parses_them() {

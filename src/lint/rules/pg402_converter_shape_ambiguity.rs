@@ -259,9 +259,7 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
 mod tests {
     use super::*;
 
-    fn parse(src: &str) -> ParsedFile {
-        ParsedFile::parse(PathBuf::from("c.py"), src).expect("parses")
-    }
+    use crate::lint::pyfacts::parsed as parse;
 
     #[test]
     fn dispatch_detection() {

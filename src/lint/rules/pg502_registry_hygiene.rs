@@ -258,9 +258,7 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
 mod tests {
     use super::*;
 
-    fn parse(src: &str) -> ParsedFile {
-        ParsedFile::parse(PathBuf::from("__init__.py"), src).expect("parses")
-    }
+    use crate::lint::pyfacts::parsed as parse;
 
     #[test]
     fn dispatch_order_and_guard() {
