@@ -52,7 +52,8 @@ fn found(report: &LintReport) -> BTreeSet<(String, String, usize)> {
 fn expected(version: &str) -> BTreeSet<(String, String, usize)> {
     let mut out = BTreeSet::new();
     for dir in ["pkg/toy", "pkg/other"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(fixture().join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(fixture().join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "py")) {
             let rel = path.strip_prefix(fixture()).unwrap().display().to_string();
@@ -64,7 +65,8 @@ fn expected(version: &str) -> BTreeSet<(String, String, usize)> {
                         continue;
                     }
                     let code = &item[..5];
-                    let only = item[5..].trim().strip_prefix('(').and_then(|r| r.get(..2)).filter(|v| v.starts_with('v'));
+                    let only =
+                        item[5..].trim().strip_prefix('(').and_then(|r| r.get(..2)).filter(|v| v.starts_with('v'));
                     if only.is_none_or(|v| v == version) {
                         out.insert((code.to_string(), rel.clone(), i + 1));
                     }

@@ -368,13 +368,14 @@ fn enclosing_def(file: &ParsedFile, line: usize) -> (Option<String>, Option<usiz
         match stmt {
             Stmt::ClassDef(c) => {
                 for m in &c.body {
-                    if let Stmt::FunctionDef(f) = m {
-                        if file.line_of(m.start()) <= line && line <= file.line_of(m.end()) {
-                            return (
-                                Some(format!("{}.{}", c.name.id, f.name.id)),
-                                Some(keyword_line(file, f.name.start())),
-                            );
-                        }
+                    if let Stmt::FunctionDef(f) = m
+                        && file.line_of(m.start()) <= line
+                        && line <= file.line_of(m.end())
+                    {
+                        return (
+                            Some(format!("{}.{}", c.name.id, f.name.id)),
+                            Some(keyword_line(file, f.name.start())),
+                        );
                     }
                 }
                 return (Some(c.name.id.to_string()), Some(keyword_line(file, c.name.start())));

@@ -137,16 +137,17 @@ impl<'a> Visitor<'a> for FirstPartyImports<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if let Stmt::ImportFrom(i) = stmt {
             let shared = self.shared.expect("set");
-            if let Some(m) = &i.module {
-                if i.level == 0 && is_first_party(shared, m.id.as_str()) {
-                    for alias in &i.names {
-                        let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
-                        if !self.called.contains(bound) {
-                            continue;
-                        }
-                        if let Some(c) = first_party_function(shared, m.id.as_str(), alias.name.id.as_str(), 0) {
-                            self.found.insert(alias.asname.as_ref().unwrap_or(&alias.name).id.to_string(), c);
-                        }
+            if let Some(m) = &i.module
+                && i.level == 0
+                && is_first_party(shared, m.id.as_str())
+            {
+                for alias in &i.names {
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
+                    if !self.called.contains(bound) {
+                        continue;
+                    }
+                    if let Some(c) = first_party_function(shared, m.id.as_str(), alias.name.id.as_str(), 0) {
+                        self.found.insert(alias.asname.as_ref().unwrap_or(&alias.name).id.to_string(), c);
                     }
                 }
             }
@@ -174,10 +175,10 @@ impl<'a> Visitor<'a> for CallsIn<'_> {
             match &*call.func {
                 Expr::Name(n) if self.classes.contains(n.id.as_str()) => self.out.push(n.id.to_string()),
                 Expr::Subscript(s) => {
-                    if let Expr::Name(n) = &*s.value {
-                        if let Some(t) = self.tables.get(n.id.as_str()) {
-                            self.out.extend(t.iter().cloned());
-                        }
+                    if let Expr::Name(n) = &*s.value
+                        && let Some(t) = self.tables.get(n.id.as_str())
+                    {
+                        self.out.extend(t.iter().cloned());
                     }
                 }
                 _ => {}

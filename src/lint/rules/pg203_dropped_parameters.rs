@@ -110,10 +110,10 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
                     struct C<'c>(&'c str, bool);
                     impl<'a> Visitor<'a> for C<'_> {
                         fn visit_expr(&mut self, e: &'a Expr) {
-                            if let Expr::Call(c) = e {
-                                if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == self.0) {
-                                    self.1 = true;
-                                }
+                            if let Expr::Call(c) = e
+                                && matches!(&*c.func, Expr::Name(n) if n.id.as_str() == self.0)
+                            {
+                                self.1 = true;
                             }
                             visitor::walk_expr(self, e);
                         }
@@ -124,10 +124,10 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
                 };
                 if text_has_call {
                     for t in &a.targets {
-                        if let Expr::Attribute(at) = t {
-                            if matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self") {
-                                self.attrs.push(at.attr.id.to_string());
-                            }
+                        if let Expr::Attribute(at) = t
+                            && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                        {
+                            self.attrs.push(at.attr.id.to_string());
                         }
                     }
                 }
@@ -246,10 +246,10 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 prose.push('\n');
             }
         }
-        if let Some(Stmt::Expr(e)) = f.body.first() {
-            if let ruff_python_ast::Expr::StringLiteral(doc) = &*e.value {
-                prose.push_str(doc.value.to_str());
-            }
+        if let Some(Stmt::Expr(e)) = f.body.first()
+            && let ruff_python_ast::Expr::StringLiteral(doc) = &*e.value
+        {
+            prose.push_str(doc.value.to_str());
         }
         if let Some(d) = description {
             prose.push_str(d);
