@@ -89,8 +89,15 @@ struct LintCli {
     args: LintArgs,
 }
 
-/// Print a rule's documentation.
+const RULE_EXAMPLES: &str = "\
+Examples:
+  patchgen rule PG101                  one rule's documentation (what, why, example, fix)
+  patchgen rule dead-patch-target      the same, by name
+  patchgen rule --all                  every rule, in code order";
+
+/// Print a lint rule's documentation.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = RULE_EXAMPLES)]
 pub struct RuleArgs {
     /// The rule's code (PG101) or name (dead-patch-target).
     #[arg(value_name = "CODE", required_unless_present = "all")]
