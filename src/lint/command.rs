@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -22,13 +22,7 @@ use crate::survey::modules::Version;
 use crate::survey::source::{self, Upstream, WheelCache};
 use crate::upstream::SearchPath;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Text,
-    Json,
-    Github,
-}
+pub use crate::cli::Format;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -160,6 +154,40 @@ impl LintReport {
         let mut out: Vec<_> = counts.into_iter().map(|((c, n), k)| (c.to_string(), n.to_string(), k)).collect();
         out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         out
+    }
+}
+
+impl crate::cli::Report for LintReport {
+    fn command(&self) -> &'static str {
+        "lint"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.errors.iter().chain(&self.diagnostics).collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = crate::cli::printer::fields(self);
+        m.remove("diagnostics");
+        m.remove("errors");
+        m
+    }
+
+    /// Each finding with its source excerpt (the shared renderer, on
+    /// stderr), then the summary line on stdout.
+    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        for d in self.errors.iter().chain(&self.diagnostics) {
+            p.diagnostic(d)?;
+        }
+        p.out(summary(self).as_str())
+    }
+
+    fn exit_status(&self) -> crate::cli::ExitStatus {
+        match self.exit_code() {
+            0 => crate::cli::ExitStatus::Success,
+            1 => crate::cli::ExitStatus::Failure,
+            _ => crate::cli::ExitStatus::Error,
+        }
     }
 }
 
@@ -392,6 +420,13 @@ pub fn render_text(report: &LintReport, cwd: &Path) -> String {
             out.push_str(&format!("  help: {h}\n"));
         }
     }
+    out.push_str(&summary(report));
+    out
+}
+
+/// The last line: how many findings, in how many configs, against which upstream.
+fn summary(report: &LintReport) -> String {
+    let mut out = String::new();
     let n = report.diagnostics.len();
     if n == 0 && report.errors.is_empty() {
         out.push_str(&format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream));
@@ -412,38 +447,9 @@ pub fn render_statistics(report: &LintReport) -> String {
     report.statistics().iter().map(|(c, n, k)| format!("{k:>5}\t{c}\t{n}\n")).collect()
 }
 
-/// GitHub workflow commands (`::error file=…,line=…,title=…::message`).
+/// GitHub workflow commands (`::error file=…,line=…,title=…::message`), as every command writes them.
 pub fn render_github(report: &LintReport, cwd: &Path) -> String {
-    let esc = |s: &str| s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-    let prop = |s: &str| esc(s).replace(':', "%3A").replace(',', "%2C");
-    let mut out = String::new();
-    for d in report.errors.iter().chain(&report.diagnostics) {
-        let level = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "notice",
-        };
-        let mut props = Vec::new();
-        if let Some(l) = &d.location {
-            props.push(format!("file={}", prop(&l.path.strip_prefix(cwd).unwrap_or(&l.path).display().to_string())));
-            if l.line > 0 {
-                props.push(format!("line={}", l.line));
-            }
-            if l.column > 0 {
-                props.push(format!("col={}", l.column));
-                if let Some((end_line, end_col)) = l.end {
-                    props.push(format!("endLine={end_line},endColumn={end_col}"));
-                }
-            }
-        }
-        props.push(format!("title={}", prop(&format!("{} {}", d.code, d.name))));
-        let mut message = d.message.clone();
-        if let Some(h) = &d.help {
-            message.push_str(&format!("\nhelp: {h}"));
-        }
-        out.push_str(&format!("::{level} {}::{}\n", props.join(","), esc(&message)));
-    }
-    out
+    report.errors.iter().chain(&report.diagnostics).map(|d| crate::diagnostics::render::github(d, cwd)).collect()
 }
 
 pub fn render_json(report: &LintReport) -> String {
@@ -498,27 +504,20 @@ pub fn run_lint_cli(args: &[OsString]) -> i32 {
     execute(&cli.args, &cwd)
 }
 
-/// Lint with parsed arguments, print, return the exit code.
-// Until lint's report goes through `cli::printer::Report`, it prints its own rendering.
-#[allow(clippy::print_stdout)]
+/// Lint with parsed arguments, print through the shared printer (text:
+/// each finding with its source excerpt on stderr and a summary on stdout;
+/// `json`; `github`), return the exit code.
 pub fn execute(args: &LintArgs, cwd: &Path) -> i32 {
+    let mut printer = crate::cli::Printer::new(args.format);
     match lint(args, cwd) {
-        Ok(report) => {
-            let out = if args.statistics {
-                render_statistics(&report)
-            } else {
-                match args.format {
-                    Format::Text => render_text(&report, cwd),
-                    Format::Json => render_json(&report),
-                    Format::Github => render_github(&report, cwd),
-                }
-            };
-            print!("{out}");
-            report.exit_code()
+        Ok(report) if args.statistics => {
+            let written = printer.out(&render_statistics(&report)).and_then(|()| printer.flush());
+            printer.finish(written, crate::cli::Report::exit_status(&report)).code()
         }
+        Ok(report) => printer.print(&report).code(),
         Err(e) => {
-            eprintln!("patchgen lint: error: {e}");
-            2
+            let written = printer.err(&format!("patchgen lint: error: {e}\n"));
+            printer.finish(written, crate::cli::ExitStatus::Error).code()
         }
     }
 }
