@@ -9,8 +9,10 @@
 #   4. in a temporary copy of examples/demo (the repository stays clean):
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
-#      repairing it; then `patchgen lint` passes on the demo (exit 0) and
-#      catches a misspelt override target (exit 1).
+#      repairing it; then writes llama's reference sources from the wheel
+#      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`);
+#      then `patchgen lint` passes on the demo (exit 0) and catches a misspelt
+#      override target (exit 1).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -159,6 +161,18 @@ rc=0
 run patchgen --check || rc=$?
 echo "(exit $rc)"
 [ "$rc" -eq 0 ] || die "patchgen --check still reports drift after --fix (exit $rc)"
+
+# Reference sources: the model's upstream files straight from the (cached)
+# wheel, checked against its RECORD, where the protocol keeps them.
+export PATCHGEN_CACHE="$CACHE"
+run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
+    die "patchgen reference failed"
+
+# A new model's first config, by reuse of the closest sibling (llama here),
+# with its toy config and the test-table entries to add.
+run patchgen new mistral --like llama || die "patchgen new failed"
+run cat demo/mistral/mistral_gpu_patch_gen_config.py
+run patchgen --check || die "patchgen --check reported drift after patchgen new"
 
 # Lint: the demo's configs are clean (exit 0) ...
 rc=0

@@ -5,6 +5,10 @@ use std::io::Write;
 use std::path::Path;
 
 pub fn write(path: &Path, contents: &str) -> std::io::Result<()> {
+    write_bytes(path, contents.as_bytes())
+}
+
+pub fn write_bytes(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -17,7 +21,7 @@ pub fn write(path: &Path, contents: &str) -> std::io::Result<()> {
         .prefix(&format!(".{}.", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()))
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(contents.as_bytes())?;
+    tmp.write_all(contents)?;
     tmp.as_file().sync_all().ok();
     // Keep the mode of the file being replaced (new files get the default).
     if let Ok(meta) = std::fs::metadata(path) {

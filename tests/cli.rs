@@ -60,6 +60,8 @@ fn help_of_every_command() {
         ("help_check", vec!["check", "--help"]),
         ("help_list", vec!["list", "--help"]),
         ("help_survey", vec!["survey", "--help"]),
+        ("help_reference", vec!["reference", "--help"]),
+        ("help_new", vec!["new", "--help"]),
         ("help_completions", vec!["completions", "--help"]),
         ("help_moe", vec!["moe", "--help"]),
         ("help_moe_inspect", vec!["moe", "inspect", "--help"]),
@@ -274,12 +276,45 @@ fn warning_and_note_name_their_config_and_place() {
     // The note comes inside its config's block, not before `Found N`.
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(!out.stdout.contains("note:"), "{all}");
+    // GitHub annotations: notes only with -v, as in text.
+    let github = p.run(&["check", "--format", "github"]);
+    assert!(github.stdout.contains("PGW001") && !github.stdout.contains("PGI001"), "{}", github.stdout);
+    let github = p.run(&["check", "-v", "--format", "github"]);
+    assert!(
+        github.stdout.contains(&format!("::notice file={CONFIG},line=14,title=PGI001 injected-method::")),
+        "{}",
+        github.stdout
+    );
     let json = p.run(&["check", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     for d in doc["diagnostics"].as_array().unwrap() {
         assert_eq!(d["config"], MODULE);
         assert!(d["location"]["path"].as_str().unwrap().ends_with(CONFIG));
     }
+}
+
+/// Two configs injecting the same method (a model's GPU and NPU configs):
+/// the two notes say which config and line each comes from.
+#[test]
+fn same_note_of_two_configs_can_be_told_apart() {
+    let body = "\n@config.override_method(\"Norm.extra\")\ndef extra(self):\n    return 1\n";
+    let npu = toy_config(body).replace("patched_toy.py", "patched_toy_npu.py");
+    let p = MiniProject::new(&[
+        ("pkg/toy/__init__.py", ""),
+        (CONFIG, &toy_config(body)),
+        ("pkg/toy/toy_npu_patch_gen_config.py", &npu),
+    ]);
+    assert_eq!(p.run(&["--all", "--diff"]).code, 0);
+    let out = p.run(&["--check", "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let notes: Vec<&str> = out.stderr.lines().filter(|l| l.contains("PGI001")).collect();
+    assert_eq!(
+        notes,
+        [
+            "pkg/toy/toy_npu_patch_gen_config.py:10:1: PGI001 1 method(s) not found upstream, injected: Norm.extra [pkg.toy.toy_npu_patch_gen_config]",
+            "pkg/toy/toy_patch_gen_config.py:10:1: PGI001 1 method(s) not found upstream, injected: Norm.extra [pkg.toy.toy_patch_gen_config]",
+        ]
+    );
 }
 
 #[test]

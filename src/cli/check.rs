@@ -243,6 +243,14 @@ impl Report for CheckReport {
         self.configs.iter().flat_map(|r| &r.diagnostics).chain(&self.notes).collect()
     }
 
+    /// Per-config notes (`PGI…`: injected methods, skipped optional
+    /// configs) only with `-v`, as in text: a pull request is not
+    /// annotated with every deliberate pattern.
+    fn annotations(&self) -> Vec<&Diagnostic> {
+        let per_config = self.configs.iter().flat_map(|r| &r.diagnostics);
+        per_config.filter(|d| self.verbose || d.severity > Severity::Info).chain(&self.notes).collect()
+    }
+
     fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
         fields(self)
     }

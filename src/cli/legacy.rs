@@ -97,8 +97,11 @@ impl LegacyArgs {
             && !m.contains('.')
             && !m.ends_with("_patch_gen_config")
         {
+            let cli = <super::Cli as clap::CommandFactory>::command();
+            let commands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
             return Err(format!(
-                "unrecognized command or module '{m}': a patch module name is dotted (pkg.x.x_patch_gen_config); commands: generate, check, list, survey, completions"
+                "unrecognized command or module '{m}': a patch module name is dotted (pkg.x.x_patch_gen_config); commands: {}",
+                commands.join(", ")
             ));
         }
         let config_name = ConfigNameArg { config_name: self.config_name.unwrap_or_else(|| "config".into()) };

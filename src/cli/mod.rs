@@ -57,6 +57,8 @@ Examples:
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen lint                         the protocol's silent pitfalls as rules (see `patchgen rule --all`)
+  patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
+  patchgen new mistral                  a new model's config, __init__.py and toy config
   patchgen completions bash > /etc/bash_completion.d/patchgen
 
 The reference's command lines work unchanged:
@@ -98,6 +100,8 @@ pub enum Command {
     Moe(crate::moe::MoeArgs),
     Lint(crate::lint::command::LintArgs),
     Rule(crate::lint::command::RuleArgs),
+    Reference(crate::reference::ReferenceArgs),
+    New(crate::scaffold::NewArgs),
     Completions(args::CompletionsArgs),
 }
 
@@ -126,6 +130,8 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Moe(a) => crate::moe::run(a),
         Command::Lint(a) => exit_status(crate::lint::command::run_command(&a)),
         Command::Rule(a) => exit_status(crate::lint::command::run_rule(&a)),
+        Command::Reference(a) => crate::reference::run_command(a),
+        Command::New(a) => crate::scaffold::run_command(a),
         Command::Completions(a) => {
             let mut cmd = Cli::command();
             let mut out = std::io::stdout();

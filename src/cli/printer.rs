@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::output::Style;
+use crate::diagnostics::Diagnostic;
 use crate::diagnostics::render::{self, Sources};
-use crate::diagnostics::{Diagnostic, Severity};
 
 /// Output format shared by every command: `text` for people (the
 /// familiar lines; diagnostics with a source excerpt), `json` (one
@@ -67,6 +67,11 @@ pub trait Report {
     fn diagnostics(&self) -> Vec<&Diagnostic>;
     /// The command-specific fields of the JSON document (a JSON object).
     fn json_fields(&self) -> serde_json::Map<String, serde_json::Value>;
+    /// What `--format github` annotates: by default every diagnostic; a
+    /// command may leave out what its text form hides (notes without `-v`).
+    fn annotations(&self) -> Vec<&Diagnostic> {
+        self.diagnostics()
+    }
     /// The human form.
     fn text(&self, p: &mut Printer) -> io::Result<()>;
     fn exit_status(&self) -> ExitStatus;
@@ -178,7 +183,7 @@ impl Printer {
     }
 
     fn github(&mut self, report: &dyn Report) -> io::Result<()> {
-        for d in report.diagnostics() {
+        for d in report.annotations() {
             let line = render::github(d, &self.base);
             self.out(&line)?;
         }
@@ -186,7 +191,15 @@ impl Printer {
     }
 }
 
-/// Count of diagnostics at or above `severity`.
-pub fn count_at_least(diagnostics: &[Diagnostic], severity: Severity) -> usize {
-    diagnostics.iter().filter(|d| d.severity >= severity).count()
+/// Print a command's report, or its error on stderr as
+/// `patchgen <command>: error: …` with the given exit status.
+pub fn print_outcome<R: Report>(format: Format, command: &str, outcome: Result<R, (String, ExitStatus)>) -> ExitStatus {
+    let mut printer = Printer::new(format);
+    match outcome {
+        Ok(report) => printer.print(&report),
+        Err((message, status)) => {
+            let written = printer.err(&format!("patchgen {command}: error: {message}\n"));
+            printer.finish(written, status)
+        }
+    }
 }

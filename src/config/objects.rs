@@ -121,20 +121,7 @@ fn no_attr(type_name: &str, attr: &str, known: &[&str], loc: &Loc) -> EvalError 
 
 /// The known name closest to a misspelt one, if any is close.
 pub(super) fn closest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for i in 1..=a.len() {
-            let mut cur = vec![i; b.len() + 1];
-            for j in 1..=b.len() {
-                let cost = if a[i - 1] == b[j - 1] { 0 } else { 1 };
-                cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
+    use crate::suggest::distance;
     known
         .iter()
         .map(|k| (distance(word, k), *k))

@@ -17,6 +17,9 @@ pub struct Settings {
     pub ruff: Option<PathBuf>,
     /// `cache-dir` (ours), absolute.
     pub cache_dir: Option<PathBuf>,
+    /// `reference-dir` (ours), absolute: where `patchgen reference` writes
+    /// (default `<root>/.agents_workspace/hf_reference`).
+    pub reference_dir: Option<PathBuf>,
     /// `[tool.patchgen.lint]`.
     pub lint: crate::settings::LintOptions,
 }

@@ -38,6 +38,9 @@ pub struct Options {
     /// Where patchgen keeps its caches (ours).
     #[serde(rename = "cache-dir")]
     pub cache_dir: Option<String>,
+    /// Where `patchgen reference` writes upstream sources (ours).
+    #[serde(rename = "reference-dir")]
+    pub reference_dir: Option<String>,
     /// `[tool.patchgen.lint]`.
     pub lint: Option<LintOptions>,
 }
@@ -65,7 +68,7 @@ pub struct LintOptions {
 }
 
 /// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 9] = [
     "search_root",
     "package_prefix",
     "legacy_patches_prefix",
@@ -73,6 +76,7 @@ pub const KEYS: [&str; 8] = [
     "ruff_isolated",
     "ruff",
     "cache-dir",
+    "reference-dir",
     "lint",
 ];
 pub const LINT_KEYS: [&str; 8] = [
@@ -284,6 +288,7 @@ pub(crate) fn project_settings(
         ruff_isolated,
         ruff,
         cache_dir,
+        reference_dir,
         lint,
     } = options;
     let (Some(search_root), Some(package_prefix)) = (search_root.clone(), package_prefix) else {
@@ -302,6 +307,7 @@ pub(crate) fn project_settings(
         ruff_isolated: ruff_isolated.unwrap_or(false),
         ruff,
         cache_dir: cache_dir.map(|d| from_root(root, &d)),
+        reference_dir: reference_dir.map(|d| from_root(root, &d)),
         lint: lint.unwrap_or_default(),
     })
 }

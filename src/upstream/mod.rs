@@ -3,6 +3,8 @@
 //! virtualenv's site-packages, the project's `.venv`, then the working
 //! directory. A wheel (zip) file is a valid entry.
 
+pub mod wheel;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;

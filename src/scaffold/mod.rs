@@ -1,0 +1,945 @@
+//! `patchgen new <m>`: a new model's first patch-gen config, `__init__.py`
+//! and toy config, from the project's closest sibling (protocol Phases 1,
+//! 2, 4 and 6; step 1.7 "prefer reuse over copy-paste").
+//!
+//! `facts` reads the upstream modeling module (category, prefix, the
+//! exception facts), `configuration` its configuration module's defaults,
+//! `retarget` moves the template's patches onto the new model, `render`
+//! writes the config and `__init__.py`, `toy` the toy config, `tables` the
+//! test entries. This module finds the template, plans the files (never
+//! overwriting one), writes them, and runs generation on the result.
+
+pub mod configuration;
+pub mod facts;
+pub mod render;
+pub mod retarget;
+pub mod tables;
+pub mod toy;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::pipeline::Context;
+use crate::project::Project;
+use crate::survey::modules::Version;
+use crate::survey::source::Upstream;
+use crate::upstream::SearchPath;
+use configuration::ConfigurationModule;
+use facts::{Category, ModelFacts};
+use retarget::{NormDonor, Retarget, Retargeted};
+
+/// `--category`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CategoryArg {
+    Auto,
+    Text,
+    Moe,
+    Vlm,
+    VlmMoe,
+    Omni,
+    OmniMoe,
+}
+
+/// Scaffold a new model's config, __init__.py and toy config from the closest sibling
+///
+/// The category comes from the upstream module; the template is the project's config of the
+/// protocol's reference model for it (or `--like`); its patches are reused with a `name_map`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Examples:
+  patchgen new mistral                      category from upstream, template from the project
+  patchgen new glm4v --like qwen3_vl        start from the project's qwen3_vl config
+  patchgen new olmo2 --backend gpu,npu --dry-run
+
+The upstream module is read from the search path (PYTHONPATH, the virtualenv), as generation reads it.
+Nothing existing is overwritten; --dry-run prints the plan.")]
+pub struct NewArgs {
+    /// The HF module name of the model (transformers.models.<m>).
+    pub model: String,
+    /// The project model to start from (default: the protocol's reference model for the category).
+    #[arg(long, value_name = "MODEL")]
+    pub like: Option<String>,
+    /// Backends to write configs for.
+    #[arg(long, value_name = "gpu|npu|gpu,npu", value_delimiter = ',', default_value = "gpu")]
+    pub backend: Vec<String>,
+    /// The model category (default: detected from the upstream module).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub category: CategoryArg,
+    /// Print the plan; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The distribution the model comes from.
+    #[arg(long, value_name = "NAME", default_value = "transformers")]
+    pub package: String,
+    #[command(flatten)]
+    pub format: crate::cli::args::FormatArg,
+}
+
+pub struct Options {
+    pub args: NewArgs,
+    pub cwd: PathBuf,
+}
+
+/// A file of the plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlannedFile {
+    pub path: PathBuf,
+    pub what: String,
+    #[serde(skip)]
+    pub text: String,
+}
+
+/// One backend's config.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackendPlan {
+    pub backend: String,
+    pub module: String,
+    pub template_config: Option<String>,
+    #[serde(flatten)]
+    pub retargeted: Retargeted,
+    #[serde(skip)]
+    head: render::ConfigHead,
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+/// Generation of one written config.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenerationResult {
+    pub module: String,
+    pub ok: bool,
+    pub message: String,
+}
+
+/// What `new` did (or would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub model: String,
+    pub prefix: String,
+    pub upstream: String,
+    pub category: &'static str,
+    pub category_evidence: Vec<String>,
+    pub template: Option<String>,
+    pub template_reason: String,
+    pub backends: Vec<BackendPlan>,
+    pub files: Vec<PlannedFile>,
+    pub moe_needs: Vec<String>,
+    pub generation: Vec<GenerationResult>,
+    pub lint: String,
+    pub tables: Vec<tables::Entry>,
+    pub next_steps: Vec<String>,
+    pub warnings: Vec<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug)]
+pub struct NewError {
+    pub message: String,
+    pub usage: bool,
+}
+
+impl NewError {
+    fn usage(m: impl Into<String>) -> Self {
+        NewError { message: m.into(), usage: true }
+    }
+    fn failed(m: impl Into<String>) -> Self {
+        NewError { message: m.into(), usage: false }
+    }
+    pub fn exit_code(&self) -> i32 {
+        if self.usage { 2 } else { 1 }
+    }
+}
+
+impl std::fmt::Display for NewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A project config: its module, file, backend and HF model.
+#[derive(Clone, Debug)]
+struct ProjectConfig {
+    module: String,
+    path: PathBuf,
+    backend: String,
+    hf_name: String,
+}
+
+/// The project's configs with the HF model each targets (read from the
+/// `source_module="..."` literal, without evaluating anything).
+fn project_configs(project: &Project, package: &str) -> Vec<ProjectConfig> {
+    let mut out = Vec::new();
+    for c in project.discover().unwrap_or_default() {
+        let Ok(text) = std::fs::read_to_string(&c.path) else {
+            continue;
+        };
+        let Some(at) = text.find("source_module=") else {
+            continue;
+        };
+        let rest = text[at + "source_module=".len()..].trim_start();
+        let Some(quote) = rest.chars().next().filter(|q| *q == '"' || *q == '\'') else {
+            continue;
+        };
+        let Some(end) = rest[1..].find(quote) else {
+            continue;
+        };
+        let Some(hf_name) = crate::reference::model::hf_name_of(&rest[1..1 + end], package) else {
+            continue;
+        };
+        let file = c.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let backend =
+            file.strip_suffix("_patch_gen_config.py").and_then(|s| s.rsplit('_').next()).unwrap_or("gpu").to_string();
+        out.push(ProjectConfig { module: c.module, path: c.path, backend, hf_name });
+    }
+    out
+}
+
+/// The model directories of the first `<package>/models` on the search path.
+fn model_names(search: &SearchPath, package: &str) -> Vec<String> {
+    let dir = format!("{package}/models");
+    for entry in &search.entries {
+        match entry {
+            crate::upstream::Entry::Dir(d) => {
+                let Ok(rd) = std::fs::read_dir(d.join(&dir)) else { continue };
+                let mut names: Vec<String> = rd
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n != "__pycache__")
+                    .collect();
+                names.sort();
+                return names;
+            }
+            crate::upstream::Entry::Archive { path, .. } => {
+                let Ok(wheel) = crate::upstream::wheel::Wheel::open(path) else { continue };
+                let names = wheel.subdirs(&dir);
+                if !names.is_empty() {
+                    return names.into_iter().collect();
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// The leading `#` comment block of a file (its licence header).
+fn licence(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).collect();
+    if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" }
+}
+
+/// `from X import PatchConfig` as the template writes it.
+fn patch_config_import(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("from ")?;
+        let (module, names) = rest.split_once(" import ")?;
+        names.contains("PatchConfig").then(|| format!("from {} import PatchConfig", module.trim()))
+    })
+}
+
+/// The top-level `import`/`from … import` statements of a config (the
+/// `PatchConfig` import aside), as written.
+fn top_level_imports(text: &str) -> Vec<String> {
+    use ruff_text_size::Ranged;
+    let Ok(parsed) = ruff_python_parser::parse_module(text) else {
+        return Vec::new();
+    };
+    parsed
+        .syntax()
+        .body
+        .iter()
+        .filter(|s| matches!(s, ruff_python_ast::Stmt::Import(_) | ruff_python_ast::Stmt::ImportFrom(_)))
+        .map(|s| text[s.range()].to_string())
+        .filter(|s| !s.contains("PatchConfig"))
+        .collect()
+}
+
+/// The line importing `name` in a model package `__init__.py` of the project.
+fn init_import_line(dirs: &[PathBuf], name: &str) -> Option<String> {
+    dirs.iter().find_map(|d| {
+        let text = std::fs::read_to_string(d.join("__init__.py")).ok()?;
+        text.lines().find(|l| l.starts_with("from ") && l.ends_with(&format!("import {name}"))).map(str::to_string)
+    })
+}
+
+/// The line importing `OpSlot` and the line declaring the `rms_norm` slot
+/// in a plan's post-import blocks, stripped.
+fn opslot_lines(blocks: &[String]) -> Option<(String, String)> {
+    let line =
+        |pat: &str| blocks.iter().flat_map(|b| b.lines()).map(str::trim).find(|l| l.contains(pat)).map(str::to_string);
+    Some((line("import OpSlot")?, line("OpSlot(\"rms_norm\"")?))
+}
+
+/// The `OpSlot("rms_norm", "<variant>")` a plan's post-import blocks declare.
+fn rms_norm_variant(blocks: &[String]) -> Option<String> {
+    let marker = "OpSlot(\"rms_norm\", \"";
+    blocks.iter().find_map(|b| {
+        let rest = &b[b.find(marker)? + marker.len()..];
+        Some(rest[..rest.find('"')?].to_string())
+    })
+}
+
+fn version_of(ctx: &Context, project: &Project, cwd: &Path) -> Version {
+    let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
+    let location = search.entries.first().map(|e| e.path().to_path_buf()).unwrap_or_default();
+    Version::new(Upstream {
+        arg: "search path".into(),
+        version: ctx.transformers_version().to_string(),
+        location,
+        search,
+    })
+}
+
+/// The architecture a toy config and the registry default to.
+fn default_architecture(facts: &ModelFacts, classes: &[String]) -> String {
+    let p = &facts.prefix;
+    for suffix in ["ForConditionalGeneration", "ForCausalLM"] {
+        let c = format!("{p}{suffix}");
+        if classes.contains(&c) {
+            return c;
+        }
+    }
+    classes.iter().find(|c| c.contains("For")).cloned().unwrap_or_else(|| format!("{p}Model"))
+}
+
+/// Run `new`.
+pub fn run(opts: &Options) -> Result<Report, NewError> {
+    let args = &opts.args;
+    let project = Project::find(&opts.cwd).map_err(|e| NewError::usage(e.to_string()))?;
+    let ctx = Context::new(project.clone(), &opts.cwd, None);
+    let version = version_of(&ctx, &project, &opts.cwd);
+    let m = args.model.as_str();
+    let facts = ModelFacts::read(&version, &args.package, m).map_err(|e| {
+        let models = model_names(&version.upstream.search, &args.package);
+        let near = crate::suggest::nearest(m, models.iter().map(String::as_str), 5);
+        if !near.is_empty() {
+            return NewError::failed(format!("{e}\n  help: nearest model names: {}", near.join(", ")));
+        }
+        NewError::failed(format!("{e}\n  help: put the {} package (or its wheel) on PYTHONPATH; `patchgen reference {m}` names the nearest models", args.package))
+    })?;
+    let configuration = version
+        .upstream
+        .search
+        .find_module(&format!("{}.models.{m}.configuration_{m}", args.package))
+        .ok()
+        .and_then(|s| ConfigurationModule::parse(s.origin.clone(), &s.text).ok());
+    let (detected, mut evidence) = facts.category();
+    let category = match args.category {
+        CategoryArg::Auto => detected,
+        CategoryArg::Text => Category::Text,
+        CategoryArg::Moe => Category::Moe,
+        CategoryArg::Vlm => Category::Vlm,
+        CategoryArg::VlmMoe => Category::VlmMoe,
+        CategoryArg::Omni => Category::Omni,
+        CategoryArg::OmniMoe => Category::OmniMoe,
+    };
+    if args.category != CategoryArg::Auto {
+        evidence.insert(0, format!("--category {} (detected: {})", category.as_str(), detected.as_str()));
+    }
+    let backends: Vec<String> = args.backend.iter().map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+    if let Some(b) = backends.iter().find(|b| !matches!(b.as_str(), "gpu" | "npu")) {
+        return Err(NewError::usage(format!("--backend {b}: expected gpu, npu or gpu,npu")));
+    }
+    let configs = project_configs(&project, &args.package);
+    if let Some(c) = configs.iter().find(|c| c.hf_name == m) {
+        return Err(NewError::usage(format!(
+            "{}: the project already has a config for `{m}` ({})\n  help: edit it, or `patchgen generate {}`",
+            c.path.display(),
+            c.module,
+            c.module
+        )));
+    }
+    let model_dir = project.settings.search_root.join(m);
+    // Template: --like, else the category's reference model the project has.
+    let by_name = |name: &str| -> Option<String> {
+        let dir = project.settings.search_root.join(name);
+        configs.iter().find(|c| c.hf_name == name || c.path.parent() == Some(dir.as_path())).map(|c| c.hf_name.clone())
+    };
+    let (template, template_reason) = match &args.like {
+        Some(like) => match by_name(like) {
+            Some(t) => (Some(t), format!("--like {like}")),
+            None => {
+                let known: Vec<&str> = configs.iter().map(|c| c.hf_name.as_str()).collect();
+                let near = crate::suggest::nearest(like, known.iter().copied(), 3);
+                return Err(NewError::usage(format!(
+                    "--like {like}: the project has no config for that model\n  help: nearest project models: {}",
+                    near.join(", ")
+                )));
+            }
+        },
+        None => match category.templates().iter().find_map(|t| by_name(t)) {
+            Some(t) => (Some(t.clone()), format!("the protocol's reference model for {}", category.as_str())),
+            None => (
+                None,
+                format!(
+                    "the project has none of {} (the protocol's reference models for {}): the built-in skeleton",
+                    category.templates().join(", "),
+                    category.as_str()
+                ),
+            ),
+        },
+    };
+    let template_facts = match &template {
+        Some(t) => Some(ModelFacts::read(&version, &args.package, t).map_err(NewError::failed)?),
+        None => None,
+    };
+    let rel = |p: &Path| p.strip_prefix(&project.root).unwrap_or(p).display().to_string();
+    let partial_rotary = configuration.as_ref().and_then(|c| c.partial_rotary());
+    let donor = || -> Option<NormDonor> {
+        for c in configs.iter().filter(|c| c.backend == "gpu" && Some(&c.hf_name) != template.as_ref()) {
+            let Ok(f) = ModelFacts::read(&version, &args.package, &c.hf_name) else {
+                continue;
+            };
+            let norms = [format!("{}RMSNorm", f.prefix), format!("{}TextRMSNorm", f.prefix)];
+            let Some(norm) = norms.iter().find(|n| f.norm_is_one_plus_weight(&version, n).is_some()) else {
+                continue;
+            };
+            let Ok((plan, _, _)) = ctx.evaluate(&c.module, "config") else {
+                continue;
+            };
+            let target = format!("{norm}.forward");
+            if let Some(p) = plan.patches.iter().find(|p| p.target == target && p.replacement.is_some()) {
+                return Some(NormDonor {
+                    config_module: c.module.clone(),
+                    prefix: f.prefix.clone(),
+                    patch: p.clone(),
+                    opslot_variant: rms_norm_variant(&plan.post_import_blocks),
+                    opslot_lines: opslot_lines(&plan.post_import_blocks),
+                });
+            }
+        }
+        None
+    };
+    let mut warnings = Vec::new();
+    let mut files: Vec<PlannedFile> = Vec::new();
+    let mut plans = Vec::new();
+    let any_config_text = configs.first().and_then(|c| std::fs::read_to_string(&c.path).ok()).unwrap_or_default();
+    for backend in &backends {
+        let module = format!("{}.{m}.{m}_{backend}_patch_gen_config", project.settings.package_prefix);
+        let path = model_dir.join(format!("{m}_{backend}_patch_gen_config.py"));
+        let template_config =
+            template.as_ref().and_then(|t| configs.iter().find(|c| &c.hf_name == t && &c.backend == backend));
+        if template.is_some() && template_config.is_none() {
+            warnings.push(format!("the template has no {backend} config: {backend} not written"));
+            continue;
+        }
+        let (retargeted, template_text) = match (template_config, &template_facts) {
+            (Some(tc), Some(tf)) => {
+                let (plan, _, _) = ctx.evaluate(&tc.module, "config").map_err(|e| NewError::failed(e.to_string()))?;
+                let r = Retarget {
+                    template: &plan,
+                    template_facts: tf,
+                    new: &facts,
+                    version: &version,
+                    partial_rotary: partial_rotary.clone(),
+                    norm_donor: &donor,
+                }
+                .run();
+                (r, std::fs::read_to_string(&tc.path).unwrap_or_default())
+            }
+            _ => (Retargeted::default(), any_config_text.clone()),
+        };
+        let from = template_config.map(|c| c.module.clone());
+        let out_dir = model_dir.join("generated");
+        let regen = format!("patchgen {module} -o {} --diff", rel(&out_dir));
+        let title = match &from {
+            Some(t) => format!(
+                "Patch configuration for {} ({}), scaffolded by `patchgen new` from {t}.",
+                facts.prefix,
+                backend.to_uppercase()
+            ),
+            None => format!(
+                "Patch configuration for {} ({}), scaffolded by `patchgen new` (no project template for {}: add the protocol's common patches).",
+                facts.prefix,
+                backend.to_uppercase(),
+                category.as_str()
+            ),
+        };
+        let description = match &template {
+            Some(t) => format!("{} reusing the {t} patches", facts.prefix),
+            None => format!("{} (scaffold)", facts.prefix),
+        };
+        let source_module = facts.module.clone();
+        let target_file = format!("patched_modeling_{m}_{backend}.py");
+        let import = patch_config_import(&template_text).unwrap_or_else(|| "from patchgen import PatchConfig".into());
+        let template_imports = if template_config.is_some() { top_level_imports(&template_text) } else { Vec::new() };
+        let head = render::ConfigHead {
+            template_imports,
+            licence: licence(&template_text),
+            title,
+            regen,
+            patch_config_import: import,
+            source_module,
+            target_file,
+            description,
+        };
+        let text = render::config(&head, &retargeted);
+        files.push(PlannedFile { path: path.clone(), what: format!("{backend} patch-gen config"), text });
+        warnings.extend(retargeted.warnings.iter().cloned());
+        plans.push(BackendPlan { backend: backend.clone(), module, template_config: from, retargeted, head, path });
+    }
+    if plans.is_empty() {
+        return Err(NewError::failed(format!("no config to write: {}", warnings.join("; "))));
+    }
+    // __init__.py
+    let excluded: Vec<String> = plans.iter().flat_map(|p| p.retargeted.exclude.iter().cloned()).collect();
+    let classes: Vec<String> = facts
+        .all
+        .iter()
+        .filter(|c| facts.has_class(c) && !c.ends_with("PreTrainedModel") && !excluded.contains(c))
+        .filter(|c| c.ends_with("Model") || c.contains("For"))
+        .cloned()
+        .collect();
+    let default_arch = default_architecture(&facts, &classes);
+    let mut sibling_dirs: Vec<PathBuf> = template
+        .iter()
+        .filter_map(|t| configs.iter().find(|c| &c.hf_name == t).and_then(|c| c.path.parent().map(Path::to_path_buf)))
+        .collect();
+    sibling_dirs.extend(configs.iter().filter_map(|c| c.path.parent().map(Path::to_path_buf)));
+    let registry = init_import_line(&sibling_dirs, "MODELING_REGISTRY");
+    let written_backends: Vec<String> = plans.iter().map(|p| p.backend.clone()).collect();
+    let npu = if written_backends.len() > 1 { init_import_line(&sibling_dirs, "IS_NPU_AVAILABLE") } else { None };
+    let mut next_steps = Vec::new();
+    let main_config = configuration.as_ref().and_then(|c| c.main(&facts.prefix, m));
+    match &registry {
+        Some(reg) if !classes.is_empty() => {
+            let mut keys: Vec<(String, Vec<String>, String)> = Vec::new();
+            if let Some(mc) = main_config.and_then(|c| c.model_type.clone()) {
+                keys.push((mc, classes.clone(), default_arch.clone()));
+            } else {
+                keys.push((m.to_string(), classes.clone(), default_arch.clone()));
+            }
+            // A VLM's text model has its own model_type when the module exports it.
+            let causal = format!("{}ForCausalLM", facts.prefix);
+            if category.is_multimodal()
+                && classes.contains(&causal)
+                && let Some(t) = configuration
+                    .as_ref()
+                    .and_then(|c| c.class(&format!("{}TextConfig", facts.prefix)))
+                    .and_then(|c| c.model_type.clone())
+            {
+                let text_classes: Vec<String> =
+                    classes.iter().filter(|c| c.contains("Text") || **c == causal).cloned().collect();
+                keys.push((t, text_classes, causal));
+            }
+            let regs: Vec<render::Registration<'_>> = keys
+                .iter()
+                .map(|(k, c, d)| render::Registration { key: k, classes: c, default: d, prefix: &facts.prefix })
+                .collect();
+            let lic = files.first().map(|f| licence(&f.text)).unwrap_or_default();
+            let text = render::init_py(&lic, reg, npu.as_deref(), m, &written_backends, &regs);
+            files.push(PlannedFile {
+                path: model_dir.join("__init__.py"),
+                what: "model package (registry)".into(),
+                text,
+            });
+            if written_backends.len() > 1 && npu.is_none() {
+                warnings.push(
+                    "no project __init__.py imports IS_NPU_AVAILABLE: __init__.py imports the GPU module only".into(),
+                );
+            }
+        }
+        _ => {
+            files.push(PlannedFile {
+                path: model_dir.join("__init__.py"),
+                what: "model package".into(),
+                text: String::new(),
+            });
+            warnings.push("no project model __init__.py imports MODELING_REGISTRY: __init__.py left empty (register the model by hand)".into());
+        }
+    }
+    // Toy config.
+    let toy_dir = project.root.join("tests/toy_config").join(format!("{m}_toy"));
+    match (configuration.as_ref(), main_config) {
+        (Some(cm), Some(mc)) => {
+            let toy = toy::toy_config(cm, mc, &default_arch);
+            let origin = format!("transformers/models/{m}/configuration_{m}.py");
+            files.push(PlannedFile {
+                path: toy_dir.join("config.json"),
+                what: "toy config".into(),
+                text: toy::config_json(&toy),
+            });
+            files.push(PlannedFile {
+                path: toy_dir.join("README.md"),
+                what: "toy config README".into(),
+                text: toy::readme(m, &mc.name, &origin, &version.upstream.version, &toy),
+            });
+        }
+        _ => warnings.push(format!("no configuration_{m}.py config class found: no toy config written")),
+    }
+    // MoE needs.
+    let mut moe_needs = Vec::new();
+    if category.is_moe() {
+        let experts: Vec<&String> =
+            facts.classes.iter().filter(|c| c.ends_with("Experts") || c.ends_with("NaiveMoe")).collect();
+        let patched: Vec<&str> = plans
+            .iter()
+            .flat_map(|p| p.retargeted.carried.iter())
+            .filter(|c| experts.iter().any(|e| c.target.starts_with(e.as_str())))
+            .map(|c| c.target.as_str())
+            .collect();
+        if experts.is_empty() {
+            moe_needs.push("experts replacement: no `*Experts` class upstream; check the MoE block by hand".into());
+        } else if patched.is_empty() {
+            moe_needs.push(format!(
+                "experts replacement: {} not patched (the template's experts patch had no counterpart)",
+                experts.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        } else {
+            moe_needs.push(format!("experts replacement: carried ({})", patched.join(", ")));
+        }
+        let tdir = template
+            .as_ref()
+            .and_then(|t| configs.iter().find(|c| &c.hf_name == t))
+            .and_then(|c| c.path.parent().map(Path::to_path_buf));
+        let has = |f: &str| tdir.as_ref().is_some_and(|d| d.join(f).is_file());
+        moe_needs.push(if has("parallel_plan.py") {
+            format!("expert-parallel plan: the template has {}/parallel_plan.py; write {m}/parallel_plan.py with this model's expert FQNs", tdir.as_ref().map(|d| rel(d)).unwrap_or_default())
+        } else {
+            "expert-parallel plan: none in the template; add parallel_plan.py if experts are sharded".into()
+        });
+        moe_needs.push(format!(
+            "checkpoint converter: verify the checkpoint's expert layout (`patchgen moe inspect <ckpt>`); without a converter a per-expert checkpoint loads random experts silently{}",
+            if has("checkpoint_tensor_converter.py") { " (the template has checkpoint_tensor_converter.py; __init__.py then follows pattern B)" } else { "" }
+        ));
+    }
+    // Never overwrite.
+    if model_dir.exists() {
+        for f in files.iter().filter(|f| f.path.starts_with(&model_dir)) {
+            if f.path.exists() {
+                return Err(NewError::usage(format!(
+                    "{}: already exists; `patchgen new` never overwrites a file",
+                    f.path.display()
+                )));
+            }
+        }
+    }
+    // The toy config lives outside the model directory: an existing one is
+    // kept (and said), the model's own files still written.
+    files.retain(|f| {
+        let keep = !f.path.exists();
+        if !keep {
+            warnings.push(format!("{}: already exists, not overwritten", f.path.display()));
+        }
+        keep
+    });
+    for p in &plans {
+        let gen_dir = model_dir.join("generated");
+        for ext in ["py", "diff"] {
+            let g = gen_dir.join(format!("patched_modeling_{m}_{}.{ext}", p.backend));
+            if g.exists() {
+                return Err(NewError::usage(format!(
+                    "{}: already exists; `patchgen new` never overwrites a file",
+                    g.display()
+                )));
+            }
+        }
+    }
+    let causal = default_arch.clone();
+    let tables = tables::entries(m, category, &causal);
+    next_steps.push(format!(
+        "add `{m}` to `from . import (...)` and `__all__` in {}",
+        rel(&project.settings.search_root.join("__init__.py"))
+    ));
+    for p in &plans {
+        for c in &p.retargeted.carried {
+            for t in &c.todos {
+                next_steps.push(format!("{}: {t}", p.module));
+            }
+        }
+    }
+    let mut report = Report {
+        model: m.to_string(),
+        prefix: facts.prefix.clone(),
+        upstream: facts.file.path.display().to_string(),
+        category: category.as_str(),
+        category_evidence: evidence,
+        template,
+        template_reason,
+        backends: plans,
+        files,
+        moe_needs,
+        generation: Vec::new(),
+        lint: String::new(),
+        tables,
+        next_steps,
+        warnings,
+        dry_run: args.dry_run,
+    };
+    if args.dry_run {
+        report.lint = "not run (--dry-run)".into();
+        return Ok(report);
+    }
+    // Normalise the Python files as the project's ruff would, then write.
+    for f in report.files.iter_mut() {
+        if f.path.extension().is_some_and(|e| e == "py") && !f.text.is_empty() {
+            match ctx.ruff.normalize(&f.text, &f.path) {
+                Ok(t) => f.text = t,
+                Err(e) => report.warnings.push(format!("{}: ruff: {e}", f.path.display())),
+            }
+        }
+    }
+    for f in &report.files {
+        crate::atomic::write(&f.path, &f.text)
+            .map_err(|e| NewError::failed(format!("{}: cannot write: {e}", f.path.display())))?;
+    }
+    for i in 0..report.backends.len() {
+        let result =
+            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts.module);
+        report.backends[i].retargeted.settle_decisions(&facts.prefix);
+        report.generation.push(result);
+    }
+    report.lint = lint_written(&report, &opts.cwd);
+    Ok(report)
+}
+
+/// `patchgen lint` over the configs just written: a one-line summary, the
+/// findings listed after it.
+fn lint_written(report: &Report, cwd: &Path) -> String {
+    use crate::diagnostics::Severity;
+    let modules: Vec<String> =
+        report.backends.iter().zip(&report.generation).filter(|(_, g)| g.ok).map(|(b, _)| b.module.clone()).collect();
+    if modules.is_empty() {
+        return "not run (nothing generated)".into();
+    }
+    match lint_modules(modules, cwd) {
+        Ok(r) => {
+            let errors = r.diagnostics.iter().filter(|d| d.severity == Severity::Error).count() + r.errors.len();
+            let mut out = format!(
+                "{} finding(s), {errors} error(s) ({} rules)",
+                r.diagnostics.len() + r.errors.len(),
+                r.rules.len()
+            );
+            for d in r.errors.iter().chain(r.diagnostics.iter()) {
+                let at = d.location.as_ref().map(|l| format!("{}:{}: ", l.path.display(), l.line)).unwrap_or_default();
+                out.push_str(&format!("\n  {at}{} {}", d.code, d.message));
+            }
+            out
+        }
+        Err(e) => format!("not run: {e}"),
+    }
+}
+
+/// The lint report of `modules` with the project's default rules.
+fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command::LintReport, String> {
+    let args = crate::lint::command::LintArgs {
+        modules,
+        select: None,
+        extend_select: Vec::new(),
+        ignore: Vec::new(),
+        upstream: None,
+        format: crate::lint::command::Format::Text,
+        statistics: false,
+        config_name: "config".into(),
+        project: None,
+        no_download: true,
+        jobs: None,
+    };
+    crate::lint::command::lint(&args, cwd).map_err(|e| e.0)
+}
+
+/// Carried patches a lint error names (`\`<target>\`` or `\`<target>(`):
+/// their reuse breaks the upstream contract, so they are dropped.
+fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
+    use crate::diagnostics::Severity;
+    let Ok(report) = lint_modules(vec![plan.module.clone()], cwd) else { return false };
+    let mut changed = false;
+    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
+        let names = |t: &str| {
+            d.message.contains(&format!("`{t}`"))
+                || d.message.contains(&format!("`{t}("))
+                || d.message.contains(&format!("\"{t}\""))
+        };
+        // Or the error points into the reused replacement's definition.
+        let inside = |c: &retarget::Carried| match (&c.defined_at, &d.location) {
+            (Some((path, start, end)), Some(l)) => {
+                crate::project::resolve(path) == crate::project::resolve(&l.path) && (*start..=*end).contains(&l.line)
+            }
+            _ => false,
+        };
+        let (hit, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target) || inside(c));
+        plan.retargeted.carried = kept;
+        for c in hit {
+            plan.retargeted.dropped.push(retarget::Dropped {
+                template_target: c.template_target.clone(),
+                target: c.target.clone(),
+                reason: format!("lint {} on the reuse: {}", d.code, d.message),
+                exception: false,
+            });
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// How many times a config is pruned and regenerated at most.
+const MAX_ROUNDS: usize = 8;
+
+/// The names ruff reports as undefined (F821) in its diagnostics.
+fn undefined_names(diagnostics: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in diagnostics.lines() {
+        let Some(rest) = line.split("Undefined name `").nth(1) else {
+            continue;
+        };
+        let Some(name) = rest.split('`').next() else {
+            continue;
+        };
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Write the config and generate from it; when the generated file uses
+/// names nothing defines, import them or drop the patches that use them
+/// and try again. The generated `.py` and `.diff` are written on success.
+fn generate_pruning(
+    project: &Project,
+    cwd: &Path,
+    plan: &mut BackendPlan,
+    template: Option<&ModelFacts>,
+    new_module: &str,
+) -> GenerationResult {
+    let fail = |module: &str, message: String| GenerationResult { module: module.to_string(), ok: false, message };
+    for _ in 0..MAX_ROUNDS {
+        let ctx = Context::new(project.clone(), cwd, None);
+        let raw = render::config(&plan.head, &plan.retargeted);
+        let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
+        if let Err(e) = crate::atomic::write(&plan.path, &text) {
+            return fail(&plan.module, format!("{}: cannot write: {e}", plan.path.display()));
+        }
+        match ctx.generate(&plan.module, "config", None) {
+            Ok(g) => {
+                let written =
+                    crate::atomic::write(&g.py_path, &g.py).and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
+                if written.is_ok() && template.is_some() && lint_rejected(plan, cwd) {
+                    continue;
+                }
+                return match written {
+                    Ok(()) => GenerationResult {
+                        module: plan.module.clone(),
+                        ok: true,
+                        message: format!("generated {}", g.py_path.display()),
+                    },
+                    Err(e) => fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display())),
+                };
+            }
+            Err(crate::pipeline::Failure::Ruff {
+                error: crate::normalize::RuffError::Rejected { diagnostics, .. },
+                py_path,
+            }) if template.is_some() => {
+                let names = undefined_names(&diagnostics);
+                if names.is_empty() || !plan.retargeted.resolve_missing(&names, template.unwrap(), new_module) {
+                    return fail(
+                        &plan.module,
+                        format!("{}: ruff rejected the generated file:\n{diagnostics}", py_path.display()),
+                    );
+                }
+            }
+            Err(e) => return fail(&plan.module, e.to_string()),
+        }
+    }
+    fail(&plan.module, format!("still failing after {MAX_ROUNDS} rounds of pruning"))
+}
+
+/// The report as text.
+pub fn render_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "{} ({}) — {}", r.model, r.prefix, r.upstream);
+    let _ = writeln!(out, "category: {}", r.category);
+    for e in &r.category_evidence {
+        let _ = writeln!(out, "  evidence: {e}");
+    }
+    let _ = writeln!(out, "template: {} ({})", r.template.as_deref().unwrap_or("built-in skeleton"), r.template_reason);
+    for b in &r.backends {
+        let rt = &b.retargeted;
+        let _ = writeln!(
+            out,
+            "\n{} config {} — {} patches carried, {} dropped",
+            b.backend,
+            b.module,
+            rt.carried.len(),
+            rt.dropped.len()
+        );
+        for c in &rt.carried {
+            let _ = writeln!(out, "  reuse   {} ← {}.{}", c.target, c.import_module, c.import_name);
+            for n in &c.notes {
+                let _ = writeln!(out, "          note: {n}");
+            }
+            for t in &c.todos {
+                let _ = writeln!(out, "          {t}");
+            }
+        }
+        for d in &rt.dropped {
+            let _ = writeln!(out, "  dropped {}: {}", d.template_target, d.reason);
+        }
+        let _ = writeln!(
+            out,
+            "  decisions: rotary {}; MLP {}; norm {}",
+            rt.decisions.rotary, rt.decisions.mlp, rt.decisions.norm
+        );
+    }
+    for n in &r.moe_needs {
+        let _ = writeln!(out, "MoE: {n}");
+    }
+    let verb = if r.dry_run { "would write" } else { "wrote" };
+    let _ = writeln!(out, "\n{verb}:");
+    for f in &r.files {
+        let _ = writeln!(out, "  {} ({})", f.path.display(), f.what);
+    }
+    for g in &r.generation {
+        let mark = if g.ok { "✓" } else { "✗" };
+        let _ = writeln!(out, "{mark} {}: {}", g.module, g.message);
+    }
+    if !r.lint.is_empty() {
+        let _ = writeln!(out, "lint: {}", r.lint);
+    }
+    let _ = writeln!(out, "\nTest-table entries to add:");
+    for t in &r.tables {
+        let _ = writeln!(out, "  {} — {}:\n{}", t.file, t.table, t.text);
+    }
+    if !r.next_steps.is_empty() {
+        let _ = writeln!(out, "\nNext:");
+        for s in &r.next_steps {
+            let _ = writeln!(out, "  - {s}");
+        }
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+impl crate::cli::Report for Report {
+    fn command(&self) -> &'static str {
+        "new"
+    }
+    fn diagnostics(&self) -> Vec<&crate::diagnostics::Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::cli::printer::fields(self)
+    }
+    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        p.out(&render_text(self))
+    }
+    fn exit_status(&self) -> crate::cli::ExitStatus {
+        crate::cli::ExitStatus::failure_if(!self.generation.iter().all(|g| g.ok))
+    }
+}
+
+/// `patchgen new`: run it and print the report.
+pub fn run_command(args: NewArgs) -> crate::cli::ExitStatus {
+    use crate::cli::ExitStatus;
+    let format = args.format.format.unwrap_or_default();
+    let outcome = std::env::current_dir()
+        .map_err(|e| NewError::usage(format!("cannot read the working directory: {e}")))
+        .and_then(|cwd| run(&Options { args, cwd }))
+        .map_err(|e| (e.message, if e.usage { ExitStatus::Error } else { ExitStatus::Failure }));
+    crate::cli::printer::print_outcome(format, "new", outcome)
+}

@@ -1,0 +1,303 @@
+//! The text of the files `patchgen new` writes: the patch-gen config (reuse
+//! imports, the template's `add_import`/post-import blocks, one DSL call
+//! per carried patch under its `# Patch:` header, the exceptions as
+//! comments) and the model package's `__init__.py` (pattern A, or C with
+//! an NPU sibling: class list from `__all__`, registry keys from the
+//! configuration's `model_type`s, most specific architecture test first,
+//! a `None` architecture guard).
+
+use std::fmt::Write;
+
+use super::retarget::{Carried, Helper, Retargeted};
+
+/// A Python string literal (JSON's escapes are Python's).
+pub fn py_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
+}
+
+/// What the config's head says.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigHead {
+    /// The template file's leading comment block (licence), verbatim.
+    pub licence: String,
+    pub title: String,
+    pub regen: String,
+    /// `from X import PatchConfig`.
+    pub patch_config_import: String,
+    /// The template config's own top-level imports (what copied helpers
+    /// may need; ruff's fix drops the unused ones).
+    pub template_imports: Vec<String>,
+    pub source_module: String,
+    pub target_file: String,
+    pub description: String,
+}
+
+fn render_call(out: &mut String, c: &Carried, alias: &str, shared_map: Option<&[(String, String)]>) {
+    for l in &c.header {
+        let _ = writeln!(out, "{l}");
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "# patchgen new: {n}");
+    }
+    for t in &c.todos {
+        let _ = writeln!(out, "# {t}");
+    }
+    let _ = writeln!(out, "config.{}(", c.patch_type);
+    let _ = writeln!(out, "    {},", py_str(&c.target));
+    let _ = writeln!(out, "    replacement={alias},");
+    if shared_map == Some(&c.name_map[..]) {
+        let _ = writeln!(out, "    name_map=_NAME_MAP,");
+    } else if !c.name_map.is_empty() {
+        let _ = writeln!(out, "    name_map={},", dict(&c.name_map));
+    }
+    if let Some(d) = &c.description {
+        let _ = writeln!(out, "    description={},", py_str(d));
+    }
+    let _ = writeln!(out, ")\n");
+}
+
+fn dict(map: &[(String, String)]) -> String {
+    let items: Vec<String> = map.iter().map(|(k, v)| format!("{}: {}", py_str(k), py_str(v))).collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+/// A triple-quoted block, indented by four spaces.
+fn block_literal(text: &str) -> String {
+    let body = crate::pytext::dedent(text);
+    let body = body.trim_matches('\n').replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"");
+    let mut out = String::from("    \"\"\"\n");
+    for line in body.lines() {
+        if line.trim().is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    out.push_str("    \"\"\"");
+    out
+}
+
+/// The patch-gen config.
+pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
+    let mut out = String::new();
+    if !head.licence.is_empty() {
+        out.push_str(head.licence.trim_end());
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\"\"\"\n{}\n\nRegen command:\n{}\n\"\"\"\n", head.title, head.regen);
+    // Reuse imports, grouped by module, names aliased when they clash.
+    let mut aliases: Vec<String> = Vec::new();
+    let mut by_module: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut taken: Vec<(String, String, String)> = Vec::new(); // (module, name, alias)
+    let mut import = |module: &str, name: &str| -> String {
+        if let Some((_, _, a)) = taken.iter().find(|(m, n, _)| m == module && n == name) {
+            return a.clone();
+        }
+        let mut alias = name.to_string();
+        let mut i = 2;
+        while taken.iter().any(|(_, _, a)| *a == alias) {
+            alias = format!("{name}_{i}");
+            i += 1;
+        }
+        taken.push((module.to_string(), name.to_string(), alias.clone()));
+        match by_module.iter_mut().find(|(m, _)| m == module) {
+            Some((_, names)) => names.push((name.to_string(), alias.clone())),
+            None => by_module.push((module.to_string(), vec![(name.to_string(), alias.clone())])),
+        }
+        alias
+    };
+    for c in &r.carried {
+        aliases.push(import(&c.import_module, &c.import_name));
+    }
+    let helper_aliases: Vec<Option<String>> = r
+        .helpers
+        .iter()
+        .map(|h| match h {
+            Helper::Import { module, name } => Some(import(module, name)),
+            Helper::Copy { .. } => None,
+        })
+        .collect();
+    for (module, names) in &by_module {
+        let _ = writeln!(out, "from {module} import (");
+        for (n, a) in names {
+            if n == a {
+                let _ = writeln!(out, "    {n},");
+            } else {
+                let _ = writeln!(out, "    {n} as {a},");
+            }
+        }
+        let _ = writeln!(out, ")");
+    }
+    for stmt in &head.template_imports {
+        let _ = writeln!(out, "{stmt}");
+    }
+    let _ = writeln!(out, "{}\n\n", head.patch_config_import);
+    let _ = writeln!(
+        out,
+        "config = PatchConfig(\n    source_module={},\n    target_file={},\n    description={},\n)\n",
+        py_str(&head.source_module),
+        py_str(&head.target_file),
+        py_str(&head.description)
+    );
+    if !r.exception_comments.is_empty() {
+        let _ = writeln!(out, "# Protocol exceptions applied by patchgen new:");
+        for c in &r.exception_comments {
+            let _ = writeln!(out, "# - {c}");
+        }
+        out.push('\n');
+    }
+    for spec in &r.imports {
+        let mut args = vec![py_str(&spec.module)];
+        if let Some(names) = &spec.names {
+            args.push(format!("names=[{}]", names.iter().map(|n| py_str(n)).collect::<Vec<_>>().join(", ")));
+        }
+        if let Some(a) = &spec.alias {
+            args.push(format!("alias={}", py_str(a)));
+        }
+        if !spec.is_from_import {
+            args.push("is_from_import=False".into());
+        }
+        let _ = writeln!(out, "config.add_import({})", args.join(", "));
+    }
+    for b in &r.post_import_blocks {
+        let _ = writeln!(out, "config.add_post_import_block(\n{}\n)", block_literal(b));
+    }
+    if !r.drop_import_names.is_empty() {
+        let names: Vec<String> = r.drop_import_names.iter().map(|n| py_str(n)).collect();
+        let _ = writeln!(out, "config.drop_import_names({})", names.join(", "));
+    }
+    for (h, alias) in r.helpers.iter().zip(&helper_aliases) {
+        match (h, alias) {
+            (_, Some(a)) => {
+                let _ = writeln!(out, "config.add_helper({a})");
+            }
+            (Helper::Copy { source, .. }, None) => {
+                let _ = writeln!(out, "\n\n@config.add_helper\n{}\n\n", source.trim_end());
+            }
+            (Helper::Import { .. }, None) => {}
+        }
+    }
+    if !r.exclude.is_empty() {
+        let names: Vec<String> = r.exclude.iter().map(|n| py_str(n)).collect();
+        let _ = writeln!(out, "config.exclude_from_output({})", names.join(", "));
+    }
+    out.push('\n');
+    // The most common name map is shared.
+    let shared = r
+        .carried
+        .iter()
+        .map(|c| &c.name_map)
+        .filter(|m| !m.is_empty())
+        .max_by_key(|m| r.carried.iter().filter(|c| &c.name_map == *m).count())
+        .cloned();
+    if let Some(m) = &shared {
+        let _ = writeln!(out, "_NAME_MAP = {}\n\n", dict(m));
+    }
+    for (c, alias) in r.carried.iter().zip(&aliases) {
+        render_call(&mut out, c, alias, shared.as_deref());
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+/// One registry entry of `__init__.py`.
+pub struct Registration<'a> {
+    pub key: &'a str,
+    pub classes: &'a [String],
+    pub default: &'a str,
+    /// The class name prefix (architecture tests use what follows it).
+    pub prefix: &'a str,
+}
+
+/// `__init__.py`: pattern A (one backend) or C (`npu_import` set: NPU
+/// and GPU generated modules chosen by `IS_NPU_AVAILABLE`).
+pub fn init_py(
+    licence: &str,
+    registry_import: &str,
+    npu_import: Option<&str>,
+    hf_name: &str,
+    backends: &[String],
+    regs: &[Registration<'_>],
+) -> String {
+    let mut out = String::new();
+    if !licence.is_empty() {
+        out.push_str(licence.trim_end());
+        out.push_str("\n\n");
+    }
+    if let Some(n) = npu_import {
+        let _ = writeln!(out, "{n}");
+    }
+    let _ = writeln!(out, "{registry_import}\n");
+    for reg in regs {
+        let fname = format!("register_{}_modeling", reg.key.replace(['-', '.'], "_"));
+        let _ = writeln!(out, "\n@MODELING_REGISTRY.register({})", py_str(reg.key));
+        let _ = writeln!(out, "def {fname}(architecture: str):");
+        let _ = writeln!(out, "    # `get_model_class` passes `config.architectures[0]`, which can be None.");
+        let _ = writeln!(out, "    architecture = architecture or {}", py_str(reg.default));
+        let import = |backend: &str, indent: &str, out: &mut String| {
+            let _ = writeln!(out, "{indent}from .generated.patched_modeling_{hf_name}_{backend} import (");
+            for c in reg.classes {
+                let _ = writeln!(out, "{indent}    {c},");
+            }
+            let _ = writeln!(out, "{indent})");
+        };
+        if npu_import.is_some() && backends.iter().any(|b| b == "npu") && backends.iter().any(|b| b == "gpu") {
+            let _ = writeln!(out, "    if IS_NPU_AVAILABLE:");
+            import("npu", "        ", &mut out);
+            let _ = writeln!(out, "    else:");
+            import("gpu", "        ", &mut out);
+        } else {
+            import(&backends[0], "    ", &mut out);
+        }
+        out.push('\n');
+        let mut tests: Vec<(&str, &String)> =
+            reg.classes.iter().map(|c| (c.strip_prefix(reg.prefix).unwrap_or(c), c)).collect();
+        // Most specific first: a longer architecture test can contain a shorter one.
+        tests.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        for (i, (stem, class)) in tests.iter().enumerate() {
+            let kw = if i == 0 { "if" } else { "elif" };
+            let _ = writeln!(out, "    {kw} {} in architecture:\n        return {class}", py_str(stem));
+        }
+        let _ = writeln!(out, "    else:\n        return {}\n", reg.default);
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_tests_most_specific_first_and_guards_none() {
+        let classes: Vec<String> = ["ToyModel", "ToyForCausalLM", "ToyForSequenceClassification", "ToyTextModel"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let text = init_py(
+            "",
+            "from ...loader import MODELING_REGISTRY",
+            None,
+            "toy",
+            &["gpu".to_string()],
+            &[Registration { key: "toy", classes: &classes, default: "ToyForCausalLM", prefix: "Toy" }],
+        );
+        let pos = |s: &str| text.find(s).unwrap();
+        assert!(pos("\"ForSequenceClassification\" in") < pos("\"ForCausalLM\" in"));
+        assert!(pos("\"TextModel\" in") < pos("\"Model\" in"));
+        assert!(text.contains("architecture = architecture or \"ToyForCausalLM\""));
+        assert!(text.contains("from .generated.patched_modeling_toy_gpu import ("));
+    }
+
+    #[test]
+    fn blocks_keep_their_text() {
+        assert_eq!(
+            block_literal("\n    a = 1\n\n    b = \"\\n\"\n"),
+            "    \"\"\"\n    a = 1\n\n    b = \"\\\\n\"\n    \"\"\""
+        );
+    }
+}

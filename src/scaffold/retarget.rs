@@ -1,0 +1,631 @@
+//! A template config's patches moved onto a new model, statically, by
+//! *reuse* (protocol step 1.7): each patch whose target has a counterpart
+//! in the new upstream module (the same class/function after the prefix
+//! rename) is carried as an import of the template's replacement plus
+//! `name_map={"<Template>": "<New>"}`; the rest are dropped and listed.
+//! The protocol's exceptions are decided here from the upstream facts: no
+//! full-head rotary kernel on partial rotary, no Liger MLP swap for an MLP
+//! whose `__init__` takes `intermediate_size`, the `1 + weight` RMSNorm
+//! variant where the new norm computes that.
+
+use serde::Serialize;
+
+use super::facts::ModelFacts;
+use crate::codegen::text::{apply_name_map, split_leading_comments, strip_patch_decorators};
+use crate::config::plan::{Patch, PatchPlan, PatchType};
+use crate::survey::compare;
+use crate::survey::modules::Version;
+use crate::survey::signature::{self, Signature};
+
+/// A template patch carried over.
+#[derive(Clone, Debug, Serialize)]
+pub struct Carried {
+    pub patch_type: &'static str,
+    pub target: String,
+    pub template_target: String,
+    /// Where the replacement is defined, and its name there.
+    pub import_module: String,
+    pub import_name: String,
+    pub name_map: Vec<(String, String)>,
+    pub description: Option<String>,
+    /// The `# Patch:` header block (comment lines) above the replacement.
+    pub header: Vec<String>,
+    /// `TODO(patchgen new): …` lines (signature differences).
+    pub todos: Vec<String>,
+    /// Why this patch differs from the template's (an exception applied).
+    pub notes: Vec<String>,
+    /// The replacement's source under the new names (to find what it uses).
+    #[serde(skip)]
+    pub source: String,
+    /// Where the replacement is defined: file and 1-based line range.
+    #[serde(skip)]
+    pub defined_at: Option<(std::path::PathBuf, usize, usize)>,
+}
+
+/// A template patch left out, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Dropped {
+    pub template_target: String,
+    pub target: String,
+    pub reason: String,
+    /// A protocol exception: written into the config as a comment.
+    pub exception: bool,
+}
+
+/// The three exception decisions, as words (for the report and the
+/// leave-one-out table).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Decisions {
+    /// `replaced` | `upstream (partial rotary)` | `none`.
+    pub rotary: String,
+    /// `patched` | `not patched (intermediate_size)` | `none`.
+    pub mlp: String,
+    /// `standard` | `1+weight` | `none (…)`.
+    pub norm: String,
+}
+
+/// A patch that replaces a `1 + weight` norm, from another project config.
+#[derive(Clone, Debug)]
+pub struct NormDonor {
+    pub config_module: String,
+    pub prefix: String,
+    pub patch: Patch,
+    /// The OpSlot variant its post-import block declares for `rms_norm`.
+    pub opslot_variant: Option<String>,
+    /// That declaration's line and the line importing `OpSlot`, as written.
+    pub opslot_lines: Option<(String, String)>,
+}
+
+/// A template helper: reused by import, or copied under the new names.
+#[derive(Clone, Debug, Serialize)]
+pub enum Helper {
+    Import { module: String, name: String },
+    Copy { name: String, source: String },
+}
+
+/// Everything carried from the template.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Retargeted {
+    pub carried: Vec<Carried>,
+    pub dropped: Vec<Dropped>,
+    pub decisions: Decisions,
+    pub post_import_blocks: Vec<String>,
+    /// `add_import` calls.
+    #[serde(skip)]
+    pub imports: Vec<crate::config::plan::ImportSpec>,
+    /// Helpers, in the template's order.
+    pub helpers: Vec<Helper>,
+    pub drop_import_names: Vec<String>,
+    pub exclude: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Comments for the config: exceptions applied.
+    pub exception_comments: Vec<String>,
+}
+
+/// Inputs of a retargeting.
+pub struct Retarget<'a> {
+    pub template: &'a PatchPlan,
+    pub template_facts: &'a ModelFacts,
+    pub new: &'a ModelFacts,
+    pub version: &'a Version,
+    /// Evidence of partial rotary / mrope_interleaved in the new configuration.
+    pub partial_rotary: Option<String>,
+    /// Where to find a `1 + weight` norm replacement (called only when needed).
+    pub norm_donor: &'a dyn Fn() -> Option<NormDonor>,
+}
+
+fn type_name(t: PatchType) -> &'static str {
+    match t {
+        PatchType::ClassReplacement => "replace_class",
+        PatchType::MethodOverride => "override_method",
+        PatchType::FunctionReplacement => "replace_function",
+        PatchType::AdditionalImport => "add_import",
+        PatchType::InitModification => "modify_init",
+    }
+}
+
+/// `{k: v}` of the template's patch, re-aimed at the new prefix, plus
+/// `{template: new}`.
+fn compose_name_map(patch: &Patch, from: &str, to: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (k, v) in patch.name_map.iter().flatten() {
+        out.push((k.clone(), v.replacen(from, to, 1)));
+    }
+    if from != to && !out.iter().any(|(k, _)| k == from) {
+        out.push((from.to_string(), to.to_string()));
+    }
+    out
+}
+
+fn rename(target: &str, from: &str, to: &str) -> String {
+    match target.strip_prefix(from) {
+        Some(rest) => format!("{to}{rest}"),
+        None => target.to_string(),
+    }
+}
+
+/// The replacement's own parameter list (first function, or its class's `__init__`).
+fn replacement_signature(source: &str, is_class: bool) -> Option<Signature> {
+    let text = crate::pytext::dedent(source);
+    let parsed = ruff_python_parser::parse_module(&text).ok()?;
+    signature::of_replacement(&parsed.syntax().body, &text, is_class)
+}
+
+fn signature_todo(target: &str, upstream: &Signature, replacement: &Signature, name: &str) -> Option<String> {
+    let d = compare::signatures(upstream, replacement, None)?;
+    if d.removed.is_empty()
+        && d.added.is_empty()
+        && d.renamed.is_empty()
+        && d.kind_changed.is_empty()
+        && d.reordered.is_none()
+    {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !d.removed.is_empty() {
+        parts.push(format!("upstream only: {}", d.removed.join(", ")));
+    }
+    if !d.added.is_empty() {
+        parts.push(format!("replacement only: {}", d.added.join(", ")));
+    }
+    for (a, b) in &d.renamed {
+        parts.push(format!("upstream `{a}` is `{b}` in the replacement"));
+    }
+    for (n, a, b) in &d.kind_changed {
+        parts.push(format!("`{n}` is {} upstream, {} in the replacement", a.as_str(), b.as_str()));
+    }
+    if d.reordered.is_some() {
+        parts.push("positional order differs".into());
+    }
+    Some(format!(
+        "TODO(patchgen new): upstream `{target}` takes {upstream}, the reused `{name}` declares {replacement} ({})",
+        parts.join("; ")
+    ))
+}
+
+/// The class part of a target (`A` of `A.forward`, or the class itself).
+fn class_of(patch_type: PatchType, target: &str) -> Option<&str> {
+    match patch_type {
+        PatchType::ClassReplacement | PatchType::InitModification => Some(target),
+        PatchType::MethodOverride => target.split_once('.').map(|(c, _)| c),
+        _ => None,
+    }
+}
+
+fn is_main(class: &str, prefix: &str, stem: &str) -> bool {
+    class == format!("{prefix}{stem}") || class == format!("{prefix}Text{stem}")
+}
+
+impl Retarget<'_> {
+    /// Does `target` (new name) exist in the new module?
+    fn counterpart(&self, p: &Patch, target: &str, template_target: &str) -> bool {
+        match p.patch_type {
+            PatchType::FunctionReplacement => self.new.has_function(target),
+            PatchType::ClassReplacement => self.new.has_class(target),
+            PatchType::InitModification => false,
+            PatchType::AdditionalImport => false,
+            PatchType::MethodOverride => {
+                let Some((class, method)) = target.split_once('.') else {
+                    return false;
+                };
+                if !self.new.has_class(class) {
+                    return false;
+                }
+                // A method the template injects (absent from its upstream) is
+                // injected into the new class too.
+                let (tclass, _) = template_target.split_once('.').unwrap_or((template_target, ""));
+                self.new.method(self.version, class, method).is_some()
+                    || self.template_facts.method(self.version, tclass, method).is_none()
+            }
+        }
+    }
+
+    pub fn run(&self) -> Retargeted {
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
+        let mut out = Retargeted::default();
+        let mut rotary = "none".to_string();
+        let mut mlp = "none".to_string();
+        let mut norm = "none".to_string();
+        let mut opslot_variant: Option<(String, String)> = None;
+        for p in &self.template.patches {
+            let target = rename(&p.target, from, to);
+            let drop = |out: &mut Retargeted, reason: String, exception: bool| {
+                out.dropped.push(Dropped {
+                    template_target: p.target.clone(),
+                    target: target.clone(),
+                    reason,
+                    exception,
+                });
+            };
+            let Some(replacement) = &p.replacement else {
+                drop(&mut out, "no replacement object to reuse (external or source-only patch)".into(), false);
+                continue;
+            };
+            if p.patch_type == PatchType::InitModification {
+                drop(&mut out, "modify_init is not carried".into(), false);
+                continue;
+            }
+            if !self.counterpart(p, &target, &p.target) {
+                drop(&mut out, format!("`{target}` does not exist in {}", self.new.module), false);
+                continue;
+            }
+            let class = class_of(p.patch_type, &target);
+            let mut notes = Vec::new();
+            let mut patch = p.clone();
+            let mut import_module = replacement.module.clone();
+            let mut prefix_from = from.to_string();
+            // Rotary.
+            if p.patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
+                if let Some(evidence) = &self.partial_rotary {
+                    rotary = "upstream (partial rotary)".into();
+                    let reason = format!(
+                        "not replaced: {evidence}; the fused RoPE kernel rotates the full head_dim and gives NaN on partial rotary / mrope_interleaved"
+                    );
+                    out.exception_comments.push(format!("apply_rotary_pos_emb is {reason}."));
+                    drop(&mut out, reason, true);
+                    continue;
+                }
+                rotary = "replaced".into();
+            }
+            // MLP.
+            if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
+                // Only a class swap constructs the replacement with the
+                // upstream's arguments; a `forward` override keeps `__init__`.
+                let swap = p.patch_type == PatchType::ClassReplacement;
+                if swap && let Some(line) = self.new.init_takes_intermediate_size(self.version, c) {
+                    mlp = "not patched (intermediate_size)".into();
+                    let reason = format!(
+                        "not swapped: `{c}.__init__` takes `intermediate_size` ({}:{line}), which LigerSwiGLUMLP rejects (shared experts reuse the MLP with another size)",
+                        self.new.file.path.display()
+                    );
+                    out.exception_comments.push(format!("{c} is {reason}."));
+                    drop(&mut out, reason, true);
+                    continue;
+                }
+                mlp = "patched".into();
+            }
+            // Norm.
+            if let Some(c) = class.filter(|c| is_main(c, to, "RMSNorm")) {
+                let new_one_plus = self.new.norm_is_one_plus_weight(self.version, c);
+                let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
+                let template_one_plus = self.template_facts.norm_is_one_plus_weight(self.version, tclass).is_some();
+                match (new_one_plus, template_one_plus) {
+                    (Some(line), false) => {
+                        let here = format!("{}:{line}", self.new.file.path.display());
+                        match (self.norm_donor)() {
+                            Some(donor) if donor.patch.replacement.is_some() => {
+                                let r = donor.patch.replacement.as_ref().unwrap();
+                                notes.push(format!(
+                                    "`{c}` computes `1 + weight` ({here}): the `1 + weight` variant from {} is reused instead of {}'s standard norm",
+                                    donor.config_module, self.template.config_module
+                                ));
+                                import_module = r.module.clone();
+                                prefix_from = donor.prefix.clone();
+                                if let Some(v) = &donor.opslot_variant {
+                                    opslot_variant = Some(("standard".into(), v.clone()));
+                                }
+                                patch = donor.patch.clone();
+                                norm = "1+weight".into();
+                            }
+                            _ => {
+                                let reason = format!(
+                                    "not replaced: `{c}` computes `1 + weight` ({here}) and the template's norm is the standard one; use the `1 + weight` variant (LigerRMSNormForQwen3Next) — no project config has one to reuse"
+                                );
+                                norm = "none (1+weight, no variant to reuse)".into();
+                                out.exception_comments.push(format!("{c} is {reason}."));
+                                drop(&mut out, reason, true);
+                                continue;
+                            }
+                        }
+                    }
+                    (Some(_), true) => norm = "1+weight".into(),
+                    (None, true) => {
+                        let reason =
+                            format!("not replaced: the template's norm computes `1 + weight` and `{c}` does not");
+                        norm = "none (standard norm, template has the 1+weight variant)".into();
+                        out.exception_comments.push(format!("{c} is {reason}."));
+                        drop(&mut out, reason, true);
+                        continue;
+                    }
+                    (None, false) => norm = "standard".into(),
+                }
+            }
+            let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
+            let name_map = compose_name_map(&patch, &prefix_from, to);
+            let is_class = p.patch_type == PatchType::ClassReplacement;
+            let mut todos = Vec::new();
+            if let (Some(up), Some(rep)) = (
+                self.new.target_signature(self.version, &target, is_class),
+                replacement_signature(&replacement.source, is_class),
+            ) && let Some(todo) = signature_todo(&target, &up, &rep, &replacement.name)
+            {
+                todos.push(todo);
+            }
+            let (comments, _) = split_leading_comments(&replacement.source);
+            let header: Vec<String> = comments.iter().map(|l| l.trim_end().to_string()).collect();
+            let description = patch.description.as_ref().map(|d| apply_name_map(d, Some(&name_map)));
+            let source = apply_name_map(&replacement.source, Some(&name_map));
+            let defined_at = defined_range(&replacement);
+            out.carried.push(Carried {
+                defined_at,
+                source,
+                patch_type: type_name(p.patch_type),
+                target,
+                template_target: p.target.clone(),
+                import_module,
+                import_name: replacement.name.clone(),
+                name_map,
+                description,
+                header,
+                todos,
+                notes,
+            });
+        }
+        let mut extra_block = None;
+        if norm == "none"
+            && let Some((block, variant)) = self.add_one_plus_norm(&mut out, &mut norm)
+        {
+            // The template declares a standard slot nothing uses now: re-aim it.
+            match self.template.post_import_blocks.iter().any(|b| b.contains("OpSlot(\"rms_norm\",")) {
+                true => opslot_variant = Some(("standard".into(), variant)),
+                false => extra_block = Some(block),
+            }
+        }
+        let map = vec![(from.to_string(), to.to_string())];
+        out.post_import_blocks = self
+            .template
+            .post_import_blocks
+            .iter()
+            .map(|b| {
+                let mut b = apply_name_map(b, Some(&map));
+                if let Some((old, new)) = &opslot_variant {
+                    b = b.replace(
+                        &format!("OpSlot(\"rms_norm\", \"{old}\")"),
+                        &format!("OpSlot(\"rms_norm\", \"{new}\")"),
+                    );
+                }
+                b
+            })
+            .collect();
+        out.post_import_blocks.extend(extra_block);
+        out.imports = self.template.additional_imports.clone();
+        // Imported names spelled with the template's prefix: reused bodies
+        // refer to them under the new prefix, so bind that name too.
+        let aliases: Vec<String> = out
+            .imports
+            .iter()
+            .flat_map(|i| i.names.iter().flatten())
+            .filter(|n| from != to && n.contains(from))
+            .map(|n| format!("{} = {n}", apply_name_map(n, Some(&map))))
+            .collect();
+        if !aliases.is_empty() {
+            out.warnings.push(format!(
+                "the template imports model-specific names ({}); the scaffold binds them under the new names: give the model its own",
+                aliases.join("; ")
+            ));
+            out.post_import_blocks.push(format!(
+                "# patchgen new: the template's imported classes, under this model's names.\n{}",
+                aliases.join("\n")
+            ));
+        }
+        for h in &self.template.helpers {
+            match &h.object {
+                // add_helper has no name_map: a helper written for the
+                // template's names is copied, renamed (a helper is small; a
+                // reused one would define the template's names).
+                Some(o) if from != to && o.source.contains(from) => {
+                    let source = crate::pytext::dedent(&strip_patch_decorators(&o.source));
+                    out.helpers
+                        .push(Helper::Copy { name: o.name.clone(), source: apply_name_map(&source, Some(&map)) });
+                }
+                Some(o) => out.helpers.push(Helper::Import { module: o.module.clone(), name: o.name.clone() }),
+                None => out.warnings.push("a template helper has no source; not carried".into()),
+            }
+        }
+        if !self.template.positioned_helpers.is_empty() {
+            out.warnings.push(format!(
+                "{} positioned helper(s) (add_helper_after) of the template are not carried",
+                self.template.positioned_helpers.len()
+            ));
+        }
+        out.drop_import_names = self.template.drop_imported_names.iter().cloned().collect();
+        out.exclude = self
+            .template
+            .exclude
+            .iter()
+            .map(|e| rename(e, from, to))
+            .filter(|e| self.new.has_class(e) || self.new.has_function(e))
+            .collect();
+        out.decisions = Decisions { rotary, mlp, norm };
+        out
+    }
+}
+
+impl Retarget<'_> {
+    /// The template leaves the norm alone but the new one computes
+    /// `1 + weight`: reuse a project config's `1 + weight` norm patch, with
+    /// the OpSlot declaration it relies on. Returns that declaration block.
+    fn add_one_plus_norm(&self, out: &mut Retargeted, norm: &mut String) -> Option<(String, String)> {
+        let to = self.new.prefix.as_str();
+        let class = [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")]
+            .into_iter()
+            .find(|c| self.new.has_class(c) && self.new.norm_is_one_plus_weight(self.version, c).is_some())?;
+        let donor = (self.norm_donor)()?;
+        let replacement = donor.patch.replacement.clone()?;
+        let variant = donor.opslot_variant.clone()?;
+        let (import_line, decl_line) = donor.opslot_lines.clone()?;
+        let name_map = compose_name_map(&donor.patch, &donor.prefix, to);
+        let target = format!("{class}.forward");
+        *norm = "1+weight".into();
+        let source = apply_name_map(&replacement.source, Some(&name_map));
+        let (comments, _) = split_leading_comments(&replacement.source);
+        out.carried.push(Carried {
+            defined_at: defined_range(&replacement),
+            source,
+            patch_type: "override_method",
+            target: target.clone(),
+            template_target: donor.patch.target.clone(),
+            import_module: replacement.module.clone(),
+            import_name: replacement.name.clone(),
+            name_map,
+            description: Some(format!("OpSlot guard for the fused `1 + weight` RMSNorm ({variant})")),
+            header: comments.iter().map(|l| l.trim_end().to_string()).collect(),
+            todos: Vec::new(),
+            notes: vec![format!(
+                "`{class}` computes `1 + weight`: the `1 + weight` norm of {} is reused (the template {} leaves its norm alone)",
+                donor.config_module, self.template.config_module
+            )],
+        });
+        let has_opslot = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"));
+        let mut block = String::from("# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n");
+        if !has_opslot {
+            block.push_str(&import_line);
+            block.push('\n');
+        }
+        block.push_str(&decl_line);
+        Some((block, variant))
+    }
+}
+
+/// The file and line range a replacement's source spans.
+fn defined_range(r: &crate::config::plan::SourceObject) -> Option<(std::path::PathBuf, usize, usize)> {
+    let lines = r.source.lines().count();
+    (r.defined_at.line > 0).then(|| (r.defined_at.path.clone(), r.defined_at.line, r.defined_at.line + lines))
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn uses_name(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(is_ident)
+            && !text[i + word.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// Where the template's upstream module gets `name` from: the absolute
+/// module of an import binding it, or the module itself when it defines it.
+fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
+    use ruff_python_ast::Stmt;
+    for stmt in template.file.body() {
+        if let Stmt::ImportFrom(i) = stmt
+            && i.names
+                .iter()
+                .any(|a| a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name && a.name.id.as_str() == name)
+        {
+            let from = i.module.as_ref().map(|m| m.id.to_string());
+            return if i.level > 0 {
+                crate::codegen::imports::absolute_module(&template.module, from.as_deref(), i.level)
+            } else {
+                from
+            };
+        }
+    }
+    (template.has_class(name) || template.has_function(name)).then(|| template.module.clone())
+}
+
+impl Retargeted {
+    /// After pruning: a decision to patch stands only while its patch is
+    /// still carried.
+    pub fn settle_decisions(&mut self, prefix: &str) {
+        let carried = |f: &dyn Fn(&str) -> bool| {
+            self.carried.iter().any(|c| f(c.target.split_once('.').map_or(c.target.as_str(), |(c, _)| c)))
+        };
+        let rotary = carried(&|t| t == "apply_rotary_pos_emb");
+        let mlp = carried(&|t| is_main(t, prefix, "MLP"));
+        let norm = carried(&|t| is_main(t, prefix, "RMSNorm"));
+        let d = &mut self.decisions;
+        if d.rotary == "replaced" && !rotary {
+            d.rotary = "none (pruned)".into();
+        }
+        if d.mlp == "patched" && !mlp {
+            d.mlp = "none (pruned)".into();
+        }
+        if (d.norm == "standard" || d.norm == "1+weight") && !norm {
+            d.norm = "none (pruned)".into();
+        }
+    }
+
+    /// Names the generated file uses but nothing defines (ruff F821): import
+    /// each from where the template's upstream gets it, else drop the
+    /// carried patches that use it. `true` when something changed.
+    pub fn resolve_missing(&mut self, names: &[String], template: &ModelFacts, new_module: &str) -> bool {
+        let mut changed = false;
+        for name in names {
+            if let Some(i) = self.exclude.iter().position(|e| e == name) {
+                self.exclude.remove(i);
+                self.warnings.push(format!(
+                    "`{name}` kept in the output (the template excludes its counterpart, this model uses it)"
+                ));
+                changed = true;
+                continue;
+            }
+            let already = self.imports.iter().any(|i| i.names.iter().flatten().any(|n| n == name));
+            if !already
+                && !name.contains(&template.prefix)
+                && let Some(module) = template_binding(template, name)
+            {
+                self.warnings
+                    .push(format!("`{name}` is imported from {module}, where the template's upstream gets it"));
+                self.imports.push(crate::config::plan::ImportSpec {
+                    module,
+                    names: Some(vec![name.clone()]),
+                    alias: None,
+                    is_from_import: true,
+                });
+                changed = true;
+                continue;
+            }
+            let (users, kept): (Vec<Carried>, Vec<Carried>) =
+                std::mem::take(&mut self.carried).into_iter().partition(|c| uses_name(&c.source, name));
+            self.carried = kept;
+            for c in users {
+                self.dropped.push(Dropped {
+                    template_target: c.template_target.clone(),
+                    target: c.target.clone(),
+                    reason: format!("the reused `{}` uses `{name}`, which {new_module} does not define", c.import_name),
+                    exception: false,
+                });
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renames_and_name_maps() {
+        assert_eq!(rename("Qwen3RMSNorm.forward", "Qwen3", "Mistral"), "MistralRMSNorm.forward");
+        assert_eq!(rename("apply_rotary_pos_emb", "Qwen3", "Mistral"), "apply_rotary_pos_emb");
+        let p = Patch {
+            patch_type: PatchType::MethodOverride,
+            target: "Qwen3_5MoeX.forward".into(),
+            replacement: None,
+            source_module: None,
+            description: None,
+            replacement_source: None,
+            name_map: Some(vec![("Qwen3_5".into(), "Qwen3_5Moe".into())]),
+            registered_at: crate::config::plan::Loc { path: "c.py".into(), line: 1 },
+        };
+        assert_eq!(
+            compose_name_map(&p, "Qwen3_5Moe", "Glm"),
+            [("Qwen3_5".to_string(), "Glm".to_string()), ("Qwen3_5Moe".to_string(), "Glm".to_string())]
+        );
+    }
+
+    #[test]
+    fn signature_todos_name_the_parameters() {
+        let up = signature_of("def f(self, x, cache=None, **kwargs): pass");
+        let rep = signature_of("def g(self, x, **kwargs): pass");
+        let todo = signature_todo("A.forward", &up, &rep, "g").unwrap();
+        assert!(todo.contains("upstream only: cache"), "{todo}");
+        assert!(signature_todo("A.forward", &up, &up, "g").is_none());
+    }
+
+    fn signature_of(src: &str) -> Signature {
+        replacement_signature(src, false).unwrap()
+    }
+}

@@ -1,0 +1,276 @@
+//! The toy `config.json` of a new model, shrunk from the upstream
+//! configuration's defaults (protocol Phase 6.1): few layers but the whole
+//! layer-type pattern kept, small dims and heads, a small vocabulary unless
+//! special token ids need a large one, few experts with MoE dims pairwise
+//! distinct (`hidden != 2*I`, `hidden != I`: square per-expert matrices make
+//! the checkpoint layout undecidable by shape). Sub-configs are shrunk the
+//! same way (vision towers: two blocks). Every change is listed for the
+//! README.
+
+use serde_json::{Map, Value};
+
+use super::configuration::{ConfigClass, ConfigurationModule};
+
+pub const HIDDEN: i64 = 64;
+pub const INTERMEDIATE: i64 = 128;
+pub const MOE_INTERMEDIATE: i64 = 48;
+pub const SHARED_INTERMEDIATE: i64 = 80;
+pub const EXPERTS: i64 = 4;
+
+/// One README bullet: `- **field**: old → new (reason)`.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub field: String,
+    pub old: Value,
+    pub new: Value,
+    pub reason: String,
+}
+
+pub struct Toy {
+    pub config: Value,
+    pub changes: Vec<Change>,
+}
+
+/// Layers that show every layer-type pattern once: the longest period the
+/// configuration hints at (full-attention interval, sliding-window pattern,
+/// sparse step, dense prefix + 1), at least 2.
+fn layers(class: &ConfigClass) -> (i64, String) {
+    let mut best = (2, "two layers".to_string());
+    let hints: [(&str, i64, &str); 6] = [
+        ("full_attention_interval", 0, "one full linear/full-attention pattern"),
+        ("sliding_window_pattern", 0, "one full sliding/full-attention pattern"),
+        ("_sliding_window_pattern", 0, "one full sliding/full-attention pattern"),
+        ("decoder_sparse_step", 0, "dense and sparse layers both appear"),
+        ("interleave_moe_layer_step", 0, "dense and sparse layers both appear"),
+        ("first_k_dense_replace", 1, "dense and sparse layers both appear"),
+    ];
+    for (name, plus, why) in hints {
+        if let Some(n) = class.get(name).and_then(|f| f.value.as_i64()) {
+            let n = if name == "first_k_dense_replace" { 1 + plus } else { n + plus };
+            if n > best.0 && n <= 16 {
+                best = (n, format!("{why} ({name})"));
+            }
+        }
+    }
+    best
+}
+
+fn set(obj: &mut Map<String, Value>, changes: &mut Vec<Change>, path: &str, field: &str, new: Value, reason: &str) {
+    let Some(old) = obj.get(field).cloned() else {
+        return;
+    };
+    if old == new || old.is_null() {
+        return;
+    }
+    obj.insert(field.to_string(), new.clone());
+    changes.push(Change { field: format!("{path}{field}"), old, new, reason: reason.to_string() });
+}
+
+/// The largest `*_token_id` default (a vocabulary must cover it).
+fn max_token_id(obj: &Map<String, Value>) -> i64 {
+    obj.iter()
+        .filter(|(k, _)| k.ends_with("token_id") || k.ends_with("token_index"))
+        .filter_map(|(_, v)| v.as_i64())
+        .max()
+        .unwrap_or(0)
+}
+
+fn shrink(
+    class: &ConfigClass,
+    module: &ConfigurationModule,
+    path: &str,
+    vision: bool,
+    depth: usize,
+    changes: &mut Vec<Change>,
+) -> Map<String, Value> {
+    let mut obj = Map::new();
+    for f in class.fields.iter().chain(class.setdefaults.iter()) {
+        if !obj.contains_key(&f.name) && !f.name.starts_with('_') {
+            obj.insert(f.name.clone(), f.value.clone());
+        }
+    }
+    if let Some(t) = &class.model_type {
+        obj.insert("model_type".into(), Value::String(t.clone()));
+    }
+    for (key, sub) in &class.sub_configs {
+        if depth > 3 {
+            break;
+        }
+        let Some(sub_class) = module.class(sub) else {
+            continue;
+        };
+        let is_vision = key.contains("vision") || key.contains("audio") || key.contains("visual");
+        let inner = shrink(sub_class, module, &format!("{path}{key}."), is_vision, depth + 1, changes);
+        obj.insert(key.clone(), Value::Object(inner));
+    }
+    let moe = ["num_experts", "n_routed_experts", "num_local_experts"]
+        .iter()
+        .any(|k| obj.get(*k).is_some_and(|v| v.as_i64().is_some()));
+    let o = &mut obj;
+    if vision {
+        set(o, changes, path, "depth", Value::from(2), "two blocks");
+        set(o, changes, path, "num_hidden_layers", Value::from(2), "two blocks");
+        set(o, changes, path, "encoder_layers", Value::from(2), "two blocks");
+        set(o, changes, path, "hidden_size", Value::from(HIDDEN), "small");
+        set(o, changes, path, "embed_dim", Value::from(HIDDEN), "small");
+        set(o, changes, path, "d_model", Value::from(HIDDEN), "small");
+        set(o, changes, path, "num_heads", Value::from(4), "small");
+        set(o, changes, path, "num_attention_heads", Value::from(4), "small");
+        set(o, changes, path, "encoder_attention_heads", Value::from(4), "small");
+        set(o, changes, path, "intermediate_size", Value::from(INTERMEDIATE), "small");
+        set(o, changes, path, "encoder_ffn_dim", Value::from(INTERMEDIATE), "small");
+        set(o, changes, path, "out_hidden_size", Value::from(HIDDEN), "the text hidden size");
+        set(o, changes, path, "output_dim", Value::from(HIDDEN), "the text hidden size");
+        let keys: Vec<String> =
+            o.keys().filter(|k| k.ends_with("_indexes") || k.ends_with("_indices")).cloned().collect();
+        for k in keys {
+            if let Some(a) = o.get(&k).and_then(|v| v.as_array()).filter(|a| !a.is_empty()) {
+                let n = a.len().min(2);
+                let new: Vec<Value> = (0..n as i64).map(|i| Value::from(i + 2 - n as i64)).collect();
+                set(o, changes, path, &k, Value::Array(new), "indexes inside the two blocks");
+            }
+        }
+        return obj;
+    }
+    let (n_layers, why) = layers(class);
+    let heads_before = o.get("num_attention_heads").and_then(|v| v.as_i64());
+    let kv_before = o.get("num_key_value_heads").and_then(|v| v.as_i64());
+    set(o, changes, path, "num_hidden_layers", Value::from(n_layers), &why);
+    set(o, changes, path, "hidden_size", Value::from(HIDDEN), "small");
+    set(o, changes, path, "num_attention_heads", Value::from(4), "small");
+    let kv = match (heads_before, kv_before) {
+        (Some(h), Some(k)) if k < h => 2,
+        _ => 4,
+    };
+    set(
+        o,
+        changes,
+        path,
+        "num_key_value_heads",
+        Value::from(kv),
+        if kv == 2 { "grouped-query attention kept" } else { "small" },
+    );
+    set(o, changes, path, "head_dim", Value::from(HIDDEN / 4), "hidden_size / num_attention_heads");
+    let dense_is_expert = moe && o.get("moe_intermediate_size").is_none();
+    set(
+        o,
+        changes,
+        path,
+        "intermediate_size",
+        Value::from(if dense_is_expert { MOE_INTERMEDIATE } else { INTERMEDIATE }),
+        if dense_is_expert { "expert size: hidden != 2*I and hidden != I" } else { "small" },
+    );
+    set(
+        o,
+        changes,
+        path,
+        "moe_intermediate_size",
+        Value::from(MOE_INTERMEDIATE),
+        "hidden != 2*I and hidden != I (layout decidable by shape)",
+    );
+    set(
+        o,
+        changes,
+        path,
+        "shared_expert_intermediate_size",
+        Value::from(SHARED_INTERMEDIATE),
+        "distinct from the other dims",
+    );
+    for k in ["num_experts", "n_routed_experts", "num_local_experts"] {
+        set(o, changes, path, k, Value::from(EXPERTS), "few experts");
+    }
+    set(o, changes, path, "num_experts_per_tok", Value::from(2), "top-2 of the few experts");
+    set(o, changes, path, "n_group", Value::from(1), "one expert group");
+    set(o, changes, path, "topk_group", Value::from(1), "one expert group");
+    set(o, changes, path, "first_k_dense_replace", Value::from(1), "one dense layer, then sparse ones");
+    set(o, changes, path, "kv_lora_rank", Value::from(32), "small");
+    set(o, changes, path, "q_lora_rank", Value::from(48), "small");
+    set(o, changes, path, "qk_rope_head_dim", Value::from(8), "small");
+    set(o, changes, path, "qk_nope_head_dim", Value::from(16), "small");
+    set(o, changes, path, "v_head_dim", Value::from(16), "small");
+    set(o, changes, path, "linear_key_head_dim", Value::from(16), "small");
+    set(o, changes, path, "linear_value_head_dim", Value::from(16), "small");
+    set(o, changes, path, "linear_num_key_heads", Value::from(2), "small");
+    set(o, changes, path, "linear_num_value_heads", Value::from(4), "small");
+    if o.get("max_window_layers").and_then(|v| v.as_i64()).is_some_and(|m| m > n_layers) {
+        set(o, changes, path, "max_window_layers", Value::from(n_layers), "no more than the layers");
+    }
+    if let Some(Value::Array(types)) = o.get("layer_types").cloned()
+        && types.len() as i64 > n_layers
+    {
+        set(
+            o,
+            changes,
+            path,
+            "layer_types",
+            Value::Array(types[..n_layers as usize].to_vec()),
+            "the first layers' types",
+        );
+    }
+    if max_token_id(o) < 1024 {
+        set(o, changes, path, "vocab_size", Value::from(1024), "tiny vocabulary");
+    }
+    obj
+}
+
+/// The toy config of a configuration class, with `architectures`.
+pub fn toy_config(module: &ConfigurationModule, main: &ConfigClass, architecture: &str) -> Toy {
+    let mut changes = Vec::new();
+    let mut obj = shrink(main, module, "", false, 0, &mut changes);
+    // Top-level token ids must fit the (unshrunk) text vocabulary.
+    if let Some(Value::Object(text)) = obj.get("text_config")
+        && max_token_id(&obj) >= 1024
+        && text.get("vocab_size").and_then(|v| v.as_i64()) == Some(1024)
+    {
+        let mut text = text.clone();
+        let original = module
+            .class(main.sub_configs.iter().find(|(k, _)| k == "text_config").map(|(_, c)| c.as_str()).unwrap_or(""))
+            .and_then(|c| c.get("vocab_size"))
+            .map(|f| f.value.clone());
+        if let Some(v) = original {
+            text.insert("vocab_size".into(), v);
+            changes.retain(|c| c.field != "text_config.vocab_size");
+        }
+        obj.insert("text_config".into(), Value::Object(text));
+    }
+    obj.insert("architectures".into(), Value::Array(vec![Value::String(architecture.into())]));
+    Toy { config: Value::Object(obj), changes }
+}
+
+/// `json.dumps(config, indent=2, sort_keys=True)` shape, with a final newline.
+pub fn config_json(toy: &Toy) -> String {
+    let mut s = serde_json::to_string_pretty(&toy.config).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The README next to the toy config.
+pub fn readme(hf_name: &str, class: &str, origin: &str, version: &str, toy: &Toy) -> String {
+    let mut out = format!(
+        "# {hf_name} toy config\n\nBased on the defaults of `{class}` in transformers {version} (`{origin}`), not on a released checkpoint; compare with the checkpoint you train before relying on it.\n\nChanges from the original config to make it test-friendly:\n\n"
+    );
+    for c in &toy.changes {
+        out.push_str(&format!("- **{}**: {} → {} ({})\n", c.field, c.old, c.new, c.reason));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moe_dims_are_pairwise_distinct_and_patterns_kept() {
+        let src = "class MConfig(PreTrainedConfig):\n    model_type = \"m\"\n    hidden_size: int = 2048\n    moe_intermediate_size: int = 1024\n    intermediate_size: int = 6144\n    num_experts: int = 128\n    num_hidden_layers: int = 48\n    num_attention_heads: int = 32\n    num_key_value_heads: int = 4\n    vocab_size: int = 151936\n    def __post_init__(self, **kwargs):\n        kwargs.pop(\"full_attention_interval\", 4)\n";
+        let m = ConfigurationModule::parse("c.py".into(), src).unwrap();
+        let toy = toy_config(&m, m.class("MConfig").unwrap(), "MForCausalLM");
+        let c = &toy.config;
+        let (h, i) = (c["hidden_size"].as_i64().unwrap(), c["moe_intermediate_size"].as_i64().unwrap());
+        assert!(h != 2 * i && h != i && i != c["intermediate_size"].as_i64().unwrap());
+        assert_eq!(c["num_hidden_layers"], 4);
+        assert_eq!(c["num_key_value_heads"], 2);
+        assert_eq!(c["vocab_size"], 1024);
+        assert_eq!(c["architectures"][0], "MForCausalLM");
+        assert!(readme("m", "MConfig", "x", "5", &toy).contains("- **hidden_size**: 2048 → 64 (small)"));
+    }
+}

@@ -1,0 +1,384 @@
+//! `patchgen new`: a small project of our own (templates written for these
+//! tests) over the real transformers 5.9.0 wheel; the written files are
+//! checked with ruff, python3's `py_compile`, and the toy config against
+//! python3's own reading of the configuration defaults.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::TestEnv;
+
+const PYPROJECT: &str = r#"[tool.patchgen]
+search_root = "pkg/models"
+package_prefix = "pkg.models"
+
+[tool.ruff]
+line-length = 119
+
+[tool.ruff.lint]
+select = ["E", "F", "I", "W", "B"]
+ignore = ["E501"]
+
+[tool.ruff.lint.per-file-ignores]
+"pkg/models/**/*_patch_gen_config.py" = ["F821"]
+"pkg/models/**/generated/*.py" = ["E402"]
+"__init__.py" = ["F401"]
+
+[tool.ruff.lint.isort]
+lines-after-imports = 2
+known-first-party = ["pkg"]
+"#;
+
+const QWEN3_CONFIG: &str = r#"# Test licence header.
+"""Template for the tests: a few qwen3 patches."""
+
+import torch
+from patchgen import PatchConfig
+
+
+config = PatchConfig(
+    source_module="transformers.models.qwen3.modeling_qwen3",
+    target_file="patched_modeling_qwen3_gpu.py",
+    description="Qwen3 test template",
+)
+
+config.add_post_import_block(
+    """
+    NORM_IN_FLOAT32 = True
+    """
+)
+
+
+# Patch: Qwen3RMSNorm.forward
+# 1. weight applied in float32 — precision
+@config.override_method("Qwen3RMSNorm.forward", description="Qwen3RMSNorm in float32")
+def qwen3_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    input_dtype = hidden_states.dtype
+    hidden_states = hidden_states.to(torch.float32)
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+    return (self.weight.float() * hidden_states).to(input_dtype)
+
+
+@config.override_method("Qwen3MLP.forward", description="Qwen3MLP unchanged")
+def qwen3_mlp_forward(self, x):
+    return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+@config.replace_function("apply_rotary_pos_emb", description="RoPE in float32")
+def apply_rotary_pos_emb_fp32(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim).float()
+    sin = sin.unsqueeze(unsqueeze_dim).float()
+    q_embed = (q.float() * cos) + (rotate_half(q.float()) * sin)
+    k_embed = (k.float() * cos) + (rotate_half(k.float()) * sin)
+    return q_embed.to(q.dtype), k_embed.to(k.dtype)
+
+
+@config.override_method("Qwen3ForCausalLM.forward", description="Qwen3ForCausalLM without cache arguments")
+def qwen3_causal_lm_forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+    outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    return self.lm_head(outputs.last_hidden_state)
+
+
+@config.override_method("Qwen3Attention.describe", description="A method the project adds")
+def qwen3_attention_describe(self):
+    return "Qwen3Attention"
+
+
+@config.override_method("Qwen3Model.only_in_qwen3", description="A method only this template has")
+def qwen3_model_only(self):
+    return 1
+"#;
+
+const QWEN3_5_CONFIG: &str = r#""""A project config with a `1 + weight` norm patch (the donor)."""
+
+import torch
+from patchgen import PatchConfig
+
+
+config = PatchConfig(
+    source_module="transformers.models.qwen3_5.modeling_qwen3_5",
+    target_file="patched_modeling_qwen3_5_gpu.py",
+)
+
+
+@config.override_method("Qwen3_5RMSNorm.forward", description="1 + weight norm in float32")
+def qwen3_5_rms_norm_forward(self, x):
+    output = self._norm(x.float())
+    output = output * (1.0 + self.weight.float())
+    return output.type_as(x)
+"#;
+
+const OLMO2_CONFIG: &str = r#""""A template that swaps the MLP class."""
+
+from patchgen import PatchConfig
+
+
+config = PatchConfig(
+    source_module="transformers.models.olmo2.modeling_olmo2",
+    target_file="patched_modeling_olmo2_gpu.py",
+)
+
+
+@config.replace_class("Olmo2MLP", description="a fused MLP")
+class FusedOlmo2MLP(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.hidden_size = config.hidden_size
+"#;
+
+const INIT: &str = "# Test licence header.\n\nfrom ..registry import MODELING_REGISTRY\n\n\n@MODELING_REGISTRY.register(\"qwen3\")\ndef register(architecture):\n    return None\n";
+
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn project() -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let files: [(&str, &str); 9] = [
+        ("pyproject.toml", PYPROJECT),
+        ("pkg/__init__.py", ""),
+        ("pkg/models/__init__.py", ""),
+        ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
+        ("pkg/models/qwen3/__init__.py", INIT),
+        ("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py", QWEN3_CONFIG),
+        ("pkg/models/qwen3_5/qwen3_5_gpu_patch_gen_config.py", QWEN3_5_CONFIG),
+        ("pkg/models/olmo2/olmo2_gpu_patch_gen_config.py", OLMO2_CONFIG),
+        ("pkg/models/qwen3_5/__init__.py", ""),
+    ];
+    for (rel, text) in files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::write(root.join("pkg/models/olmo2/__init__.py"), "").unwrap();
+    Project { _dir: dir, root }
+}
+
+fn new(p: &Project, args: &[&str]) -> common::Output {
+    let env = TestEnv::get();
+    let wheel = env.transformers();
+    let mut all = vec!["new"];
+    all.extend_from_slice(args);
+    env.patchgen(&p.root, &wheel.to_string_lossy(), &all)
+}
+
+fn read(p: &Project, rel: &str) -> String {
+    std::fs::read_to_string(p.root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn ruff_check(p: &Project, files: &[PathBuf]) {
+    let env = TestEnv::get();
+    let out = Command::new(env.ruff_dir.join("ruff"))
+        .arg("check")
+        .arg("--quiet")
+        .args(files)
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ruff: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn py_compile(files: &[PathBuf]) {
+    let out = Command::new("python3").args(["-m", "py_compile"]).args(files).output().expect("python3");
+    assert!(out.status.success(), "py_compile: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_dense_text_model_by_reuse_of_the_template() {
+    let p = project();
+    let out = new(&p, &["mistral"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("category: text"), "{}", out.stdout);
+    assert!(out.stdout.contains("template: qwen3"), "{}", out.stdout);
+
+    let config = read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py");
+    assert!(config.starts_with("# Test licence header."), "{config}");
+    assert!(
+        config.contains(
+            "patchgen pkg.models.mistral.mistral_gpu_patch_gen_config -o pkg/models/mistral/generated --diff"
+        )
+    );
+    assert!(config.contains("from pkg.models.qwen3.qwen3_gpu_patch_gen_config import ("), "{config}");
+    assert!(config.contains("_NAME_MAP = {\"Qwen3\": \"Mistral\"}"), "{config}");
+    assert!(config.contains("\"MistralRMSNorm.forward\""));
+    assert!(config.contains("# Patch: Qwen3RMSNorm.forward\n# 1. weight applied in float32"), "{config}");
+    // The template's own method is injected into the new class; one whose
+    // class has no counterpart is left out.
+    assert!(config.contains("\"MistralAttention.describe\""));
+    assert!(!config.contains("only_in_qwen3") || config.contains("MistralModel.only_in_qwen3"));
+    // The reused forward lacks parameters the upstream method takes.
+    let todo = config.lines().find(|l| l.contains("TODO(patchgen new)")).expect("a TODO");
+    assert!(todo.contains("MistralForCausalLM.forward") && todo.contains("upstream only: position_ids"), "{todo}");
+    assert!(out.stdout.contains("TODO(patchgen new)"));
+
+    let init = read(&p, "pkg/models/mistral/__init__.py");
+    assert!(init.contains("from ..registry import MODELING_REGISTRY"));
+    assert!(init.contains("@MODELING_REGISTRY.register(\"mistral\")"));
+    assert!(init.contains("architecture = architecture or \"MistralForCausalLM\""));
+    let pos = |s: &str| init.find(s).unwrap_or_else(|| panic!("{s} in {init}"));
+    assert!(pos("\"ForSequenceClassification\" in") < pos("\"Model\" in"));
+
+    let generated = p.root.join("pkg/models/mistral/generated/patched_modeling_mistral_gpu.py");
+    let text = std::fs::read_to_string(&generated).unwrap();
+    assert!(text.contains("method_override: MistralRMSNorm.forward"), "{}", &text[..800]);
+    assert!(p.root.join("pkg/models/mistral/generated/patched_modeling_mistral_gpu.diff").is_file());
+    // Generation again, as the user would run it.
+    let env = TestEnv::get();
+    let again = env.patchgen(
+        &p.root,
+        &env.transformers().to_string_lossy(),
+        &["pkg.models.mistral.mistral_gpu_patch_gen_config", "--diff"],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+
+    let py = [
+        p.root.join("pkg/models/mistral/mistral_gpu_patch_gen_config.py"),
+        p.root.join("pkg/models/mistral/__init__.py"),
+        generated,
+    ];
+    ruff_check(&p, &py);
+    py_compile(&py);
+
+    // Tables to add, in the protocol's shapes.
+    assert!(out.stdout.contains("id=\"mistral\","));
+    assert!(out.stdout.contains("None,  # max_ep_size"));
+    assert!(
+        out.stdout.contains("Case(\"mistral-eager\", _toy(\"mistral_toy\"), \"MistralForCausalLM\", \"causal_lm\"),")
+    );
+}
+
+#[test]
+fn the_toy_config_keeps_every_default_it_does_not_shrink() {
+    let p = project();
+    assert_eq!(new(&p, &["mistral"]).code, 0);
+    let toy: serde_json::Value = serde_json::from_str(&read(&p, "tests/toy_config/mistral_toy/config.json")).unwrap();
+    assert_eq!(toy["architectures"][0], "MistralForCausalLM");
+    assert_eq!(toy["model_type"], "mistral");
+    assert_eq!(toy["hidden_size"], 64);
+    assert_eq!(toy["num_key_value_heads"], 2);
+    let readme = read(&p, "tests/toy_config/mistral_toy/README.md");
+    assert!(readme.contains("- **hidden_size**: 4096 → 64 (small)"), "{readme}");
+    // python3 reads the class-level defaults of MistralConfig itself.
+    let script = r#"
+import ast, json, sys, zipfile
+src = zipfile.ZipFile(sys.argv[1]).read("transformers/models/mistral/configuration_mistral.py").decode()
+out = {}
+for node in ast.parse(src).body:
+    if isinstance(node, ast.ClassDef) and node.name == "MistralConfig":
+        for s in node.body:
+            if isinstance(s, ast.AnnAssign) and s.value is not None:
+                try:
+                    out[s.target.id] = ast.literal_eval(s.value)
+                except ValueError:
+                    pass
+print(json.dumps(out))
+"#;
+    let wheel = TestEnv::get().transformers();
+    let o = Command::new("python3").args(["-c", script]).arg(&wheel).output().expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let defaults: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(defaults.len() > 10);
+    let changed: Vec<String> =
+        readme.lines().filter_map(|l| l.strip_prefix("- **")?.split("**").next().map(str::to_string)).collect();
+    for (k, v) in &defaults {
+        if changed.contains(k) {
+            assert_ne!(&toy[k], v, "{k} is listed as changed");
+        } else {
+            assert_eq!(&toy[k], v, "{k}: toy {} vs default {v}", toy[k]);
+        }
+    }
+}
+
+#[test]
+fn never_overwrites_and_dry_run_writes_nothing() {
+    let p = project();
+    let dry = new(&p, &["mistral", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(dry.stdout.contains("would write:"));
+    assert!(!p.root.join("pkg/models/mistral").exists());
+    assert!(!p.root.join("tests").exists());
+    assert_eq!(new(&p, &["mistral"]).code, 0);
+    let before = read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py");
+    let again = new(&p, &["mistral"]);
+    assert_eq!(again.code, 2);
+    assert!(again.stderr.contains("already has a config for `mistral`"), "{}", again.stderr);
+    assert_eq!(read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py"), before);
+    // A directory with other files: the files `new` would write must not exist.
+    std::fs::create_dir_all(p.root.join("pkg/models/llama")).unwrap();
+    std::fs::write(p.root.join("pkg/models/llama/__init__.py"), "# mine\n").unwrap();
+    let clash = new(&p, &["llama"]);
+    assert_eq!(clash.code, 2);
+    assert!(clash.stderr.contains("__init__.py: already exists"), "{}", clash.stderr);
+    assert_eq!(read(&p, "pkg/models/llama/__init__.py"), "# mine\n");
+}
+
+#[test]
+fn partial_rotary_keeps_the_upstream_rope_and_says_why() {
+    let p = project();
+    let out = new(&p, &["glm"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let config = read(&p, "pkg/models/glm/glm_gpu_patch_gen_config.py");
+    assert!(!config.contains("replacement=apply_rotary_pos_emb_fp32"), "{config}");
+    let comment = config.lines().find(|l| l.contains("apply_rotary_pos_emb is not replaced")).expect("comment");
+    assert!(comment.contains("partial_rotary_factor defaults to 0.5"), "{comment}");
+    assert!(out.stdout.contains("rotary upstream (partial rotary)"));
+}
+
+#[test]
+fn a_one_plus_weight_norm_reuses_the_projects_variant() {
+    let p = project();
+    let out = new(&p, &["gemma"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let config = read(&p, "pkg/models/gemma/gemma_gpu_patch_gen_config.py");
+    assert!(config.contains("from pkg.models.qwen3_5.qwen3_5_gpu_patch_gen_config import"), "{config}");
+    assert!(config.contains("replacement=qwen3_5_rms_norm_forward"), "{config}");
+    assert!(config.contains("computes `1 + weight`"), "{config}");
+    assert!(out.stdout.contains("norm 1+weight"));
+}
+
+#[test]
+fn an_mlp_taking_intermediate_size_is_not_swapped() {
+    let p = project();
+    let out = new(&p, &["deepseek_v3", "--like", "olmo2"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("category: moe"), "{}", out.stdout);
+    let config = read(&p, "pkg/models/deepseek_v3/deepseek_v3_gpu_patch_gen_config.py");
+    assert!(!config.contains("replacement=FusedOlmo2MLP"), "{config}");
+    assert!(
+        config.contains("DeepseekV3MLP is not swapped: `DeepseekV3MLP.__init__` takes `intermediate_size`"),
+        "{config}"
+    );
+    assert!(out.stdout.contains("MoE: experts replacement"), "{}", out.stdout);
+    let toy: serde_json::Value =
+        serde_json::from_str(&read(&p, "tests/toy_config/deepseek_v3_toy/config.json")).unwrap();
+    let (h, i) = (toy["hidden_size"].as_i64().unwrap(), toy["moe_intermediate_size"].as_i64().unwrap());
+    assert!(h != i && h != 2 * i, "{toy}");
+}
+
+#[test]
+fn categories_come_with_their_evidence() {
+    let p = project();
+    let vl = new(&p, &["qwen2_vl", "--dry-run"]);
+    assert!(vl.stdout.contains("category: vlm"), "{}", vl.stdout);
+    assert!(vl.stdout.contains("evidence: vision tower:"), "{}", vl.stdout);
+    assert!(vl.stdout.contains("built-in skeleton"), "{}", vl.stdout);
+    let moe = new(&p, &["qwen3_moe", "--dry-run"]);
+    assert!(moe.stdout.contains("category: moe") && moe.stdout.contains("evidence: experts:"), "{}", moe.stdout);
+    let forced = new(&p, &["qwen3_moe", "--dry-run", "--category", "text"]);
+    assert!(forced.stdout.contains("--category text (detected: moe)"), "{}", forced.stdout);
+    let missing = new(&p, &["qwen4"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("transformers.models.qwen4.modeling_qwen4"), "{}", missing.stderr);
+    let help = missing.stderr.lines().find(|l| l.contains("nearest model names")).expect("suggestions");
+    assert!(help.contains("qwen3") && help.contains("qwen2"), "{help}");
+}
