@@ -41,6 +41,8 @@
 #                ruff format --quiet --no-cache FILES`, on
 #               (raw) the un-normalised generated texts (what --check must fix),
 #               (checked-in) the checked-in generated files (already normalised)
+#   T_lint      `patchgen lint` (default rules, no ruff) from the tree root;
+#               exit 1 (findings) counts as success
 #   RSS         peak resident set of `patchgen --check` (GNU time %M)
 #   scaling     the same on a tree with K copies of every config directory
 #               (`<model>` → `<model>_cN`, dotted imports rewritten), whose
@@ -230,6 +232,8 @@ add T_warm_one "$work/tree" 'toggle_first_line "$one_cfg"' '"$patchgen" --check'
 # shellcheck disable=SC2016
 add T_gen "$work/tree" "" '"$bench_bin" "$work/tree" --once'
 add T_ruff_raw "$work/ruff1" "$put_raw1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
+# shellcheck disable=SC2016
+add T_lint "$work/tree" "" '"$patchgen" lint || [ $? -eq 1 ]'
 add T_ruff_checked "$work/ruff1" "$put_checked1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
 # shellcheck disable=SC2016
 add T_check_x "$work/tree$scale" "" '"$patchgen" --check --no-cache'
@@ -240,6 +244,8 @@ add T_warm_x "$work/tree$scale" "" '"$patchgen" --check'
 # shellcheck disable=SC2016
 add T_gen_x "$work/tree$scale" "" '"$bench_bin" "$work/tree$scale" --once'
 add T_ruff_raw_x "$work/ruff$scale" "$put_raw10" "bash -c 'ruff_batch \"\$@\"' _ $files10"
+# shellcheck disable=SC2016
+add T_lint_x "$work/tree$scale" "" '"$patchgen" lint || [ $? -eq 1 ]'
 run_all
 results=()
 for name in "${names[@]}"; do results+=("$(summary "$name")"); done
@@ -285,6 +291,8 @@ row "T_warm (\`--check\`, nothing changed)" T_warm "target ≤ 30 ms"
 row "T_one_cold (\`--check --no-cache $one_mod\`)" T_one_cold ""
 row "T_warm_one (one config edited)" T_warm_one "target ≤ T_one_cold + 30 = $(awk -v a="$(get T_one_cold 2)" 'BEGIN {printf "%.0f", a + 30}') ms"
 row "T_warm, ${scale}x configs" T_warm_x "target ≤ 60 ms"
+row "T_lint (\`patchgen lint\`, default rules)" T_lint "target ≤ 150 ms; no ruff"
+row "T_lint, ${scale}x configs" T_lint_x ""
 if [ ${#rss[@]} -gt 0 ]; then
     rss_med=$(printf '%s\n' "${rss[@]}" | median)
     cpu_med=$(printf '%s\n' "${cpu[@]}" | median)

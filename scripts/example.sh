@@ -10,7 +10,9 @@
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
 #      repairing it; then writes llama's reference sources from the wheel
-#      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`).
+#      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`);
+#      then `patchgen lint` passes on the demo (exit 0) and catches a misspelt
+#      override target (exit 1).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -171,6 +173,25 @@ run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
 run patchgen new mistral --like llama || die "patchgen new failed"
 run cat demo/mistral/mistral_gpu_patch_gen_config.py
 run patchgen --check || die "patchgen --check reported drift after patchgen new"
+
+# Lint: the demo's configs are clean (exit 0) ...
+rc=0
+run patchgen lint || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 0 ] || die "expected patchgen lint to pass on the demo, got exit $rc"
+
+# ... until a patch targets a method name upstream does not have.
+echo
+echo "\$ sed -i 's/ToyRMSNorm.forward/ToyRMSNorm.forwrad/' demo/toy/toy_gpu_patch_gen_config.py"
+sed -i 's/ToyRMSNorm.forward/ToyRMSNorm.forwrad/' demo/toy/toy_gpu_patch_gen_config.py
+rc=0
+run patchgen lint || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 1 ] || die "expected patchgen lint to exit 1 on the misspelt override, got $rc"
+echo
+echo "\$ patchgen rule PG102 | head -n 3"
+"$PATCHGEN" rule PG102 | sed -n 1,3p
+
 # MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
 # (written here with the standard library: an 8-byte header length, the
 # JSON header, the bytes), inspected from its headers, converted to the v5

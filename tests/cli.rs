@@ -67,6 +67,8 @@ fn help_of_every_command() {
         ("help_moe", vec!["moe", "--help"]),
         ("help_moe_inspect", vec!["moe", "inspect", "--help"]),
         ("help_moe_convert", vec!["moe", "convert", "--help"]),
+        ("help_lint", vec!["lint", "--help"]),
+        ("help_rule", vec!["rule", "--help"]),
     ] {
         let out = bare(&args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
@@ -121,7 +123,7 @@ fn other_usage_errors() {
         (&["--all", "--fix"], "--fix only works with --check"),
         (&["pkg.x_patch_gen_config", "--fix"], "--fix only works with --check"),
         (&[], "patch_module is required unless using --list, --all or --check"),
-        (&["lint"], "unrecognized command or module 'lint'"),
+        (&["frobnicate"], "unrecognized command or module 'frobnicate'"),
         (&["generate"], "the following required arguments were not provided"),
         (&["generate", "--all", "pkg.x_patch_gen_config"], "cannot be used with"),
         (&["generate", "--all", "-o", "out"], "cannot be used with"),

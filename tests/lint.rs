@@ -182,10 +182,7 @@ fn json_and_github_formats() {
     assert_eq!(json["diagnostics"][0]["name"], "orphaned-override");
     assert_eq!(json["diagnostics"][0]["location"]["line"], 77);
     let gh = command::render_github(&report, &fixture());
-    assert!(
-        gh.starts_with("::error file=pkg/toy/toy_gpu_patch_gen_config.py,line=77,title=PG102 orphaned-override::"),
-        "{gh}"
-    );
+    assert!(gh.starts_with("::error file=pkg/toy/toy_gpu_patch_gen_config.py,line=77,col=25,endLine=77,endColumn=48,title=PG102 orphaned-override::"), "{gh}");
 }
 
 #[test]

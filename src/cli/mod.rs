@@ -58,6 +58,7 @@ Examples:
   patchgen clean                        remove the result cache (.patchgen_cache/)
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
+  patchgen lint                         the protocol's silent pitfalls as rules (see `patchgen rule --all`)
   patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
   patchgen new mistral                  a new model's config, __init__.py and toy config
   patchgen completions bash > /etc/bash_completion.d/patchgen
@@ -100,6 +101,8 @@ pub enum Command {
     Clean(args::CleanArgs),
     Survey(crate::survey::SurveyArgs),
     Moe(crate::moe::MoeArgs),
+    Lint(crate::lint::command::LintArgs),
+    Rule(crate::lint::command::RuleArgs),
     Reference(crate::reference::ReferenceArgs),
     New(crate::scaffold::NewArgs),
     Completions(args::CompletionsArgs),
@@ -129,6 +132,8 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Clean(a) => clean::run(&a),
         Command::Survey(a) => crate::survey::run(a),
         Command::Moe(a) => crate::moe::run(a),
+        Command::Lint(a) => exit_status(crate::lint::command::run_command(&a)),
+        Command::Rule(a) => exit_status(crate::lint::command::run_rule(&a)),
         Command::Reference(a) => crate::reference::run_command(a),
         Command::New(a) => crate::scaffold::run_command(a),
         Command::Completions(a) => {
@@ -137,6 +142,14 @@ pub fn run(command: Command) -> ExitStatus {
             clap_complete::generate(a.shell, &mut cmd, "patchgen", &mut out);
             ExitStatus::Success
         }
+    }
+}
+
+fn exit_status(code: i32) -> ExitStatus {
+    match code {
+        0 => ExitStatus::Success,
+        1 => ExitStatus::Failure,
+        _ => ExitStatus::Error,
     }
 }
 

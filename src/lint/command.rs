@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -22,13 +22,7 @@ use crate::survey::modules::Version;
 use crate::survey::source::{self, Upstream, WheelCache};
 use crate::upstream::SearchPath;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Text,
-    Json,
-    Github,
-}
+pub use crate::cli::Format;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -89,8 +83,15 @@ struct LintCli {
     args: LintArgs,
 }
 
-/// Print a rule's documentation.
+const RULE_EXAMPLES: &str = "\
+Examples:
+  patchgen rule PG101                  one rule's documentation (what, why, example, fix)
+  patchgen rule dead-patch-target      the same, by name
+  patchgen rule --all                  every rule, in code order";
+
+/// Print a lint rule's documentation.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = RULE_EXAMPLES)]
 pub struct RuleArgs {
     /// The rule's code (PG101) or name (dead-patch-target).
     #[arg(value_name = "CODE", required_unless_present = "all")]
@@ -153,6 +154,40 @@ impl LintReport {
         let mut out: Vec<_> = counts.into_iter().map(|((c, n), k)| (c.to_string(), n.to_string(), k)).collect();
         out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         out
+    }
+}
+
+impl crate::cli::Report for LintReport {
+    fn command(&self) -> &'static str {
+        "lint"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.errors.iter().chain(&self.diagnostics).collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = crate::cli::printer::fields(self);
+        m.remove("diagnostics");
+        m.remove("errors");
+        m
+    }
+
+    /// Each finding with its source excerpt (the shared renderer, on
+    /// stderr), then the summary line on stdout.
+    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        for d in self.errors.iter().chain(&self.diagnostics) {
+            p.diagnostic(d)?;
+        }
+        p.out(summary(self).as_str())
+    }
+
+    fn exit_status(&self) -> crate::cli::ExitStatus {
+        match self.exit_code() {
+            0 => crate::cli::ExitStatus::Success,
+            1 => crate::cli::ExitStatus::Failure,
+            _ => crate::cli::ExitStatus::Error,
+        }
     }
 }
 
@@ -270,6 +305,7 @@ fn run(
 ) -> LintReport {
     let built: Vec<Result<LintContext, (String, Failure)>> =
         modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    crate::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
     for b in built {
@@ -286,12 +322,14 @@ fn run(
             rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
         })
         .collect();
+    crate::timings::mark("lint: per-config rules");
     let project = ProjectContext { shared, configs: &contexts };
     for r in rules {
         if let Some(check) = r.check_project {
             found.extend(check(&project));
         }
     }
+    crate::timings::mark("lint: project rules");
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));
@@ -382,6 +420,13 @@ pub fn render_text(report: &LintReport, cwd: &Path) -> String {
             out.push_str(&format!("  help: {h}\n"));
         }
     }
+    out.push_str(&summary(report));
+    out
+}
+
+/// The last line: how many findings, in how many configs, against which upstream.
+fn summary(report: &LintReport) -> String {
+    let mut out = String::new();
     let n = report.diagnostics.len();
     if n == 0 && report.errors.is_empty() {
         out.push_str(&format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream));
@@ -402,39 +447,40 @@ pub fn render_statistics(report: &LintReport) -> String {
     report.statistics().iter().map(|(c, n, k)| format!("{k:>5}\t{c}\t{n}\n")).collect()
 }
 
-/// GitHub workflow commands (`::error file=…,line=…,title=…::message`).
+/// GitHub workflow commands (`::error file=…,line=…,title=…::message`), as every command writes them.
 pub fn render_github(report: &LintReport, cwd: &Path) -> String {
-    let esc = |s: &str| s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-    let prop = |s: &str| esc(s).replace(':', "%3A").replace(',', "%2C");
-    let mut out = String::new();
-    for d in report.errors.iter().chain(&report.diagnostics) {
-        let level = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "notice",
-        };
-        let mut props = Vec::new();
-        if let Some(l) = &d.location {
-            props.push(format!("file={}", prop(&l.path.strip_prefix(cwd).unwrap_or(&l.path).display().to_string())));
-            if l.line > 0 {
-                props.push(format!("line={}", l.line));
-            }
-            if l.column > 0 {
-                props.push(format!("col={}", l.column));
-            }
-        }
-        props.push(format!("title={}", prop(&format!("{} {}", d.code, d.name))));
-        let mut message = d.message.clone();
-        if let Some(h) = &d.help {
-            message.push_str(&format!("\nhelp: {h}"));
-        }
-        out.push_str(&format!("::{level} {}::{}\n", props.join(","), esc(&message)));
-    }
-    out
+    report.errors.iter().chain(&report.diagnostics).map(|d| crate::diagnostics::render::github(d, cwd)).collect()
 }
 
 pub fn render_json(report: &LintReport) -> String {
     serde_json::to_string_pretty(report).expect("report serialises") + "\n"
+}
+
+/// `patchgen lint` from the command tree: lint from the working directory.
+pub fn run_command(args: &LintArgs) -> i32 {
+    match std::env::current_dir() {
+        Ok(cwd) => execute(args, &cwd),
+        Err(e) => {
+            eprintln!("patchgen lint: error: cannot read the working directory: {e}");
+            2
+        }
+    }
+}
+
+/// `patchgen rule` from the command tree.
+// Until lint's report goes through `cli::printer::Report`, it prints its own rendering.
+#[allow(clippy::print_stdout)]
+pub fn run_rule(args: &RuleArgs) -> i32 {
+    match rule_text(args) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("patchgen rule: error: {e}");
+            2
+        }
+    }
 }
 
 /// `patchgen lint ARGS…`: prints the report, returns the exit code.
@@ -458,30 +504,27 @@ pub fn run_lint_cli(args: &[OsString]) -> i32 {
     execute(&cli.args, &cwd)
 }
 
-/// Lint with parsed arguments, print, return the exit code.
+/// Lint with parsed arguments, print through the shared printer (text:
+/// each finding with its source excerpt on stderr and a summary on stdout;
+/// `json`; `github`), return the exit code.
 pub fn execute(args: &LintArgs, cwd: &Path) -> i32 {
+    let mut printer = crate::cli::Printer::new(args.format);
     match lint(args, cwd) {
-        Ok(report) => {
-            let out = if args.statistics {
-                render_statistics(&report)
-            } else {
-                match args.format {
-                    Format::Text => render_text(&report, cwd),
-                    Format::Json => render_json(&report),
-                    Format::Github => render_github(&report, cwd),
-                }
-            };
-            print!("{out}");
-            report.exit_code()
+        Ok(report) if args.statistics => {
+            let written = printer.out(&render_statistics(&report)).and_then(|()| printer.flush());
+            printer.finish(written, crate::cli::Report::exit_status(&report)).code()
         }
+        Ok(report) => printer.print(&report).code(),
         Err(e) => {
-            eprintln!("patchgen lint: error: {e}");
-            2
+            let written = printer.err(&format!("patchgen lint: error: {e}\n"));
+            printer.finish(written, crate::cli::ExitStatus::Error).code()
         }
     }
 }
 
 /// `patchgen rule CODE` / `--all`: the rule's documentation.
+// Until lint's report goes through `cli::printer::Report`, it prints its own rendering.
+#[allow(clippy::print_stdout)]
 pub fn run_rule_cli(args: &[OsString]) -> i32 {
     let argv = std::iter::once(OsString::from("patchgen rule")).chain(args.iter().cloned());
     let cli = match RuleCli::try_parse_from(argv) {

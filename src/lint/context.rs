@@ -25,11 +25,13 @@ pub struct Shared {
     pub upstream: Version,
     pub settings: LintSettings,
     toy_configs: OnceLock<Vec<(PathBuf, serde_json::Value)>>,
+    /// Top-level bindings of upstream modules, by module (see [`Shared::upstream_bindings`]).
+    bindings: std::sync::Mutex<std::collections::HashMap<String, Arc<std::collections::HashSet<String>>>>,
 }
 
 impl Shared {
     pub fn new(pipeline: pipeline::Context, upstream: Version, settings: LintSettings) -> Shared {
-        Shared { pipeline, upstream, settings, toy_configs: OnceLock::new() }
+        Shared { pipeline, upstream, settings, toy_configs: OnceLock::new(), bindings: Default::default() }
     }
 
     pub fn project_root(&self) -> &Path {
@@ -49,6 +51,20 @@ impl Shared {
                 !matches!(self.upstream.module(&format!("{module}.__init__")), Err(ModuleError::NotFound))
             }
         }
+    }
+
+    /// The names an upstream module (or package `__init__`) binds at top
+    /// level, `if`/`try` blocks included; computed once per module.
+    pub fn upstream_bindings(&self, module: &str) -> Option<Arc<std::collections::HashSet<String>>> {
+        if let Some(b) = self.bindings.lock().unwrap_or_else(|e| e.into_inner()).get(module) {
+            return Some(b.clone());
+        }
+        let file = self.upstream_module(module).or_else(|| self.upstream_package_init(module))?;
+        let names: std::collections::HashSet<String> =
+            crate::survey::names::bound_in(file.body()).into_iter().map(|(n, _)| n).collect();
+        let names = Arc::new(names);
+        self.bindings.lock().unwrap_or_else(|e| e.into_inner()).insert(module.to_string(), names.clone());
+        Some(names)
     }
 
     /// An upstream package's `__init__.py`, parsed.
@@ -126,6 +142,7 @@ impl<'a> LintContext<'a> {
     pub fn build(shared: &'a Shared, module: &str, config_name: &str) -> Result<LintContext<'a>, Failure> {
         let raw = shared.pipeline.generate_raw(module, config_name, None)?;
         let upstream = raw.upstream.clone();
+        shared.upstream.seed(&raw.job.plan.source_module, upstream.clone());
         let py_path = raw.job.py_path.clone();
         let generated = ParsedFile::parse(py_path, &raw.text).map_err(|e| Failure::Codegen {
             module: module.to_string(),
@@ -174,6 +191,26 @@ impl<'a> LintContext<'a> {
     /// A config location (`Loc` of the plan) as a diagnostics location.
     pub fn at_config(&self, loc: &Loc) -> Location {
         Location::line(loc.path.clone(), loc.line)
+    }
+
+    /// Where a patch names its target: the string literal `"target"` in the
+    /// DSL call registered at `patch.registered_at` (on that line or the few
+    /// after it, for calls split over lines), else the call's line.
+    pub fn at_target(&self, patch: &Patch) -> Location {
+        let loc = &patch.registered_at;
+        let Ok(file) = self.shared.pipeline.loader.parse_file(&loc.path) else { return self.at_config(loc) };
+        let lines = file.splitlines();
+        for quote in ['"', '\''] {
+            let needle = format!("{quote}{}{quote}", patch.target);
+            for (i, line) in lines.iter().enumerate().skip(loc.line.saturating_sub(1)).take(6) {
+                if let Some(col) = line.find(&needle) {
+                    let start = line[..col].chars().count() + 1;
+                    let end = start + needle.chars().count();
+                    return Location::range(loc.path.clone(), (i + 1, start), (i + 1, end));
+                }
+            }
+        }
+        self.at_config(loc)
     }
 
     /// The region of the generated module a generated line lies in.
@@ -331,13 +368,14 @@ fn enclosing_def(file: &ParsedFile, line: usize) -> (Option<String>, Option<usiz
         match stmt {
             Stmt::ClassDef(c) => {
                 for m in &c.body {
-                    if let Stmt::FunctionDef(f) = m {
-                        if file.line_of(m.start()) <= line && line <= file.line_of(m.end()) {
-                            return (
-                                Some(format!("{}.{}", c.name.id, f.name.id)),
-                                Some(keyword_line(file, f.name.start())),
-                            );
-                        }
+                    if let Stmt::FunctionDef(f) = m
+                        && file.line_of(m.start()) <= line
+                        && line <= file.line_of(m.end())
+                    {
+                        return (
+                            Some(format!("{}.{}", c.name.id, f.name.id)),
+                            Some(keyword_line(file, f.name.start())),
+                        );
                     }
                 }
                 return (Some(c.name.id.to_string()), Some(keyword_line(file, c.name.start())));

@@ -73,10 +73,8 @@ pub fn rejection(sig: &Signature, n_positional: usize, keywords: &[&str]) -> Opt
             None => {}
         }
     }
-    if !has_var_kw {
-        if let Some(k) = keywords.iter().zip(&used).find(|(_, u)| !**u) {
-            return Some(format!("got an unexpected keyword argument '{}'", k.0));
-        }
+    if !has_var_kw && let Some(k) = keywords.iter().zip(&used).find(|(_, u)| !**u) {
+        return Some(format!("got an unexpected keyword argument '{}'", k.0));
     }
     None
 }

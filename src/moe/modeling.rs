@@ -30,8 +30,15 @@ pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, Str
     let line_of = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
     let parsed = ruff_python_parser::parse_module(text)
         .map_err(|e| (line_of(e.location.start().into()), e.error.to_string()))?;
+    Ok(fused_expert_classes_in(&parsed.syntax().body, &line_of))
+}
+
+/// [`fused_expert_classes`] over an already parsed module body (lint has
+/// the generated module parsed); `line_of` maps a byte offset to its
+/// 1-based line.
+pub fn fused_expert_classes_in(body: &[Stmt], line_of: &dyn Fn(usize) -> usize) -> Vec<FusedExperts> {
     let mut out = Vec::new();
-    visit_classes(&parsed.syntax().body, &mut |class| {
+    visit_classes(body, &mut |class| {
         let mut params: Vec<(String, usize)> = Vec::new();
         for stmt in &class.body {
             if let Stmt::FunctionDef(f) = stmt {
@@ -59,7 +66,7 @@ pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, Str
             });
         }
     });
-    Ok(out)
+    out
 }
 
 fn is_parameter_call(e: &Expr) -> bool {

@@ -100,7 +100,7 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile, config: &str) -> Diagno
     let module = &plan.source_module;
     for p in &plan.patches {
         match p.patch_type {
-            PatchType::ClassReplacement if !names.classes.contains_key(p.target.as_str()) => out.push(diagnostic(
+            PatchType::ClassReplacement if missing_target(&names, p).is_some() => out.push(diagnostic(
                 codes::MISSING_TARGET,
                 &p.registered_at,
                 format!(
@@ -109,7 +109,7 @@ pub fn diagnose(plan: &PatchPlan, upstream: &ParsedFile, config: &str) -> Diagno
                 ),
                 config,
             )),
-            PatchType::FunctionReplacement if !names.functions.contains(&p.target.as_str()) => out.push(diagnostic(
+            PatchType::FunctionReplacement if missing_target(&names, p).is_some() => out.push(diagnostic(
                 codes::MISSING_TARGET,
                 &p.registered_at,
                 format!(

@@ -57,10 +57,14 @@ pub struct LintOptions {
     pub extend_select: Option<Vec<String>>,
     /// Glob (relative to the pyproject's directory) → codes ignored in matching files.
     pub per_file_ignores: Option<BTreeMap<String, Vec<String>>>,
-    /// PG102's framework hook names (replaces the default list; `lint` reads them).
+    /// PG102: methods the runtime calls by name (replaces the default list).
     pub framework_hooks: Option<Vec<String>>,
-    /// Hook names added to the default list.
+    /// PG102: added to the hook list.
     pub extend_framework_hooks: Option<Vec<String>>,
+    /// PG202: `<m>_<suffix>_…` sibling configs, the reference suffix first.
+    pub sibling_suffixes: Option<Vec<String>>,
+    /// PG201: packages whose helpers are checked at call sites.
+    pub first_party: Option<Vec<String>>,
 }
 
 /// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
@@ -75,8 +79,16 @@ pub const KEYS: [&str; 9] = [
     "reference-dir",
     "lint",
 ];
-pub const LINT_KEYS: [&str; 6] =
-    ["select", "ignore", "extend-select", "per-file-ignores", "framework-hooks", "extend-framework-hooks"];
+pub const LINT_KEYS: [&str; 8] = [
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "framework-hooks",
+    "extend-framework-hooks",
+    "sibling-suffixes",
+    "first-party",
+];
 
 /// A problem with the settings (exit code 2).
 #[derive(Debug, thiserror::Error, PartialEq)]

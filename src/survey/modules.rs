@@ -102,6 +102,16 @@ impl Version {
         .clone()
     }
 
+    /// Use `file` as the parse of `module` unless one is cached already
+    /// (callers that parsed it for another purpose share the work).
+    pub fn seed(&self, module: &str, file: Arc<ParsedFile>) {
+        let slot = {
+            let mut map = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(module.to_string()).or_default().clone()
+        };
+        let _ = slot.set(Ok(file));
+    }
+
     /// The top-level class `name` of `module`, following `from X import name`
     /// re-exports to the module that defines it.
     pub fn class(&self, module: &str, name: &str) -> Option<ClassRef> {

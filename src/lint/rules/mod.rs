@@ -10,6 +10,20 @@ mod pg104_unresolved_import;
 mod pg201_call_site_signature;
 mod pg202_sibling_signature_drift;
 pub mod pg203_dropped_parameters;
+pub mod pg301_logits_to_keep_order;
+pub mod pg302_output_fields_dropped;
+pub mod pg303_auto_docstring_contract;
+pub mod pg304_partial_rotary_full_kernel;
+pub mod pg305_init_weights_container;
+pub mod pg306_automodel_bypass;
+pub mod pg401_moe_converter_missing;
+pub mod pg402_converter_shape_ambiguity;
+pub mod pg403_experts_implementation_retained;
+pub mod pg404_liger_mlp_intermediate_size;
+pub mod pg501_patch_markers;
+pub mod pg502_registry_hygiene;
+pub mod pg503_test_coverage;
+pub mod pg504_pin_consistency;
 
 /// Every rule, in code order.
 pub static RULES: &[Rule] = &[
@@ -20,4 +34,18 @@ pub static RULES: &[Rule] = &[
     pg201_call_site_signature::RULE,
     pg202_sibling_signature_drift::RULE,
     pg203_dropped_parameters::RULE,
+    pg301_logits_to_keep_order::RULE,
+    pg302_output_fields_dropped::RULE,
+    pg303_auto_docstring_contract::RULE,
+    pg304_partial_rotary_full_kernel::RULE,
+    pg305_init_weights_container::RULE,
+    pg306_automodel_bypass::RULE,
+    pg401_moe_converter_missing::RULE,
+    pg402_converter_shape_ambiguity::RULE,
+    pg403_experts_implementation_retained::RULE,
+    pg404_liger_mlp_intermediate_size::RULE,
+    pg501_patch_markers::RULE,
+    pg502_registry_hygiene::RULE,
+    pg503_test_coverage::RULE,
+    pg504_pin_consistency::RULE,
 ];

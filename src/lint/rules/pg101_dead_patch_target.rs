@@ -95,7 +95,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
         let mut d = RULE
             .diagnostic(message)
-            .at(ctx.at_config(&p.registered_at))
+            .at(ctx.at_target(p))
             .help("retarget the patch to what upstream defines now (`patchgen survey --from OLD --to NEW` shows renames and removals), or remove it");
         let header = format!("#    - {}: {}", p.patch_type.value(), p.target);
         if let Some(line) = ctx.generated.text.lines().position(|l| l == header) {

@@ -100,6 +100,37 @@ impl<'a> Visitor<'a> for Refs<'_> {
     }
 }
 
+/// A method of `class` whose name is within two edits of `name` (a typo).
+fn similar_method<'c>(class: &'c ruff_python_ast::StmtClassDef, name: &str) -> Option<&'c str> {
+    class
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::FunctionDef(f) => Some(f.name.id.as_str()),
+            _ => None,
+        })
+        .map(|m| (edit_distance(m, name), m))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, m)| m)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let hooks = &ctx.settings().hooks;
@@ -151,12 +182,26 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 "override_method(\"{}\") injects `{method}` into `{class}`: neither `{class}` nor its bases in `{}` define it, and nothing in the generated module calls it, so the patch is dead code",
                 p.target, ctx.plan.source_module
             ))
-            .at(ctx.at_config(&p.registered_at))
-            .help("move the patched logic to the method upstream now uses, or drop the override; if the runtime calls it by name, add it to `extend-framework-hooks` in [tool.patchgen.lint]");
+            .at(ctx.at_target(p))
+            .help(match similar_method(upstream_class, method) {
+                Some(near) => format!("did you mean `{class}.{near}`? Otherwise move the patched logic to the method upstream now uses, or drop the override"),
+                None => "move the patched logic to the method upstream now uses, or drop the override; if the runtime calls it by name, add it to `extend-framework-hooks` in [tool.patchgen.lint]".to_string(),
+            });
         if let Some(f) = injected {
             d = d.related(ctx.generated_location(ctx.generated.line_of(f.start())), "injected here");
         }
         out.push(d);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn edit_distance() {
+        assert_eq!(super::edit_distance("forward", "forwad"), 1);
+        assert_eq!(super::edit_distance("forward", "forwrad"), 2);
+        assert_eq!(super::edit_distance("", "abc"), 3);
+        assert_eq!(super::edit_distance("kitten", "sitting"), 3);
+    }
 }

@@ -33,7 +33,8 @@
 
 use super::super::{LintContext, Rule, noqa};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::survey::names::free_name_uses;
+use crate::survey::names::free_name_uses_in;
+use ruff_text_size::Ranged;
 
 pub const RULE: Rule = Rule {
     code: "PG103",
@@ -56,7 +57,11 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (name, at) in free_name_uses(ctx.generated.body()) {
+    let wanted = |stmt: &ruff_python_ast::Stmt| {
+        let (first, last) = (ctx.generated.line_of(stmt.start()), ctx.generated.line_of(stmt.end()));
+        noqa_lines.get(first.saturating_sub(1)..last.min(noqa_lines.len())).is_some_and(|s| s.iter().any(|b| *b))
+    };
+    for (name, at) in free_name_uses_in(ctx.generated.body(), wanted) {
         let line = ctx.generated.line_of(at);
         // A name read in a multi-line statement counts on its own line.
         if !noqa_lines.get(line - 1).copied().unwrap_or(false) {

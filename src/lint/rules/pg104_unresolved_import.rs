@@ -30,11 +30,13 @@ use ruff_python_ast::Stmt;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextSize};
 
+use std::collections::HashSet;
+
 use super::super::context::Shared;
 use super::super::{LintContext, Rule};
+use crate::codegen::imports::absolute_module;
 use crate::config::source::ParsedFile;
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::survey::names::bound_in;
 
 pub const RULE: Rule = Rule {
     code: "PG104",
@@ -46,13 +48,14 @@ pub const RULE: Rule = Rule {
     check_project: None,
 };
 
-/// Every import statement, nested ones included: (module, names, offset).
-#[derive(Default)]
-struct Imports {
+/// Every import statement, nested ones included: (absolute module, names,
+/// offset), relative imports resolved against `base` (the module's name).
+struct Imports<'b> {
+    base: &'b str,
     found: Vec<(String, Vec<String>, TextSize)>,
 }
 
-impl<'a> Visitor<'a> for Imports {
+impl<'a> Visitor<'a> for Imports<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::Import(i) => {
@@ -60,15 +63,24 @@ impl<'a> Visitor<'a> for Imports {
                     self.found.push((a.name.id.to_string(), Vec::new(), stmt.start()));
                 }
             }
-            Stmt::ImportFrom(i) if i.level == 0 => {
-                if let Some(m) = &i.module {
+            Stmt::ImportFrom(i) => {
+                let module = i.module.as_ref().map(|m| m.id.as_str());
+                let absolute =
+                    if i.level == 0 { module.map(str::to_string) } else { absolute_module(self.base, module, i.level) };
+                if let Some(m) = absolute {
                     let names = i.names.iter().map(|a| a.name.id.to_string()).filter(|n| n != "*").collect();
-                    self.found.push((m.id.to_string(), names, stmt.start()));
+                    self.found.push((m, names, stmt.start()));
                 }
             }
             _ => visitor::walk_stmt(self, stmt),
         }
     }
+}
+
+fn imports_of(body: &[Stmt], base: &str) -> Vec<(String, Vec<String>, TextSize)> {
+    let mut v = Imports { base, found: Vec::new() };
+    v.visit_body(body);
+    v.found
 }
 
 /// The parsed file of `module` (a module or a package's `__init__`).
@@ -89,7 +101,7 @@ fn provides(shared: &Shared, module: &str, name: &str, depth: usize) -> bool {
     let Some(file) = module_file(shared, module) else {
         return false;
     };
-    if bound_in(file.body()).iter().any(|(n, _)| n == name || n == "__getattr__") {
+    if shared.upstream_bindings(module).is_some_and(|b| b.contains(name) || b.contains("__getattr__")) {
         return true;
     }
     // Lazy packages list their names as strings (`_import_structure`).
@@ -148,11 +160,23 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     if package.is_empty() {
         return Vec::new();
     }
-    let mut imports = Imports::default();
-    imports.visit_body(ctx.generated.body());
+    // What the upstream module itself imports resolves by construction
+    // (codegen copies those imports from this very upstream).
+    let upstream_imports: HashSet<(String, String)> = imports_of(ctx.upstream.body(), &ctx.plan.source_module)
+        .into_iter()
+        .flat_map(|(m, names, _)| {
+            let module_only = (m.clone(), String::new());
+            names.into_iter().map(move |n| (m.clone(), n)).chain(std::iter::once(module_only))
+        })
+        .collect();
     let mut out = Vec::new();
-    for (module, names, at) in imports.found {
+    for (module, names, at) in imports_of(ctx.generated.body(), "") {
         if module != package && !module.starts_with(&format!("{package}.")) {
+            continue;
+        }
+        let names: Vec<String> =
+            names.into_iter().filter(|n| !upstream_imports.contains(&(module.clone(), n.clone()))).collect();
+        if names.is_empty() && upstream_imports.contains(&(module.clone(), String::new())) {
             continue;
         }
         let problem = if !ctx.shared.upstream_module_exists(&module) {

@@ -128,6 +128,8 @@ fn is_first_party(shared: &Shared, module: &str) -> bool {
 #[derive(Default)]
 struct FirstPartyImports<'s> {
     shared: Option<&'s Shared>,
+    /// Names called as `name(…)` somewhere in the module: only these are resolved.
+    called: BTreeSet<&'s str>,
     found: HashMap<String, Callee>,
 }
 
@@ -135,12 +137,17 @@ impl<'a> Visitor<'a> for FirstPartyImports<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if let Stmt::ImportFrom(i) = stmt {
             let shared = self.shared.expect("set");
-            if let Some(m) = &i.module {
-                if i.level == 0 && is_first_party(shared, m.id.as_str()) {
-                    for alias in &i.names {
-                        if let Some(c) = first_party_function(shared, m.id.as_str(), alias.name.id.as_str(), 0) {
-                            self.found.insert(alias.asname.as_ref().unwrap_or(&alias.name).id.to_string(), c);
-                        }
+            if let Some(m) = &i.module
+                && i.level == 0
+                && is_first_party(shared, m.id.as_str())
+            {
+                for alias in &i.names {
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.as_str();
+                    if !self.called.contains(bound) {
+                        continue;
+                    }
+                    if let Some(c) = first_party_function(shared, m.id.as_str(), alias.name.id.as_str(), 0) {
+                        self.found.insert(alias.asname.as_ref().unwrap_or(&alias.name).id.to_string(), c);
                     }
                 }
             }
@@ -168,10 +175,10 @@ impl<'a> Visitor<'a> for CallsIn<'_> {
             match &*call.func {
                 Expr::Name(n) if self.classes.contains(n.id.as_str()) => self.out.push(n.id.to_string()),
                 Expr::Subscript(s) => {
-                    if let Expr::Name(n) = &*s.value {
-                        if let Some(t) = self.tables.get(n.id.as_str()) {
-                            self.out.extend(t.iter().cloned());
-                        }
+                    if let Expr::Name(n) = &*s.value
+                        && let Some(t) = self.tables.get(n.id.as_str())
+                    {
+                        self.out.extend(t.iter().cloned());
                     }
                 }
                 _ => {}
@@ -249,7 +256,17 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             _ => {}
         }
     }
-    let mut imported = FirstPartyImports { shared: Some(ctx.shared), found: HashMap::new() };
+    let mut calls = Calls { calls: Vec::new() };
+    calls.visit_body(body);
+    let called: BTreeSet<&str> = calls
+        .calls
+        .iter()
+        .filter_map(|c| match &*c.func {
+            Expr::Name(n) => Some(n.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut imported = FirstPartyImports { shared: Some(ctx.shared), called, found: HashMap::new() };
     imported.visit_body(body);
     functions.extend(imported.found);
 
@@ -279,8 +296,6 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     owners.visit_body(body);
     let owners = owners.owners;
 
-    let mut calls = Calls { calls: Vec::new() };
-    calls.visit_body(body);
     let mut out = Vec::new();
     for call in calls.calls {
         let args = &call.arguments;

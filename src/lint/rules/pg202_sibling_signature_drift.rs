@@ -51,8 +51,11 @@ pub const RULE: Rule = Rule {
     check_project: Some(check_project),
 };
 
-/// `(package, model, rest)` and the suffix, for `pkg.m.m_gpu_patch_gen_config`.
-fn sibling_key(module: &str, suffixes: &[String]) -> Option<((String, String, String), usize)> {
+/// `(package, model, rest)` of `pkg.m.m_gpu_patch_gen_config`: what siblings share.
+type SiblingKey = (String, String, String);
+
+/// The sibling key and the suffix's index, for `pkg.m.m_gpu_patch_gen_config`.
+fn sibling_key(module: &str, suffixes: &[String]) -> Option<(SiblingKey, usize)> {
     let (package, last) = module.rsplit_once('.').unwrap_or(("", module));
     for (i, suffix) in suffixes.iter().enumerate() {
         let tag = format!("_{suffix}_");
@@ -117,7 +120,7 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     if suffixes.len() < 2 {
         return Vec::new();
     }
-    let mut groups: BTreeMap<(String, String, String), Vec<(usize, &LintContext)>> = BTreeMap::new();
+    let mut groups: BTreeMap<SiblingKey, Vec<(usize, &LintContext)>> = BTreeMap::new();
     for ctx in project.configs {
         if let Some((key, i)) = sibling_key(&ctx.module, suffixes) {
             groups.entry(key).or_default().push((i, ctx));
@@ -151,10 +154,10 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                 let mut missing: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
                 for kind in [ParamKind::VarPositional, ParamKind::VarKeyword] {
                     let star = if kind == ParamKind::VarKeyword { "**" } else { "*" };
-                    if let Some(p) = ref_sig.params.iter().find(|p| p.kind == kind) {
-                        if !sib_sig.params.iter().any(|q| q.kind == kind) {
-                            missing.push(format!("`{star}{}`", p.name));
-                        }
+                    if let Some(p) = ref_sig.params.iter().find(|p| p.kind == kind)
+                        && !sib_sig.params.iter().any(|q| q.kind == kind)
+                    {
+                        missing.push(format!("`{star}{}`", p.name));
                     }
                 }
                 if missing.is_empty() {

@@ -110,10 +110,10 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
                     struct C<'c>(&'c str, bool);
                     impl<'a> Visitor<'a> for C<'_> {
                         fn visit_expr(&mut self, e: &'a Expr) {
-                            if let Expr::Call(c) = e {
-                                if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == self.0) {
-                                    self.1 = true;
-                                }
+                            if let Expr::Call(c) = e
+                                && matches!(&*c.func, Expr::Name(n) if n.id.as_str() == self.0)
+                            {
+                                self.1 = true;
                             }
                             visitor::walk_expr(self, e);
                         }
@@ -124,10 +124,10 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
                 };
                 if text_has_call {
                     for t in &a.targets {
-                        if let Expr::Attribute(at) = t {
-                            if matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self") {
-                                self.attrs.push(at.attr.id.to_string());
-                            }
+                        if let Expr::Attribute(at) = t
+                            && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                        {
+                            self.attrs.push(at.attr.id.to_string());
                         }
                     }
                 }
@@ -169,6 +169,9 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
 /// The upstream method `method` of class `class` (own or inherited) and its file.
 fn upstream_method(ctx: &LintContext, class: &str, method: &str) -> Option<(Signature, Location)> {
     let class_ref = ctx.upstream_class(class)?;
+    if let Some(f) = class_ref.own_method(method) {
+        return Some(sig_and_loc(f, &class_ref.file));
+    }
     let lineage = ctx.shared.lineage(&class_ref);
     let (owner, f) = lineage.method(method)?;
     Some(sig_and_loc(f, &owner.file))
@@ -233,24 +236,39 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         // A parameter the override's own text or the patch description
         // names was removed on purpose (a comment, the docstring, a local
         // that now computes it).
-        let own_text = &ctx.generated.text[f.range()];
+        // Prose about the override: its comments, its docstring, the patch
+        // description. Code that still uses the name does not count (that
+        // is an undefined name, not a decision).
+        let mut prose = String::new();
+        for line in ctx.generated.text[f.range()].lines() {
+            if let Some((_, comment)) = line.split_once('#') {
+                prose.push_str(comment);
+                prose.push('\n');
+            }
+        }
+        if let Some(Stmt::Expr(e)) = f.body.first()
+            && let ruff_python_ast::Expr::StringLiteral(doc) = &*e.value
+        {
+            prose.push_str(doc.value.to_str());
+        }
+        if let Some(d) = description {
+            prose.push_str(d);
+        }
         let deliberate = |name: &str| {
-            let word = |t: &str| {
-                t.match_indices(name).any(|(i, _)| {
-                    let before = t[..i].chars().next_back();
-                    let after = t[i + name.len()..].chars().next();
-                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                })
-            };
-            let in_signature = f.parameters.iter().any(|p| p.name().id.as_str() == name);
-            (!in_signature && word(own_text)) || description.is_some_and(|d| word(d))
+            prose.match_indices(name).any(|(i, _)| {
+                let before = prose[..i].chars().next_back();
+                let after = prose[i + name.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
         };
         dep.dropped.retain(|n| !deliberate(n));
         // A dropped `**kwargs`/`*args` matters when a caller here splats into it.
-        let (class, method) = qual.rsplit_once('.').unwrap_or(("", &qual));
-        let (kw_splat, pos_splat) = splatting_callers(ctx.generated.body(), class, method);
-        dep.variadic.retain(|v| if v.starts_with("**") { kw_splat } else { pos_splat });
+        if !dep.variadic.is_empty() {
+            let (class, method) = qual.rsplit_once('.').unwrap_or(("", &qual));
+            let (kw_splat, pos_splat) = splatting_callers(ctx.generated.body(), class, method);
+            dep.variadic.retain(|v| if v.starts_with("**") { kw_splat } else { pos_splat });
+        }
         if dep == Departure::default() {
             continue;
         }
