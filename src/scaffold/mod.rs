@@ -748,7 +748,10 @@ fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
     use crate::diagnostics::Severity;
     let Ok(report) = lint_modules(vec![plan.module.clone()], cwd) else { return false };
     let mut changed = false;
-    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
+    // Only signature errors (PG2xx) mean a reuse does not fit the new model;
+    // other findings (an injected hook nothing calls, PG102) are the
+    // template's own design and travel with it.
+    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error && d.code.starts_with("PG2")) {
         let names = |t: &str| {
             d.message.contains(&format!("`{t}`"))
                 || d.message.contains(&format!("`{t}("))
