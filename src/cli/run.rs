@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::Format;
 use super::printer::{ExitStatus, Printer, Report, fields};
 use crate::diagnostics::{Diagnostic, codes};
 use crate::normalize::RuffError;
@@ -80,12 +79,7 @@ impl Session {
     /// returned.
     pub fn start(command: &'static str, overrides: &Overrides) -> Result<Session, ExitStatus> {
         // The format is known before the project is: errors use it too.
-        let early_format = overrides
-            .format
-            .or_else(|| {
-                settings::process_env("PATCHGEN_OUTPUT_FORMAT").and_then(|v| clap::ValueEnum::from_str(&v, true).ok())
-            })
-            .unwrap_or(Format::Text);
+        let early_format = settings::early_format(overrides.format);
         let fail = |msg: String| {
             let mut printer = Printer::new(early_format);
             Err(printer.print(&Fatal::new(command, msg)))

@@ -942,14 +942,7 @@ impl crate::cli::Report for Report {
 /// `patchgen new`: run it and print the report.
 pub fn run_command(args: NewArgs) -> crate::cli::ExitStatus {
     use crate::cli::ExitStatus;
-    let format = args
-        .format
-        .format
-        .or_else(|| {
-            crate::settings::process_env("PATCHGEN_OUTPUT_FORMAT")
-                .and_then(|v| clap::ValueEnum::from_str(&v, true).ok())
-        })
-        .unwrap_or_default();
+    let format = crate::settings::early_format(args.format.format);
     let outcome = std::env::current_dir()
         .map_err(|e| NewError::usage(format!("cannot read the working directory: {e}")))
         .and_then(|cwd| run(&Options { args, cwd }))

@@ -90,6 +90,14 @@ pub const LINT_KEYS: [&str; 8] = [
     "first-party",
 ];
 
+/// The output format before a project is found (errors need it too): the
+/// flag, else a valid `PATCHGEN_OUTPUT_FORMAT`, else text. Once the project
+/// is known, [`resolve`] decides it for good (and rejects a bad value).
+pub fn early_format(flag: Option<crate::cli::Format>) -> crate::cli::Format {
+    flag.or_else(|| process_env("PATCHGEN_OUTPUT_FORMAT").and_then(|v| clap::ValueEnum::from_str(&v, true).ok()))
+        .unwrap_or_default()
+}
+
 /// A problem with the settings (exit code 2).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SettingsError {
