@@ -12,7 +12,7 @@ done
 n=0
 for case in "$fixtures"/*/; do
   name=$(basename "$case")
-  configs=$(find "$case/pkg" -name '*_patch_gen_config.py' 2>/dev/null | sort)
+  configs=$(find "$case/pkg" -name '*_patch_gen_config.py' 2>/dev/null | sort || true)
   [ -n "$configs" ] || continue
   for c in $configs; do
     n=$((n + 1))
@@ -36,7 +36,7 @@ for case in "$fixtures"/*/; do
   done
   # Upstream modules alone, and `config NUL upstream` for the case's first config.
   first=$(echo "$configs" | head -n1)
-  for u in $(find "$case/upstream" -name '*.py' -size +0 2>/dev/null | sort); do
+  for u in $(find "$case/upstream" -name '*.py' -size +0 2>/dev/null | sort || true); do
     rel=$(echo "${u#"$case"/upstream/}" | tr '/' '_')
     cp "$u" "$fuzz/corpus/generate/$name-$rel"
     cp "$u" "$fuzz/corpus/getblock/$name-$rel"

@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use patchgen::codegen;
 use patchgen::config::loader::{MemoryLoader, ModuleLoader, ProjectLoader};
 use patchgen::config::source::ParsedFile;
-use patchgen::config::{evaluate, PatchPlan};
+use patchgen::config::{PatchPlan, evaluate};
 
 /// Same as the CLI's evaluation threads.
 pub const STACK_SIZE: usize = 256 << 20;
