@@ -69,7 +69,7 @@ fn map_report(r: &mut Report, copy: &Path, root: &Path, map: &dyn Fn(&str) -> St
         f.path = path(&f.path);
     }
     for g in &mut r.generation {
-        g.message = map(&g.message);
+        g.message = map(&g.message).replacen("generated ", "would generate ", 1);
     }
     r.lint = map(&r.lint);
     for s in r.warnings.iter_mut().chain(r.next_steps.iter_mut()).chain(r.moe_needs.iter_mut()) {

@@ -762,6 +762,18 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         report.generation.push(result);
     }
     report.lint = lint_written(&report, &opts.cwd);
+    for b in &report.backends {
+        for ext in ["py", "diff"] {
+            let g = model_dir.join("generated").join(format!("patched_modeling_{m}_{}.{ext}", b.backend));
+            if g.is_file() {
+                report.files.push(PlannedFile {
+                    path: g,
+                    what: format!("generated ({} config)", b.backend),
+                    text: String::new(),
+                });
+            }
+        }
+    }
     // The experts replacement after pruning.
     if let Some(n) =
         moe_analysis(carried_targets(&report.backends), template_plan.as_ref().map(|(p, t)| (p.as_path(), t.as_str())))

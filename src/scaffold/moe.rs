@@ -211,6 +211,7 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             }
         }
     }
+    needs.fused = fused;
     needs.ep_template_keys =
         input.template_plan.map(|(_, text)| plan_keys(text).map(|(k, _, _)| k).unwrap_or_default());
     let model = if needs.ep_model_keys.is_empty() {
