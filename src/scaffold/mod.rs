@@ -5,8 +5,10 @@
 //! `facts` reads the upstream modeling module (category, prefix, the
 //! exception facts), `configuration` its configuration module's defaults,
 //! `retarget` moves the template's patches onto the new model, `render`
-//! writes the config and `__init__.py`, `toy` the toy config, `tables` the
-//! test entries. This module finds the template, plans the files (never
+//! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
+//! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
+//! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
+//! test entries; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;
@@ -56,7 +58,7 @@ Examples:
   patchgen new olmo2 --backend gpu,npu --dry-run
 
 The upstream module is read from the search path (PYTHONPATH, the virtualenv), as generation reads it.
-Nothing existing is overwritten; --dry-run prints the plan.")]
+Nothing existing is overwritten; --dry-run runs everything in a private copy of the project and prints the final plan.")]
 pub struct NewArgs {
     /// The HF module name of the model (transformers.models.<m>).
     pub model: String,
@@ -69,7 +71,7 @@ pub struct NewArgs {
     /// The model category (default: detected from the upstream module).
     #[arg(long, value_enum, default_value = "auto")]
     pub category: CategoryArg,
-    /// Print the plan; write nothing.
+    /// Run generation, pruning and lint in a private copy and print the final plan; write nothing to the project.
     #[arg(long)]
     pub dry_run: bool,
     /// The distribution the model comes from.
@@ -570,11 +572,10 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 (_, None) => warnings.push(format!("checkpoint converter not written: no toy config (configuration_{m}.py) gives the experts count")),
             }
         }
-        if let Some((p, t)) = &template_plan
+        if let Some((_, t)) = &template_plan
             && !needs.ep_model_keys.is_empty()
             && let Some(text) = moe::parallel_plan_py(t, &needs.ep_model_keys)
         {
-            let _ = p;
             files.push(PlannedFile {
                 path: model_dir.join("parallel_plan.py"),
                 what: "expert-parallel plan".into(),
