@@ -58,7 +58,7 @@ Examples:
   patchgen new olmo2 --backend gpu,npu --dry-run
 
 The upstream module is read from the search path (PYTHONPATH, the virtualenv), as generation reads it.
-Nothing existing is overwritten; --dry-run runs everything in a private copy of the project and prints the final plan.")]
+Nothing existing is overwritten; --dry-run runs everything in a private copy and prints the final plan.")]
 pub struct NewArgs {
     /// The HF module name of the model (transformers.models.<m>).
     pub model: String,
@@ -71,7 +71,7 @@ pub struct NewArgs {
     /// The model category (default: detected from the upstream module).
     #[arg(long, value_enum, default_value = "auto")]
     pub category: CategoryArg,
-    /// Run generation, pruning and lint in a private copy and print the final plan; write nothing to the project.
+    /// Print the final plan (generation, pruning and lint run in a private copy); write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// The distribution the model comes from.
