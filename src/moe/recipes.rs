@@ -86,6 +86,14 @@ pub enum RecipeKind {
 }
 
 impl RecipeKind {
+    /// The checkpoint's routed experts are not in the fused in-memory layout
+    /// (per-expert or transposed): a class with fused expert parameters
+    /// needs a checkpoint converter. The one decision shared by lint rule
+    /// PG401 and `patchgen new`.
+    pub fn needs_conversion(&self) -> bool {
+        matches!(self, RecipeKind::PerExpert { .. } | RecipeKind::FusedTransposed)
+    }
+
     /// Short label for reports.
     pub fn label(&self) -> String {
         match self {
@@ -126,6 +134,24 @@ impl Recipe {
     /// What this recipe does to routed experts.
     pub fn kind(&self) -> RecipeKind {
         classify(&self.items)
+    }
+
+    /// The recipe's `WeightRenaming`s as plain substring replacements
+    /// (mixtral's `".block_sparse_moe."` → `".mlp."`), in order. `Err`
+    /// names a renaming whose patterns are regular expressions (anchors,
+    /// groups, wildcards): replaying those is not attempted.
+    pub fn plain_renamings(&self) -> Result<Vec<(String, String)>, String> {
+        let plain = |s: &str| !s.contains(['^', '$', '(', ')', '[', ']', '{', '}', '*', '?', '+', '|', '\\']);
+        let mut out = Vec::new();
+        for item in &self.items {
+            if let Item::Renaming { class, sources, targets, line } = item {
+                match (sources.as_slice(), targets.as_slice()) {
+                    ([s], [t]) if class == "WeightRenaming" && plain(s) && plain(t) => out.push((s.clone(), t.clone())),
+                    _ => return Err(format!("{class} at line {line} ({sources:?} -> {targets:?})")),
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

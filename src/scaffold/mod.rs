@@ -5,12 +5,17 @@
 //! `facts` reads the upstream modeling module (category, prefix, the
 //! exception facts), `configuration` its configuration module's defaults,
 //! `retarget` moves the template's patches onto the new model, `render`
-//! writes the config and `__init__.py`, `toy` the toy config, `tables` the
-//! test entries. This module finds the template, plans the files (never
+//! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
+//! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
+//! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
+//! test entries; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;
+pub mod dry_run;
 pub mod facts;
+pub mod init;
+pub mod moe;
 pub mod render;
 pub mod retarget;
 pub mod tables;
@@ -53,7 +58,7 @@ Examples:
   patchgen new olmo2 --backend gpu,npu --dry-run
 
 The upstream module is read from the search path (PYTHONPATH, the virtualenv), as generation reads it.
-Nothing existing is overwritten; --dry-run prints the plan.")]
+Nothing existing is overwritten; --dry-run runs everything in a private copy and prints the final plan.")]
 pub struct NewArgs {
     /// The HF module name of the model (transformers.models.<m>).
     pub model: String,
@@ -66,7 +71,7 @@ pub struct NewArgs {
     /// The model category (default: detected from the upstream module).
     #[arg(long, value_enum, default_value = "auto")]
     pub category: CategoryArg,
-    /// Print the plan; write nothing.
+    /// Print the final plan (generation, pruning and lint run in a private copy); write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// The distribution the model comes from.
@@ -125,6 +130,8 @@ pub struct Report {
     pub backends: Vec<BackendPlan>,
     pub files: Vec<PlannedFile>,
     pub moe_needs: Vec<String>,
+    /// The MoE facts behind `moe_needs` (MoE categories only).
+    pub moe: Option<moe::MoeNeeds>,
     pub generation: Vec<GenerationResult>,
     pub lint: String,
     pub tables: Vec<tables::Entry>,
@@ -306,6 +313,9 @@ fn default_architecture(facts: &ModelFacts, classes: &[String]) -> String {
 /// Run `new`.
 pub fn run(opts: &Options) -> Result<Report, NewError> {
     let args = &opts.args;
+    if args.dry_run {
+        return dry_run::run(opts);
+    }
     let project = Project::find(&opts.cwd).map_err(|e| NewError::usage(e.to_string()))?;
     let ctx = Context::new(project.clone(), &opts.cwd, None);
     let version = version_of(&ctx, &project, &opts.cwd);
@@ -492,6 +502,90 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         .cloned()
         .collect();
     let default_arch = default_architecture(&facts, &classes);
+    let main_config = configuration.as_ref().and_then(|c| c.main(&facts.prefix, m));
+    let toy = match (configuration.as_ref(), main_config) {
+        (Some(cm), Some(mc)) => Some(toy::toy_config(cm, mc, &default_arch)),
+        _ => None,
+    };
+    let template_dir = template
+        .as_ref()
+        .and_then(|t| configs.iter().find(|c| &c.hf_name == t))
+        .and_then(|c| c.path.parent().map(Path::to_path_buf));
+    let registry_key = main_config.and_then(|c| c.model_type.clone()).unwrap_or_else(|| m.to_string());
+    let recipes =
+        if category.is_moe() { Some(crate::moe::recipes::Recipes::load(&version.upstream.search)) } else { None };
+    let moe_analysis = |carried: Vec<String>, plan: Option<(&Path, &str)>| -> Option<moe::MoeNeeds> {
+        let recipes = recipes.as_ref()?;
+        Some(moe::analyse(&moe::MoeInput {
+            module_body: facts.file.body(),
+            module_text: &facts.file.text,
+            experts_classes: facts.classes.iter().filter(|c| c.ends_with("Experts")).cloned().collect(),
+            root_class: &default_arch,
+            model_type: &registry_key,
+            recipes: recipes.as_ref().map_err(|e| e.to_string()),
+            upstream_version: &version.upstream.version,
+            carried_targets: carried,
+            template_plan: plan,
+        }))
+    };
+    let template_plan = template_dir
+        .as_ref()
+        .map(|d| d.join("parallel_plan.py"))
+        .and_then(|p| std::fs::read_to_string(&p).ok().map(|t| (PathBuf::from(rel(&p)), t)));
+    let carried_targets = |plans: &[BackendPlan]| -> Vec<String> {
+        plans.iter().flat_map(|p| p.retargeted.carried.iter().map(|c| c.target.clone())).collect()
+    };
+    let moe_first =
+        moe_analysis(carried_targets(&plans), template_plan.as_ref().map(|(p, t)| (p.as_path(), t.as_str())));
+    let mut converter_written = false;
+    if let Some(needs) = &moe_first {
+        let lic = files.first().map(|f| licence(&f.text)).unwrap_or_default();
+        if needs.converter.is_some() {
+            let import = converter_import_line(&project.settings.search_root, template_dir.as_deref());
+            let dims = toy.as_ref().map(|t| {
+                let v: serde_json::Value = serde_json::from_str(&toy::config_json(t)).unwrap_or_default();
+                crate::moe::config::MoeDims::from_value(Path::new("config.json"), &v)
+            });
+            match (import, dims) {
+                (Some(import), Some(dims)) => {
+                    let spec = moe::ConverterSpec {
+                        licence: &lic,
+                        converted_import: &import,
+                        hf_name: m,
+                        prefix: &facts.prefix,
+                        upstream_version: &version.upstream.version,
+                        dims: &dims,
+                    };
+                    match moe::converter_py(needs, &spec) {
+                        Ok(text) => {
+                            files.push(PlannedFile {
+                                path: model_dir.join("checkpoint_tensor_converter.py"),
+                                what: "checkpoint converter".into(),
+                                text,
+                            });
+                            converter_written = true;
+                        }
+                        Err(e) => warnings.push(format!("checkpoint converter not written: {e}")),
+                    }
+                }
+                (None, _) => warnings.push("checkpoint converter not written: no project checkpoint_tensor_converter.py shows how to import `ConvertedCheckpointTensor`; __init__.py follows pattern A (lint PG401 will say so)".into()),
+                (_, None) => warnings.push(format!("checkpoint converter not written: no toy config (configuration_{m}.py) gives the experts count")),
+            }
+        }
+        if let Some((_, t)) = &template_plan
+            && !needs.ep_model_keys.is_empty()
+            && let Some(text) = moe::parallel_plan_py(t, &needs.ep_model_keys)
+        {
+            files.push(PlannedFile {
+                path: model_dir.join("parallel_plan.py"),
+                what: "expert-parallel plan".into(),
+                text,
+            });
+        }
+        for plan in plans.iter_mut() {
+            plan.retargeted.exception_comments.extend(needs.lines.iter().skip(1).map(|l| format!("MoE {l}")));
+        }
+    }
     let mut sibling_dirs: Vec<PathBuf> = template
         .iter()
         .filter_map(|t| configs.iter().find(|c| &c.hf_name == t).and_then(|c| c.path.parent().map(Path::to_path_buf)))
@@ -501,7 +595,6 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let written_backends: Vec<String> = plans.iter().map(|p| p.backend.clone()).collect();
     let npu = if written_backends.len() > 1 { init_import_line(&sibling_dirs, "IS_NPU_AVAILABLE") } else { None };
     let mut next_steps = Vec::new();
-    let main_config = configuration.as_ref().and_then(|c| c.main(&facts.prefix, m));
     match &registry {
         Some(reg) if !classes.is_empty() => {
             let mut keys: Vec<(String, Vec<String>, String)> = Vec::new();
@@ -523,15 +616,30 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                     classes.iter().filter(|c| c.contains("Text") || **c == causal).cloned().collect();
                 keys.push((t, text_classes, causal));
             }
-            let regs: Vec<render::Registration<'_>> = keys
+            let regs: Vec<init::Registration<'_>> = keys
                 .iter()
-                .map(|(k, c, d)| render::Registration { key: k, classes: c, default: d, prefix: &facts.prefix })
+                .map(|(k, c, d)| init::Registration { key: k, classes: c, default: d, prefix: &facts.prefix })
                 .collect();
             let lic = files.first().map(|f| licence(&f.text)).unwrap_or_default();
-            let text = render::init_py(&lic, reg, npu.as_deref(), m, &written_backends, &regs);
+            let (create, fqn) = moe::converter_functions(m);
+            let hook = init::ConverterHook { module: "checkpoint_tensor_converter", create: &create, fqn: &fqn };
+            let text = init::init_py(
+                &lic,
+                reg,
+                npu.as_deref(),
+                m,
+                &written_backends,
+                &regs,
+                converter_written.then_some(&hook),
+            );
             files.push(PlannedFile {
                 path: model_dir.join("__init__.py"),
-                what: "model package (registry)".into(),
+                what: if converter_written {
+                    "model package (registry, pattern B)"
+                } else {
+                    "model package (registry)"
+                }
+                .into(),
                 text,
             });
             if written_backends.len() > 1 && npu.is_none() {
@@ -554,59 +662,23 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     }
     // Toy config.
     let toy_dir = project.root.join("tests/toy_config").join(format!("{m}_toy"));
-    match (configuration.as_ref(), main_config) {
-        (Some(cm), Some(mc)) => {
-            let toy = toy::toy_config(cm, mc, &default_arch);
+    match (toy.as_ref(), main_config) {
+        (Some(toy), Some(mc)) => {
             let origin = format!("transformers/models/{m}/configuration_{m}.py");
             files.push(PlannedFile {
                 path: toy_dir.join("config.json"),
                 what: "toy config".into(),
-                text: toy::config_json(&toy),
+                text: toy::config_json(toy),
             });
             files.push(PlannedFile {
                 path: toy_dir.join("README.md"),
                 what: "toy config README".into(),
-                text: toy::readme(m, &mc.name, &origin, &version.upstream.version, &toy),
+                text: toy::readme(m, &mc.name, &origin, &version.upstream.version, toy),
             });
         }
         _ => warnings.push(format!("no configuration_{m}.py config class found: no toy config written")),
     }
-    // MoE needs.
-    let mut moe_needs = Vec::new();
-    if category.is_moe() {
-        let experts: Vec<&String> =
-            facts.classes.iter().filter(|c| c.ends_with("Experts") || c.ends_with("NaiveMoe")).collect();
-        let patched: Vec<&str> = plans
-            .iter()
-            .flat_map(|p| p.retargeted.carried.iter())
-            .filter(|c| experts.iter().any(|e| c.target.starts_with(e.as_str())))
-            .map(|c| c.target.as_str())
-            .collect();
-        if experts.is_empty() {
-            moe_needs.push("experts replacement: no `*Experts` class upstream; check the MoE block by hand".into());
-        } else if patched.is_empty() {
-            moe_needs.push(format!(
-                "experts replacement: {} not patched (the template's experts patch had no counterpart)",
-                experts.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-        } else {
-            moe_needs.push(format!("experts replacement: carried ({})", patched.join(", ")));
-        }
-        let tdir = template
-            .as_ref()
-            .and_then(|t| configs.iter().find(|c| &c.hf_name == t))
-            .and_then(|c| c.path.parent().map(Path::to_path_buf));
-        let has = |f: &str| tdir.as_ref().is_some_and(|d| d.join(f).is_file());
-        moe_needs.push(if has("parallel_plan.py") {
-            format!("expert-parallel plan: the template has {}/parallel_plan.py; write {m}/parallel_plan.py with this model's expert FQNs", tdir.as_ref().map(|d| rel(d)).unwrap_or_default())
-        } else {
-            "expert-parallel plan: none in the template; add parallel_plan.py if experts are sharded".into()
-        });
-        moe_needs.push(format!(
-            "checkpoint converter: verify the checkpoint's expert layout (`patchgen moe inspect <ckpt>`); without a converter a per-expert checkpoint loads random experts silently{}",
-            if has("checkpoint_tensor_converter.py") { " (the template has checkpoint_tensor_converter.py; __init__.py then follows pattern B)" } else { "" }
-        ));
-    }
+    let moe_needs = moe_first.as_ref().map(|n| n.lines.clone()).unwrap_or_default();
     // Never overwrite.
     if model_dir.exists() {
         for f in files.iter().filter(|f| f.path.starts_with(&model_dir)) {
@@ -663,6 +735,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         backends: plans,
         files,
         moe_needs,
+        moe: moe_first.clone(),
         generation: Vec::new(),
         lint: String::new(),
         tables,
@@ -670,10 +743,6 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         warnings,
         dry_run: args.dry_run,
     };
-    if args.dry_run {
-        report.lint = "not run (--dry-run)".into();
-        return Ok(report);
-    }
     // Normalise the Python files as the project's ruff would, then write.
     for f in report.files.iter_mut() {
         if f.path.extension().is_some_and(|e| e == "py") && !f.text.is_empty() {
@@ -694,7 +763,44 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         report.generation.push(result);
     }
     report.lint = lint_written(&report, &opts.cwd);
+    for b in &report.backends {
+        for ext in ["py", "diff"] {
+            let g = model_dir.join("generated").join(format!("patched_modeling_{m}_{}.{ext}", b.backend));
+            if g.is_file() {
+                report.files.push(PlannedFile {
+                    path: g,
+                    what: format!("generated ({} config)", b.backend),
+                    text: String::new(),
+                });
+            }
+        }
+    }
+    // The experts replacement after pruning.
+    if let Some(n) =
+        moe_analysis(carried_targets(&report.backends), template_plan.as_ref().map(|(p, t)| (p.as_path(), t.as_str())))
+    {
+        report.moe_needs = n.lines.clone();
+        report.moe = Some(n);
+    }
     Ok(report)
+}
+
+/// The project's way of importing `ConvertedCheckpointTensor` in a model
+/// package's `checkpoint_tensor_converter.py` (the template's first).
+fn converter_import_line(search_root: &Path, template_dir: Option<&Path>) -> Option<String> {
+    let find = |dir: &Path| -> Option<String> {
+        let text = std::fs::read_to_string(dir.join("checkpoint_tensor_converter.py")).ok()?;
+        text.lines()
+            .find(|l| l.starts_with("from ") && l.trim_end().ends_with("import ConvertedCheckpointTensor"))
+            .map(|l| l.trim_end().to_string())
+    };
+    if let Some(l) = template_dir.and_then(find) {
+        return Some(l);
+    }
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(search_root).ok()?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    dirs.iter().find_map(|d| find(d))
 }
 
 /// `patchgen lint` over the configs just written: a one-line summary, the

@@ -1,10 +1,7 @@
 //! The text of the files `patchgen new` writes: the patch-gen config (reuse
 //! imports, the template's `add_import`/post-import blocks, one DSL call
 //! per carried patch under its `# Patch:` header, the exceptions as
-//! comments) and the model package's `__init__.py` (pattern A, or C with
-//! an NPU sibling: class list from `__all__`, registry keys from the
-//! configuration's `model_type`s, most specific architecture test first,
-//! a `None` architecture guard).
+//! comments); the model package's `__init__.py` is `super::init`.
 
 use std::fmt::Write;
 
@@ -202,96 +199,9 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
     out
 }
 
-/// One registry entry of `__init__.py`.
-pub struct Registration<'a> {
-    pub key: &'a str,
-    pub classes: &'a [String],
-    pub default: &'a str,
-    /// The class name prefix (architecture tests use what follows it).
-    pub prefix: &'a str,
-}
-
-/// `__init__.py`: pattern A (one backend) or C (`npu_import` set: NPU
-/// and GPU generated modules chosen by `IS_NPU_AVAILABLE`).
-pub fn init_py(
-    licence: &str,
-    registry_import: &str,
-    npu_import: Option<&str>,
-    hf_name: &str,
-    backends: &[String],
-    regs: &[Registration<'_>],
-) -> String {
-    let mut out = String::new();
-    if !licence.is_empty() {
-        out.push_str(licence.trim_end());
-        out.push_str("\n\n");
-    }
-    if let Some(n) = npu_import {
-        let _ = writeln!(out, "{n}");
-    }
-    let _ = writeln!(out, "{registry_import}\n");
-    for reg in regs {
-        let fname = format!("register_{}_modeling", reg.key.replace(['-', '.'], "_"));
-        let _ = writeln!(out, "\n@MODELING_REGISTRY.register({})", py_str(reg.key));
-        let _ = writeln!(out, "def {fname}(architecture: str):");
-        let _ = writeln!(out, "    # `get_model_class` passes `config.architectures[0]`, which can be None.");
-        let _ = writeln!(out, "    architecture = architecture or {}", py_str(reg.default));
-        let import = |backend: &str, indent: &str, out: &mut String| {
-            let _ = writeln!(out, "{indent}from .generated.patched_modeling_{hf_name}_{backend} import (");
-            for c in reg.classes {
-                let _ = writeln!(out, "{indent}    {c},");
-            }
-            let _ = writeln!(out, "{indent})");
-        };
-        if npu_import.is_some() && backends.iter().any(|b| b == "npu") && backends.iter().any(|b| b == "gpu") {
-            let _ = writeln!(out, "    if IS_NPU_AVAILABLE:");
-            import("npu", "        ", &mut out);
-            let _ = writeln!(out, "    else:");
-            import("gpu", "        ", &mut out);
-        } else {
-            import(&backends[0], "    ", &mut out);
-        }
-        out.push('\n');
-        let mut tests: Vec<(&str, &String)> =
-            reg.classes.iter().map(|c| (c.strip_prefix(reg.prefix).unwrap_or(c), c)).collect();
-        // Most specific first: a longer architecture test can contain a shorter one.
-        tests.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
-        for (i, (stem, class)) in tests.iter().enumerate() {
-            let kw = if i == 0 { "if" } else { "elif" };
-            let _ = writeln!(out, "    {kw} {} in architecture:\n        return {class}", py_str(stem));
-        }
-        let _ = writeln!(out, "    else:\n        return {}\n", reg.default);
-    }
-    while out.ends_with("\n\n") {
-        out.pop();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn init_tests_most_specific_first_and_guards_none() {
-        let classes: Vec<String> = ["ToyModel", "ToyForCausalLM", "ToyForSequenceClassification", "ToyTextModel"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let text = init_py(
-            "",
-            "from ...loader import MODELING_REGISTRY",
-            None,
-            "toy",
-            &["gpu".to_string()],
-            &[Registration { key: "toy", classes: &classes, default: "ToyForCausalLM", prefix: "Toy" }],
-        );
-        let pos = |s: &str| text.find(s).unwrap();
-        assert!(pos("\"ForSequenceClassification\" in") < pos("\"ForCausalLM\" in"));
-        assert!(pos("\"TextModel\" in") < pos("\"Model\" in"));
-        assert!(text.contains("architecture = architecture or \"ToyForCausalLM\""));
-        assert!(text.contains("from .generated.patched_modeling_toy_gpu import ("));
-    }
 
     #[test]
     fn blocks_keep_their_text() {

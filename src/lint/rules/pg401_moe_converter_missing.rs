@@ -77,7 +77,7 @@ fn recipes(ctx: &LintContext) -> Loaded {
 /// Whether a recipe means the checkpoint's experts are not in the fused
 /// in-memory layout.
 pub fn needs_conversion(kind: &RecipeKind) -> bool {
-    matches!(kind, RecipeKind::PerExpert { .. } | RecipeKind::FusedTransposed)
+    kind.needs_conversion()
 }
 
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
