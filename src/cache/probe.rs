@@ -26,9 +26,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+
+use super::files::FileDigests;
 
 /// A BLAKE3 digest, serialised as hex.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,6 +149,18 @@ pub enum Probe {
     },
 }
 
+impl Probe {
+    /// The file the probe looks at (`None` for a value).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Probe::Content { path } | Probe::Exists { path } | Probe::IsDir { path } | Probe::Identity { path } => {
+                Some(path)
+            }
+            Probe::Value { .. } => None,
+        }
+    }
+}
+
 /// One input of a cached result: what it is (for messages), how to look
 /// at it, and its digest then.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,12 +210,32 @@ pub enum Change {
 pub struct Prober {
     values: HashMap<String, Digest>,
     seen: Mutex<HashMap<Probe, Option<Digest>>>,
+    /// Content digests remembered across runs (`None`: hash every file).
+    files: Option<Arc<FileDigests>>,
+    /// Input groups validated this run, by digest (`None`: unchanged).
+    pub(super) groups: Mutex<HashMap<Digest, Option<super::Miss>>>,
 }
 
 impl Prober {
     /// `values`: the current value of every `Value` probe, by name.
     pub fn new(values: HashMap<String, Digest>) -> Prober {
-        Prober { values, seen: Mutex::new(HashMap::new()) }
+        Prober { values, seen: Mutex::new(HashMap::new()), files: None, groups: Default::default() }
+    }
+
+    /// A prober that takes file contents from `files` (see
+    /// [`FileDigests`]): a file whose identity is unchanged since it was
+    /// hashed is not hashed again.
+    pub fn with_files(values: HashMap<String, Digest>, files: Arc<FileDigests>) -> Prober {
+        Prober { files: Some(files), ..Prober::new(values) }
+    }
+
+    /// The content digest of the file at `path` (remembered, when this
+    /// prober has a table).
+    pub fn file_digest(&self, path: &Path) -> std::io::Result<Digest> {
+        match &self.files {
+            Some(files) => files.digest(path),
+            None => file_digest(path),
+        }
     }
 
     /// The digest `probe` has now; `None` when it cannot be looked at.
@@ -216,7 +250,7 @@ impl Prober {
 
     fn look(&self, probe: &Probe) -> Option<Digest> {
         match probe {
-            Probe::Content { path } => match file_digest(path) {
+            Probe::Content { path } => match self.file_digest(path) {
                 Ok(d) => Some(d),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(absent()),
                 Err(_) if !path.is_file() => Some(absent()),
