@@ -23,7 +23,7 @@
 //!   last one wins, losing only what the other learnt).
 //! - Not on unix: nothing is remembered (the identity fields are missing).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -163,7 +163,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, Digest)>> {
     if fields.next().is_some() || sum != probe::digest_parts([body.as_bytes()]) {
         return None;
     }
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for line in body.lines() {
         let mut parts = line.splitn(10, ' ');
         let digest = Digest::from_hex(parts.next()?)?;

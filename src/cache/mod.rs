@@ -345,13 +345,8 @@ impl Cache {
             .filter(|g| !g.is_empty())
             .map(|g| self.store_group(g))
             .collect::<Result<Vec<Digest>, NotStored>>()?;
-        let entry = Entry {
-            patchgen: version().to_string(),
-            key: key.clone(),
-            inputs: inputs.own.clone(),
-            groups,
-            payload,
-        };
+        let entry =
+            Entry { patchgen: version().to_string(), key: key.clone(), inputs: inputs.own.clone(), groups, payload };
         let body = serde_json::to_vec(&entry).map_err(|e| NotStored::Io(std::io::Error::other(e)))?;
         let mut bytes = format!("{MAGIC} {FORMAT} {}\n", probe::digest_parts([body.as_slice()]).hex()).into_bytes();
         bytes.extend_from_slice(&body);

@@ -209,17 +209,17 @@ pub enum Change {
 /// version).
 pub struct Prober {
     values: HashMap<String, Digest>,
-    seen: Mutex<HashMap<Probe, Option<Digest>>>,
+    seen: Mutex<rustc_hash::FxHashMap<Probe, Option<Digest>>>,
     /// Content digests remembered across runs (`None`: hash every file).
     files: Option<Arc<FileDigests>>,
     /// Input groups validated this run, by digest (`None`: unchanged).
-    pub(super) groups: Mutex<HashMap<Digest, Option<super::Miss>>>,
+    pub(super) groups: Mutex<rustc_hash::FxHashMap<Digest, Option<super::Miss>>>,
 }
 
 impl Prober {
     /// `values`: the current value of every `Value` probe, by name.
     pub fn new(values: HashMap<String, Digest>) -> Prober {
-        Prober { values, seen: Mutex::new(HashMap::new()), files: None, groups: Default::default() }
+        Prober { values, seen: Default::default(), files: None, groups: Default::default() }
     }
 
     /// A prober that takes file contents from `files` (see

@@ -425,7 +425,10 @@ mod tests {
         let inputs = ruff.settings_inputs("import torch\n", &target, &root, &Prober::new(HashMap::new()));
         let seen = probes(&inputs);
         for r in ["libs/a", "libs/b"] {
-            assert!(seen.contains(&format!("first-party package {}", root.join(r).join("torch").display())), "{seen:#?}");
+            assert!(
+                seen.contains(&format!("first-party package {}", root.join(r).join("torch").display())),
+                "{seen:#?}"
+            );
         }
         assert!(!seen.iter().any(|s| s.contains(".hidden") || s.contains("notadir/")), "{seen:#?}");
         assert!(seen.contains(&format!("ruff src glob directory {}", root.join("libs").display())));
