@@ -44,19 +44,7 @@ impl Stamp {
     pub fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::MetadataExt;
-            meta.is_file().then(|| {
-                Stamp([
-                    meta.dev(),
-                    meta.ino(),
-                    meta.size(),
-                    meta.mtime() as u64,
-                    meta.mtime_nsec() as u64,
-                    meta.ctime() as u64,
-                    meta.ctime_nsec() as u64,
-                    meta.mode() as u64,
-                ])
-            })
+            meta.is_file().then(|| Stamp(probe::identity_fields(meta)))
         }
         #[cfg(not(unix))]
         {

@@ -331,22 +331,29 @@ pub fn is_racy(input: &Input) -> bool {
     }
 }
 
+/// Device, inode, size, modification and status-change times (s, ns),
+/// mode: what changes whenever a file's content or listing may have.
+#[cfg(unix)]
+pub fn identity_fields(meta: &std::fs::Metadata) -> [u64; 8] {
+    use std::os::unix::fs::MetadataExt;
+    [
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime() as u64,
+        meta.mtime_nsec() as u64,
+        meta.ctime() as u64,
+        meta.ctime_nsec() as u64,
+        meta.mode() as u64,
+    ]
+}
+
 /// The digest of a file's identity (see the module doc), or of its absence.
 pub fn identity(path: &Path) -> Digest {
     let Ok(meta) = std::fs::metadata(path) else { return absent() };
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt;
-        let fields = [
-            meta.dev(),
-            meta.ino(),
-            meta.size(),
-            meta.mtime() as u64,
-            meta.mtime_nsec() as u64,
-            meta.ctime() as u64,
-            meta.ctime_nsec() as u64,
-            meta.mode() as u64,
-        ];
+        let fields = identity_fields(&meta);
         let bytes: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
         digest_parts([b"identity".as_slice(), &bytes])
     }
