@@ -6,7 +6,8 @@
 //! (the project's `[tool.ruff]`, a closer `ruff.toml` with an `extend`
 //! chain, a `ruff.toml` in the directory above the project), of the ruff
 //! binary (a wrapper that reports another version, or changes the output),
-//! of `[tool.patchgen]`, of the checked-in `.py`/`.diff`; deletions and
+//! of a `RUFF_*` environment variable that changes ruff's output, of ruff's
+//! user-level configuration (`~/.config/ruff/ruff.toml`), of `[tool.patchgen]`, of the checked-in `.py`/`.diff`; deletions and
 //! restorations; rewrites of the same bytes. After every step `check` runs
 //! on A with the cache and on B with `--no-cache`: same exit code, same
 //! output (verdicts, drift diffs), modulo the trees' paths and timings.
@@ -58,6 +59,17 @@ fn initial_files(real_ruff: &Path) -> Vec<(&'static str, String)> {
 /// The ruff "binary": 0 delegates, 1 reports another version, 2 also
 /// formats to another line length.
 fn wrapper(real: &Path, variant: u8) -> String {
+    let script = wrapper_body(real, variant);
+    // Every variant honours `RUFF_TEST_FORMAT_LL` (a `RUFF_*` variable that
+    // changes the output, as ruff's own `RUFF_*` variables may).
+    let env = format!(
+        "if [ -n \"$RUFF_TEST_FORMAT_LL\" ] && [ \"$1\" = format ]; then shift; exec '{}' format --line-length \"$RUFF_TEST_FORMAT_LL\" \"$@\"; fi\n",
+        real.display()
+    );
+    script.replacen("#!/bin/sh\n", &format!("#!/bin/sh\n{env}"), 1)
+}
+
+fn wrapper_body(real: &Path, variant: u8) -> String {
     let real = real.display();
     match variant {
         0 => format!("#!/bin/sh\nexec '{real}' \"$@\"\n"),
@@ -83,6 +95,8 @@ enum Op {
     SharedToml(u8),
     ParentRuffToml(Option<u8>),
     RuffBinary(u8),
+    RuffEnv(Option<u8>),
+    UserRuffToml(Option<u8>),
     ToolPatchgen(u8),
     EditChecked { diff: bool, how: u8 },
     Touch(u8),
@@ -104,6 +118,8 @@ fn op() -> impl Strategy<Value = Op> {
         (0u8..3).prop_map(Op::SharedToml),
         proptest::option::of(0u8..3).prop_map(Op::ParentRuffToml),
         (0u8..3).prop_map(Op::RuffBinary),
+        proptest::option::of(0u8..2).prop_map(Op::RuffEnv),
+        proptest::option::of(0u8..2).prop_map(Op::UserRuffToml),
         (0u8..3).prop_map(Op::ToolPatchgen),
         (any::<bool>(), 0u8..4).prop_map(|(diff, how)| Op::EditChecked { diff, how }),
         (0u8..5).prop_map(Op::Touch),
@@ -170,6 +186,9 @@ impl Tree {
             .env("PYTHONPATH", self.path("proj/upstream"))
             .env("HOME", self.path("home"))
             .env("NO_COLOR", "1");
+        if let Some(ll) = self.read("ruff_env") {
+            cmd.env("RUFF_TEST_FORMAT_LL", ll);
+        }
         cmd
     }
 
@@ -256,6 +275,14 @@ impl Tree {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
                 std::fs::rename(&tmp, self.path("bin/ruff")).unwrap();
+            }
+            Op::RuffEnv(None) => self.remove("ruff_env"),
+            Op::RuffEnv(Some(k)) => self.write("ruff_env", ["30", "60"][*k as usize]),
+            // ruff's user-level configuration: used when no project settings
+            // apply (after `ProjectRuff(false)`).
+            Op::UserRuffToml(None) => self.remove("home/.config/ruff/ruff.toml"),
+            Op::UserRuffToml(Some(k)) => {
+                self.write("home/.config/ruff/ruff.toml", &format!("line-length = {}\n", [40, 70][*k as usize]))
             }
             Op::ToolPatchgen(k) => {
                 let text = self.read("proj/pyproject.toml").unwrap_or_default();

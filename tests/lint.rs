@@ -28,6 +28,8 @@ fn args(upstream: &str, select: Option<&[&str]>) -> LintArgs {
         project: None,
         no_download: true,
         jobs: Some(2),
+        no_cache: true,
+        verbose: false,
     }
 }
 

@@ -27,6 +27,8 @@ fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
         project: Some(project.to_path_buf()),
         no_download: true,
         jobs: Some(1),
+        no_cache: true,
+        verbose: false,
     }
 }
 

@@ -38,22 +38,27 @@
 //! another program reads), then [`Cache::store`] with another fresh
 //! prober.
 
+pub mod files;
 pub mod probe;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use files::FileDigests;
 pub use probe::{Change, Digest, Input, Probe, Prober};
 
 /// The default cache directory, relative to the project root.
 pub const DEFAULT_DIR: &str = ".patchgen_cache";
 
 /// The on-disk entry format; entries of another format are misses.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 const ENTRIES: &str = "entries";
+const GROUPS: &str = "groups";
+const FILES: &str = "files";
 const TAG_FILE: &str = "CACHEDIR.TAG";
 /// <https://bford.info/cachedir/>: backup tools skip a directory holding this.
 const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by patchgen.\n# For information about cache directory tags see https://bford.info/cachedir/\n";
@@ -106,14 +111,9 @@ impl std::fmt::Display for Miss {
             Miss::Corrupt(why) => write!(f, "cache entry unusable ({why})"),
             Miss::Foreign(who) => write!(f, "cache entry from {who}"),
             Miss::Input { what, probe, change } => {
-                let subject = match probe {
-                    Probe::Content { path }
-                    | Probe::Exists { path }
-                    | Probe::IsDir { path }
-                    | Probe::Identity { path } => {
-                        format!("{what} {}", path.display())
-                    }
-                    Probe::Value { .. } => what.clone(),
+                let subject = match probe.path() {
+                    Some(path) => format!("{what} {}", path.display()),
+                    None => what.clone(),
                 };
                 let how = match change {
                     Change::Changed => "changed",
@@ -155,11 +155,30 @@ impl std::fmt::Display for NotStored {
     }
 }
 
+/// What a computation read: its own inputs, and groups of inputs that
+/// other computations share (the run's settings, an upstream module, the
+/// ruff settings of a directory). A group is stored once, named by its
+/// digest, and looked at once per run however many entries name it.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub own: Vec<Input>,
+    pub shared: Vec<Arc<Vec<Input>>>,
+}
+
+impl Inputs {
+    /// Every input, own first.
+    pub fn iter(&self) -> impl Iterator<Item = &Input> {
+        self.own.iter().chain(self.shared.iter().flat_map(|g| g.iter()))
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Entry<P> {
     patchgen: String,
     key: Key,
     inputs: Vec<Input>,
+    /// Digests of the shared input groups (files in `groups/`).
+    groups: Vec<Digest>,
     payload: P,
 }
 
@@ -167,6 +186,7 @@ struct Entry<P> {
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
+    files: Arc<FileDigests>,
 }
 
 impl Cache {
@@ -187,17 +207,84 @@ impl Cache {
                     dir.display()
                 )));
             }
-            std::fs::create_dir_all(dir.join(ENTRIES))?;
+            std::fs::create_dir_all(dir)?;
             write_atomic(&dir.join(".gitignore"), GITIGNORE.as_bytes())?;
             write_atomic(&tag, TAG.as_bytes())?;
         } else if !dir.join(".gitignore").is_file() {
             write_atomic(&dir.join(".gitignore"), GITIGNORE.as_bytes())?;
         }
-        Ok(Cache { dir: dir.to_path_buf() })
+        for sub in [ENTRIES, GROUPS] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        Ok(Cache { dir: dir.to_path_buf(), files: Arc::new(FileDigests::load(&dir.join(FILES))) })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The file digests remembered in this cache (see [`files`]).
+    pub fn files(&self) -> &Arc<FileDigests> {
+        &self.files
+    }
+
+    /// A prober for this cache: `values` as [`Prober::new`], file contents
+    /// through [`Cache::files`].
+    pub fn prober(&self, values: std::collections::HashMap<String, Digest>) -> Prober {
+        Prober::with_files(values, self.files.clone())
+    }
+
+    /// Save what this run learnt about file digests (at the end of a run;
+    /// failing to is not an error, only a slower next run).
+    pub fn save_files(&self) {
+        let _ = self.files.save();
+    }
+
+    fn group_path(&self, digest: &Digest) -> PathBuf {
+        self.dir.join(GROUPS).join(format!("{}.group", digest.hex()))
+    }
+
+    /// Whether the group `digest` is unchanged now (`None`) or why not;
+    /// looked at once per prober.
+    fn group_change(&self, digest: &Digest, prober: &Prober) -> Option<Miss> {
+        if let Some(known) = prober.groups.lock().expect("groups").get(digest) {
+            return known.clone();
+        }
+        let change = match std::fs::read(self.group_path(digest)) {
+            Err(e) => Some(Miss::Corrupt(format!("input group {}: {e}", &digest.hex()[..16]))),
+            Ok(body) if group_digest(&body) != *digest => {
+                // Removed, so that the next store writes it again.
+                let _ = std::fs::remove_file(self.group_path(digest));
+                Some(Miss::Corrupt(format!("input group {} altered", &digest.hex()[..16])))
+            }
+            Ok(body) => match serde_json::from_slice::<Vec<Input>>(&body) {
+                Err(e) => Some(Miss::Corrupt(e.to_string())),
+                Ok(inputs) => prober.first_change(&inputs).map(|(input, change)| Miss::Input {
+                    what: input.what.clone(),
+                    probe: input.probe.clone(),
+                    change,
+                }),
+            },
+        };
+        prober.groups.lock().expect("groups").insert(*digest, change.clone());
+        change
+    }
+
+    /// Write the group `inputs` if it is not there yet; its digest.
+    fn store_group(&self, inputs: &[Input]) -> Result<Digest, NotStored> {
+        let body = serde_json::to_vec(inputs).map_err(|e| NotStored::Io(std::io::Error::other(e)))?;
+        let digest = group_digest(&body);
+        let path = self.group_path(&digest);
+        if !path.is_file() {
+            match write_atomic(&path, &body) {
+                // `clean` ran meanwhile: recreate the cache and try once more.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Cache::open(&self.dir).and_then(|_| write_atomic(&path, &body)).map_err(NotStored::Io)?
+                }
+                r => r.map_err(NotStored::Io)?,
+            }
+        }
+        Ok(digest)
     }
 
     fn path(&self, key: &Key) -> PathBuf {
@@ -222,6 +309,9 @@ impl Cache {
         if let Some((input, change)) = prober.first_change(&entry.inputs) {
             return Lookup::Miss(Miss::Input { what: input.what.clone(), probe: input.probe.clone(), change });
         }
+        if let Some(miss) = entry.groups.iter().find_map(|g| self.group_change(g, prober)) {
+            return Lookup::Miss(miss);
+        }
         Lookup::Hit(entry.payload)
     }
 
@@ -231,22 +321,32 @@ impl Cache {
     pub fn store<P: Serialize>(
         &self,
         key: &Key,
-        inputs: &[Input],
+        inputs: &Inputs,
         payload: &P,
         prober: &Prober,
     ) -> Result<(), NotStored> {
-        if let Some((input, change)) = prober.first_change(inputs) {
-            return Err(NotStored::Changed(Miss::Input {
-                what: input.what.clone(),
-                probe: input.probe.clone(),
-                change,
-            }));
+        let sections = std::iter::once(inputs.own.as_slice()).chain(inputs.shared.iter().map(|g| g.as_slice()));
+        for section in sections {
+            if let Some((input, change)) = prober.first_change(section) {
+                return Err(NotStored::Changed(Miss::Input {
+                    what: input.what.clone(),
+                    probe: input.probe.clone(),
+                    change,
+                }));
+            }
         }
         if let Some(racy) = inputs.iter().find(|i| probe::is_racy(i)) {
             let Probe::Identity { path } = &racy.probe else { unreachable!("only identities are racy") };
             return Err(NotStored::Racy(path.clone()));
         }
-        let entry = Entry { patchgen: version().to_string(), key: key.clone(), inputs: inputs.to_vec(), payload };
+        let groups = inputs
+            .shared
+            .iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| self.store_group(g))
+            .collect::<Result<Vec<Digest>, NotStored>>()?;
+        let entry =
+            Entry { patchgen: version().to_string(), key: key.clone(), inputs: inputs.own.clone(), groups, payload };
         let body = serde_json::to_vec(&entry).map_err(|e| NotStored::Io(std::io::Error::other(e)))?;
         let mut bytes = format!("{MAGIC} {FORMAT} {}\n", probe::digest_parts([body.as_slice()]).hex()).into_bytes();
         bytes.extend_from_slice(&body);
@@ -289,6 +389,11 @@ fn decode<P: DeserializeOwned>(bytes: &[u8]) -> Result<Entry<P>, Miss> {
     serde_json::from_slice(body).map_err(|e| Miss::Corrupt(e.to_string()))
 }
 
+/// The name of a group whose file holds `body`.
+fn group_digest(body: &[u8]) -> Digest {
+    probe::digest_parts([b"input group".as_slice(), body])
+}
+
 /// Write `bytes` to `path` through a temporary file in the same directory
 /// and a rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -317,8 +422,8 @@ pub struct Cleaned {
     pub removed_dir: bool,
 }
 
-/// Remove the cache at `dir`: its entries (and leftover temporary files),
-/// `.gitignore` and `CACHEDIR.TAG`, then the directory if nothing else is
+/// Remove the cache at `dir`: its entries, input groups and file digest
+/// table (and leftover temporary files), `.gitignore` and `CACHEDIR.TAG`, then the directory if nothing else is
 /// in it. A directory without the tag is not touched (an error); a missing
 /// one is nothing to do.
 pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
@@ -332,20 +437,27 @@ pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
         )));
     }
     let mut entries = 0;
-    let entries_dir = dir.join(ENTRIES);
-    if let Ok(listing) = std::fs::read_dir(&entries_dir) {
+    // Each directory the cache writes to and what it writes there
+    // (temporary files start with `.tmp-` everywhere).
+    let ours = [(ENTRIES, ".entry"), (GROUPS, ".group"), ("", FILES)];
+    for (sub, suffix) in ours {
+        let d = dir.join(sub);
+        let Ok(listing) = std::fs::read_dir(&d) else { continue };
         for item in listing.flatten() {
             let name = item.file_name();
             let name = name.to_string_lossy();
-            if name.ends_with(".entry") || name.starts_with(".tmp-") {
+            let wrote = if sub.is_empty() { name == suffix } else { name.ends_with(suffix) };
+            if wrote || name.starts_with(".tmp-") {
                 match std::fs::remove_file(item.path()) {
-                    Ok(()) => entries += usize::from(name.ends_with(".entry")),
+                    Ok(()) => entries += usize::from(sub == ENTRIES && wrote),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(e),
                 }
             }
         }
-        let _ = std::fs::remove_dir(&entries_dir);
+        if !sub.is_empty() {
+            let _ = std::fs::remove_dir(&d);
+        }
     }
     for name in [".gitignore", TAG_FILE] {
         let _ = std::fs::remove_file(dir.join(name));

@@ -26,9 +26,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+
+use super::files::FileDigests;
 
 /// A BLAKE3 digest, serialised as hex.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,6 +149,18 @@ pub enum Probe {
     },
 }
 
+impl Probe {
+    /// The file the probe looks at (`None` for a value).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Probe::Content { path } | Probe::Exists { path } | Probe::IsDir { path } | Probe::Identity { path } => {
+                Some(path)
+            }
+            Probe::Value { .. } => None,
+        }
+    }
+}
+
 /// One input of a cached result: what it is (for messages), how to look
 /// at it, and its digest then.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,13 +209,33 @@ pub enum Change {
 /// version).
 pub struct Prober {
     values: HashMap<String, Digest>,
-    seen: Mutex<HashMap<Probe, Option<Digest>>>,
+    seen: Mutex<rustc_hash::FxHashMap<Probe, Option<Digest>>>,
+    /// Content digests remembered across runs (`None`: hash every file).
+    files: Option<Arc<FileDigests>>,
+    /// Input groups validated this run, by digest (`None`: unchanged).
+    pub(super) groups: Mutex<rustc_hash::FxHashMap<Digest, Option<super::Miss>>>,
 }
 
 impl Prober {
     /// `values`: the current value of every `Value` probe, by name.
     pub fn new(values: HashMap<String, Digest>) -> Prober {
-        Prober { values, seen: Mutex::new(HashMap::new()) }
+        Prober { values, seen: Default::default(), files: None, groups: Default::default() }
+    }
+
+    /// A prober that takes file contents from `files` (see
+    /// [`FileDigests`]): a file whose identity is unchanged since it was
+    /// hashed is not hashed again.
+    pub fn with_files(values: HashMap<String, Digest>, files: Arc<FileDigests>) -> Prober {
+        Prober { files: Some(files), ..Prober::new(values) }
+    }
+
+    /// The content digest of the file at `path` (remembered, when this
+    /// prober has a table).
+    pub fn file_digest(&self, path: &Path) -> std::io::Result<Digest> {
+        match &self.files {
+            Some(files) => files.digest(path),
+            None => file_digest(path),
+        }
     }
 
     /// The digest `probe` has now; `None` when it cannot be looked at.
@@ -216,7 +250,7 @@ impl Prober {
 
     fn look(&self, probe: &Probe) -> Option<Digest> {
         match probe {
-            Probe::Content { path } => match file_digest(path) {
+            Probe::Content { path } => match self.file_digest(path) {
                 Ok(d) => Some(d),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(absent()),
                 Err(_) if !path.is_file() => Some(absent()),
@@ -297,22 +331,29 @@ pub fn is_racy(input: &Input) -> bool {
     }
 }
 
+/// Device, inode, size, modification and status-change times (s, ns),
+/// mode: what changes whenever a file's content or listing may have.
+#[cfg(unix)]
+pub fn identity_fields(meta: &std::fs::Metadata) -> [u64; 8] {
+    use std::os::unix::fs::MetadataExt;
+    [
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime() as u64,
+        meta.mtime_nsec() as u64,
+        meta.ctime() as u64,
+        meta.ctime_nsec() as u64,
+        meta.mode() as u64,
+    ]
+}
+
 /// The digest of a file's identity (see the module doc), or of its absence.
 pub fn identity(path: &Path) -> Digest {
     let Ok(meta) = std::fs::metadata(path) else { return absent() };
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt;
-        let fields = [
-            meta.dev(),
-            meta.ino(),
-            meta.size(),
-            meta.mtime() as u64,
-            meta.mtime_nsec() as u64,
-            meta.ctime() as u64,
-            meta.ctime_nsec() as u64,
-            meta.mode() as u64,
-        ];
+        let fields = identity_fields(&meta);
         let bytes: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
         digest_parts([b"identity".as_slice(), &bytes])
     }

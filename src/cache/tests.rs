@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::*;
 
@@ -23,8 +24,11 @@ fn key() -> Key {
     Key::new("check", ["pkg.m_patch_gen_config".to_string(), "config".to_string()])
 }
 
-fn inputs(path: &Path) -> Vec<Input> {
-    vec![Input::content("config module", path, b"x = 1\n"), Input::value("setting", "a")]
+fn inputs(path: &Path) -> Inputs {
+    Inputs {
+        own: vec![Input::content("config module", path, b"x = 1\n")],
+        shared: vec![Arc::new(vec![Input::value("setting", "a")])],
+    }
 }
 
 fn payload() -> Payload {
@@ -89,7 +93,8 @@ fn a_fresh_identity_is_not_trusted() {
     let written = std::time::Instant::now();
     std::fs::write(&input, "x = 2\n").unwrap();
     let p = prober();
-    let recorded = vec![p.input("ruff binary", Probe::Identity { path: input.clone() }).unwrap()];
+    let recorded =
+        Inputs { own: vec![p.input("ruff binary", Probe::Identity { path: input.clone() }).unwrap()], shared: vec![] };
     let stored = cache.store(&key(), &recorded, &payload(), &p);
     // (Only decisive when the machine was quick enough to store within the window.)
     if written.elapsed() < probe::RACY {
@@ -129,6 +134,31 @@ fn damaged_entries_are_misses_and_get_rewritten() {
     // A payload of another shape (an older layout) is unusable, not a crash.
     cache.store(&key(), &inputs(&input), &vec![1, 2, 3], &prober()).unwrap();
     assert!(matches!(cache.lookup::<Payload>(&key(), &prober()).miss(), Some(Miss::Corrupt(_))));
+}
+
+#[test]
+fn a_damaged_or_missing_group_is_a_miss_and_gets_rewritten() {
+    let (_d, cache, input) = fixture();
+    cache.store(&key(), &inputs(&input), &payload(), &prober()).unwrap();
+    let groups: Vec<PathBuf> =
+        std::fs::read_dir(cache.dir().join(GROUPS)).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(groups.len(), 1);
+    let good = std::fs::read(&groups[0]).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 1;
+    for bytes in [Some(flipped), None] {
+        match bytes {
+            Some(b) => std::fs::write(&groups[0], b).unwrap(),
+            None => std::fs::remove_file(&groups[0]).unwrap(),
+        }
+        assert!(matches!(cache.lookup::<Payload>(&key(), &prober()).miss(), Some(Miss::Corrupt(_))));
+        cache.store(&key(), &inputs(&input), &payload(), &prober()).unwrap();
+        assert_eq!(cache.lookup::<Payload>(&key(), &prober()).hit(), Some(payload()));
+        assert_eq!(std::fs::read(&groups[0]).unwrap(), good);
+    }
+    // A changed input of a group names the input.
+    let changed = Prober::new(HashMap::from([("setting".to_string(), probe::value_digest("b"))]));
+    assert_eq!(cache.lookup::<Payload>(&key(), &changed).miss().unwrap().to_string(), "setting changed");
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub struct ProjectLoader {
     roots: Vec<PathBuf>,
     /// Each file read, parsed, with the digest of the bytes read.
     files: Mutex<HashMap<PathBuf, Loaded>>,
+    /// Each path [`ProjectLoader::find`] looked at, and whether a file was
+    /// there.
+    looked: Mutex<HashMap<PathBuf, bool>>,
 }
 
 impl ProjectLoader {
@@ -47,12 +50,35 @@ impl ProjectLoader {
                 unique.push(r);
             }
         }
-        ProjectLoader { roots: unique, files: Mutex::new(HashMap::new()) }
+        ProjectLoader { roots: unique, files: Mutex::new(HashMap::new()), looked: Mutex::new(HashMap::new()) }
     }
 
     /// The file `module` lives in, and whether it is a package.
     pub fn find(&self, module: &str) -> Option<(PathBuf, bool)> {
-        self.find_probing(module, &mut |_, _| {})
+        let mut looked = Vec::new();
+        let found = self.find_probing(module, &mut |p, there| looked.push((p.to_path_buf(), there)));
+        self.looked.lock().expect("loader lookups").extend(looked);
+        found
+    }
+
+    /// As cache inputs, everything this loader has looked up and read so
+    /// far: each file read (the digest of the bytes read; a file that could
+    /// not be read or parsed never matches) and each lookup's answer.
+    pub fn inputs(&self) -> Vec<Input> {
+        let mut out: Vec<Input> = Vec::new();
+        for (path, loaded) in self.files.lock().expect("loader cache").iter() {
+            let probe = crate::cache::Probe::Content { path: path.clone() };
+            let digest = match loaded {
+                Ok((_, d)) => *d,
+                Err(_) => crate::cache::probe::digest_parts([b"unreadable".as_slice()]),
+            };
+            out.push(Input::new("project file", probe, digest));
+        }
+        for (path, there) in self.looked.lock().expect("loader lookups").iter() {
+            out.push(Input::exists("project module lookup", path, *there));
+        }
+        out.sort_by(|a, b| a.probe.path().cmp(&b.probe.path()));
+        out
     }
 
     /// [`ProjectLoader::find`], telling `probe` each path it looks at and

@@ -74,6 +74,12 @@ pub struct LintArgs {
     /// Parallel jobs (default: one per CPU).
     #[arg(short, long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Neither read nor write the result cache (also PATCHGEN_NO_CACHE=1).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Say whether the result came from the cache (and, if not, why).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Parser, Debug)]
@@ -119,7 +125,7 @@ impl std::fmt::Display for UsageError {
 }
 
 /// The outcome of a lint run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub struct LintReport {
     /// The upstream version linted against.
     pub upstream: String,
@@ -132,6 +138,9 @@ pub struct LintReport {
     pub errors: Vec<Diagnostic>,
     /// Findings silenced by `noqa` or per-file-ignores.
     pub suppressed: usize,
+    /// What the result cache did (`-v`; not part of the report).
+    #[serde(skip)]
+    pub cache_note: Option<String>,
 }
 
 impl LintReport {
@@ -176,6 +185,10 @@ impl crate::cli::Report for LintReport {
     /// Each finding with its source excerpt (the shared renderer, on
     /// stderr), then the summary line on stdout.
     fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+        if let Some(note) = &self.cache_note {
+            let label = p.style.dim("cache:");
+            p.err(&format!("{label} {note}\n"))?;
+        }
         for d in self.errors.iter().chain(&self.diagnostics) {
             p.diagnostic(d)?;
         }
@@ -283,13 +296,39 @@ pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
         modules
     };
     let explicit = !args.modules.is_empty();
+    // The result cache: a hit answers the whole run (see `cached`).
+    let cache = super::cached::open(args, &pipeline.project, cwd);
+    let key = super::cached::key(args, &modules, &project_dir);
+    let mut note = match &cache {
+        Ok(None) => None,
+        Err(why) => Some(format!("off: {why}")),
+        Ok(Some(c)) => match c.lookup::<LintReport>(&key, &pipeline.fresh_prober(c)) {
+            crate::cache::Lookup::Hit(mut report) => {
+                c.save_files();
+                report.cache_note = args.verbose.then(|| "hit".to_string());
+                return Ok(report);
+            }
+            crate::cache::Lookup::Miss(m) => Some(format!("miss: {m}")),
+        },
+    };
+    let before = match &cache {
+        Ok(Some(c)) => super::cached::before(&pipeline, &upstream.search, &pipeline.fresh_prober(c)),
+        _ => Vec::new(),
+    };
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
     let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
     if let Some(j) = args.jobs.filter(|&j| j > 0) {
         pool = pool.num_threads(j);
     }
     let pool = pool.build().map_err(|e| UsageError(format!("cannot start worker threads: {e}")))?;
-    let report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
+    let mut report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
+    if let Ok(Some(c)) = &cache {
+        let inputs = super::cached::inputs(before, &shared);
+        if let Err(why) = super::cached::store(c, &key, &inputs, &report, &shared.pipeline) {
+            note = note.map(|n| format!("{n}; {why}"));
+        }
+    }
+    report.cache_note = note.filter(|_| args.verbose);
     // The process exits next: freeing every syntax tree costs only time.
     std::mem::forget(shared);
     Ok(report)
@@ -343,6 +382,7 @@ fn run(
         diagnostics: found,
         errors,
         suppressed,
+        cache_note: None,
     };
     std::mem::forget(contexts);
     report

@@ -27,11 +27,21 @@ pub struct Shared {
     toy_configs: OnceLock<Vec<(PathBuf, serde_json::Value)>>,
     /// Top-level bindings of upstream modules, by module (see [`Shared::upstream_bindings`]).
     bindings: std::sync::Mutex<std::collections::HashMap<String, Arc<std::collections::HashSet<String>>>>,
+    /// Files rules read directly (not through the loader or the search
+    /// path), as cache inputs.
+    pub reads: std::sync::Mutex<Vec<crate::cache::Input>>,
 }
 
 impl Shared {
     pub fn new(pipeline: pipeline::Context, upstream: Version, settings: LintSettings) -> Shared {
-        Shared { pipeline, upstream, settings, toy_configs: OnceLock::new(), bindings: Default::default() }
+        Shared {
+            pipeline,
+            upstream,
+            settings,
+            toy_configs: OnceLock::new(),
+            bindings: Default::default(),
+            reads: Default::default(),
+        }
     }
 
     pub fn project_root(&self) -> &Path {
@@ -88,6 +98,31 @@ impl Shared {
         self.pipeline.loader.parse_file(&path).ok().map(|f| (f, is_package))
     }
 
+    fn note(&self, input: crate::cache::Input) {
+        self.reads.lock().expect("lint reads").push(input);
+    }
+
+    /// A file's text, noted as a cache input (its bytes, or that it was
+    /// not there); `None` when absent or not UTF-8.
+    pub fn read_noted(&self, what: &str, path: &Path) -> Option<String> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                self.note(crate::cache::Input::content(what, path, &bytes));
+                String::from_utf8(bytes).ok()
+            }
+            Err(e) => {
+                let input = if e.kind() == std::io::ErrorKind::NotFound {
+                    crate::cache::Input::exists(what, path, false)
+                } else {
+                    let never = crate::cache::probe::digest_parts([b"unreadable".as_slice()]);
+                    crate::cache::Input::new(what, crate::cache::Probe::Content { path: path.to_path_buf() }, never)
+                };
+                self.note(input);
+                None
+            }
+        }
+    }
+
     /// The project's toy model configs: every `config.json` under a
     /// `toy_config` or `toy_configs` directory below the project root
     /// (`tests/toy_config/<model>/config.json`), parsed; unreadable ones skipped.
@@ -95,14 +130,20 @@ impl Shared {
         self.toy_configs.get_or_init(|| {
             let mut out = Vec::new();
             for dir in ["tests/toy_config", "tests/toy_configs", "toy_config", "toy_configs"] {
-                let Ok(rd) = std::fs::read_dir(self.project_root().join(dir)) else {
+                let dir = self.project_root().join(dir);
+                self.note(crate::cache::Input::new(
+                    "toy config directory",
+                    crate::cache::Probe::Identity { path: dir.clone() },
+                    crate::cache::probe::identity(&dir),
+                ));
+                let Ok(rd) = std::fs::read_dir(&dir) else {
                     continue;
                 };
                 let mut entries: Vec<PathBuf> =
                     rd.filter_map(|e| e.ok()).map(|e| e.path().join("config.json")).collect();
                 entries.sort();
                 for path in entries {
-                    let Ok(text) = std::fs::read_to_string(&path) else {
+                    let Some(text) = self.read_noted("toy config", &path) else {
                         continue;
                     };
                     if let Ok(value) = serde_json::from_str(&text) {
@@ -278,7 +319,7 @@ impl<'a> LintContext<'a> {
     pub fn checked_in(&self) -> Option<&ParsedFile> {
         self.checked_in
             .get_or_init(|| {
-                let text = std::fs::read_to_string(self.py_path()).ok()?;
+                let text = self.shared.read_noted("checked-in generated file", self.py_path())?;
                 ParsedFile::parse(self.py_path().to_path_buf(), &text).ok()
             })
             .as_ref()

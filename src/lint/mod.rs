@@ -63,6 +63,7 @@
 //! `[tool.patchgen.lint]` maps glob patterns (relative to the project root)
 //! to codes.
 
+pub mod cached;
 pub mod command;
 pub mod context;
 pub mod docs;

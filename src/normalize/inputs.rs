@@ -56,10 +56,30 @@ impl Ruff {
         let resolved = self.resolved_program();
         let shown = resolved.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         out.push(Input::value(RUFF_PATH, &shown));
+        out.push(Input::value(RUFF_ENV, &ruff_environment()));
         if let Some(path) = resolved {
+            if !is_native_executable(&path) {
+                // A wrapper (a shell script, a shim) exec'ing another binary:
+                // its identity does not cover that binary, so its version is
+                // asked on every run (one process, only for wrappers).
+                out.push(Input::value(RUFF_WRAPPED_VERSION, &self.version_output(&path)));
+            }
             out.extend(prober.input("ruff binary", Probe::Identity { path }));
         }
         out
+    }
+
+    /// What `<path> --version` prints (or why it could not run).
+    fn version_output(&self, path: &Path) -> String {
+        match std::process::Command::new(path).arg("--version").stdin(std::process::Stdio::null()).output() {
+            Ok(o) => format!(
+                "{} {} {}",
+                o.status,
+                String::from_utf8_lossy(&o.stdout).trim(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("cannot run: {e}"),
+        }
     }
 
     /// Everything ruff reads for a file at `target` (absolute), run from
@@ -144,6 +164,37 @@ pub fn imported_top_names(text: &str) -> std::collections::BTreeSet<String> {
 
 /// The name of the `Value` input for the resolved ruff binary path.
 pub const RUFF_PATH: &str = "ruff binary path";
+/// The name of the `Value` input for the `RUFF_*` environment variables.
+pub const RUFF_ENV: &str = "RUFF_* environment variables";
+/// The name of the `Value` input for a wrapper's `--version` output.
+pub const RUFF_WRAPPED_VERSION: &str = "ruff --version (wrapper script)";
+
+/// Every environment variable whose name starts with `RUFF_` (ruff reads
+/// several: `RUFF_OUTPUT_FORMAT`, `RUFF_CACHE_DIR`, `RUFF_NO_CACHE`, …;
+/// all of them count, so a new one is not missed), sorted, one per line.
+fn ruff_environment() -> String {
+    let mut vars: Vec<String> = std::env::vars_os()
+        .filter(|(k, _)| k.to_string_lossy().starts_with("RUFF_"))
+        .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+        .collect();
+    vars.sort();
+    vars.join("\n")
+}
+
+/// Whether `path` starts as a native executable does (ELF, Mach-O, a fat
+/// Mach-O, PE): anything else (`#!` scripts above all) is a wrapper.
+fn is_native_executable(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
+    if read.is_err() {
+        return false;
+    }
+    let le = u32::from_le_bytes(magic);
+    magic == *b"\x7fELF"
+        || magic.starts_with(b"MZ")
+        || [0xfeed_face, 0xfeed_facf, 0xcefa_edfe, 0xcffa_edfe, 0xcafe_babe, 0xbeba_feca].contains(&le)
+}
 
 fn unreadable() -> crate::cache::Digest {
     crate::cache::probe::digest_parts([b"unreadable".as_slice()])
@@ -162,8 +213,11 @@ fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut V
         if let Some(toml::Value::Array(src)) = table.get("src") {
             for s in src.iter().filter_map(|v| v.as_str()) {
                 let p = dir.join(expand(s));
-                if !dirs.contains(&p) {
-                    dirs.push(p);
+                let found = if s.contains(['*', '?', '[']) { src_glob(&p, prober, out) } else { vec![p] };
+                for p in found {
+                    if !dirs.contains(&p) {
+                        dirs.push(p);
+                    }
                 }
             }
         }
@@ -176,6 +230,59 @@ fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut V
         out.push(input);
         current = next;
     }
+}
+
+/// The directories a `src` glob names now (ruff expands `*`, `?`, `[…]`
+/// and `**` in `src`). Every directory listed on the way counts by its
+/// identity (an entry added or removed changes its times), so a new match
+/// is seen. `*` and `?` in a component are understood; `**` and `[…]` are
+/// not: such a pattern is recorded as an input that never matches (those
+/// configs are never answered from the cache).
+fn src_glob(pattern: &Path, prober: &Prober, out: &mut Vec<Input>) -> Vec<PathBuf> {
+    let mut current = vec![PathBuf::new()];
+    for comp in pattern.components() {
+        let part = comp.as_os_str().to_string_lossy();
+        if part.contains("**") || part.contains('[') {
+            let probe = Probe::Value { name: format!("unsupported ruff src glob {}", pattern.display()) };
+            out.push(Input::new("ruff src glob (not cached)", probe, unreadable()));
+            return vec![];
+        }
+        if !part.contains(['*', '?']) {
+            current.iter_mut().for_each(|d| d.push(comp));
+            continue;
+        }
+        let mut next = Vec::new();
+        for d in &current {
+            out.extend(prober.input("ruff src glob directory", Probe::Identity { path: d.clone() }));
+            let Ok(listing) = std::fs::read_dir(d) else { continue };
+            let mut names: Vec<_> = listing.flatten().map(|e| e.file_name()).collect();
+            names.sort();
+            for name in names {
+                if wildcard_match(part.as_bytes(), name.to_string_lossy().as_bytes()) {
+                    next.push(d.join(name));
+                }
+            }
+        }
+        current = next;
+    }
+    current.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+/// Whether `name` matches `pattern` with `*` (any run) and `?` (one byte);
+/// a leading `.` is matched only literally, as in glob.
+fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
+    if name.first() == Some(&b'.') && pattern.first() != Some(&b'.') {
+        return false;
+    }
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((b'?', rest)) => !n.is_empty() && go(rest, &n[1..]),
+            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
+        }
+    }
+    go(pattern, name)
 }
 
 /// The ruff table of a settings file: the whole of a `ruff.toml`, the
@@ -301,6 +408,65 @@ mod tests {
         let fresh = Prober::new(HashMap::new());
         let (input, change) = fresh.first_change(&inputs).unwrap();
         assert_eq!((input.what.as_str(), change), ("ruff settings", crate::cache::Change::Appeared));
+    }
+
+    #[test]
+    fn src_globs_are_expanded_and_their_directories_watched() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("libs/a")).unwrap();
+        std::fs::create_dir_all(root.join("libs/b")).unwrap();
+        std::fs::create_dir_all(root.join("libs/.hidden")).unwrap();
+        std::fs::write(root.join("libs/notadir"), "").unwrap();
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "[tool.ruff]\nsrc = [\"libs/*\", \"odd/[ab]\"]\n").unwrap();
+        let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false };
+        let target = root.join("pkg/out.py");
+        let inputs = ruff.settings_inputs("import torch\n", &target, &root, &Prober::new(HashMap::new()));
+        let seen = probes(&inputs);
+        for r in ["libs/a", "libs/b"] {
+            assert!(
+                seen.contains(&format!("first-party package {}", root.join(r).join("torch").display())),
+                "{seen:#?}"
+            );
+        }
+        assert!(!seen.iter().any(|s| s.contains(".hidden") || s.contains("notadir/")), "{seen:#?}");
+        assert!(seen.contains(&format!("ruff src glob directory {}", root.join("libs").display())));
+        // `[…]` is not understood: an input that never matches.
+        assert!(inputs.iter().any(|i| i.what == "ruff src glob (not cached)"));
+        let only_star: Vec<Input> = inputs.into_iter().filter(|i| i.what != "ruff src glob (not cached)").collect();
+        assert_eq!(Prober::new(HashMap::new()).first_change(&only_star), None);
+        // A new matching directory changes the listing's identity.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        std::fs::create_dir_all(root.join("libs/c")).unwrap();
+        let (input, _) = Prober::new(HashMap::new()).first_change(&only_star).unwrap();
+        assert_eq!(input.what, "ruff src glob directory");
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match(b"*", b"abc"));
+        assert!(wildcard_match(b"a?c*", b"abcdef"));
+        assert!(!wildcard_match(b"a?c", b"ac"));
+        assert!(!wildcard_match(b"*", b".hidden"));
+        assert!(wildcard_match(b".*", b".hidden"));
+    }
+
+    #[test]
+    fn a_wrapper_script_is_asked_its_version_a_binary_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let script = d.path().join("ruff");
+        std::fs::write(&script, "#!/bin/sh\necho 'ruff 1.2.3'\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let wrapped = Ruff { program: script, extra_ignore: vec![], isolated: false };
+        let inputs = wrapped.binary_inputs(&Prober::new(HashMap::new()));
+        let version = inputs.iter().find(|i| i.what == RUFF_WRAPPED_VERSION).expect("version asked");
+        assert_eq!(version.digest, Input::value("", "exit status: 0 ruff 1.2.3 ").digest);
+        assert!(inputs.iter().any(|i| i.what == RUFF_ENV));
+        let native = Ruff { program: std::env::current_exe().unwrap(), extra_ignore: vec![], isolated: false };
+        let inputs = native.binary_inputs(&Prober::new(HashMap::new()));
+        assert!(!inputs.iter().any(|i| i.what == RUFF_WRAPPED_VERSION));
     }
 
     #[test]

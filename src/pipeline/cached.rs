@@ -10,11 +10,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Context, Generated, Job};
-use crate::cache::probe::{content_digest, file_digest, identity};
+use crate::cache::probe::{content_digest, identity};
 use crate::cache::{Cache, Digest, Input, Key, Lookup, NotStored, Probe, Prober};
 use crate::config::PatchPlan;
 
@@ -75,13 +76,13 @@ pub enum Compare {
 
 /// Whether the files on disk are those `expected` describes; `Err` names
 /// the first that is not (or cannot be read).
-pub fn on_disk(expected: &Expected, how: Compare) -> Result<(), String> {
+pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(), String> {
     let differs = |p: &Path| format!("{} differs from the cached result", p.display());
     // The expected texts have no `\r` and are their own normal form (a
     // `.diff` is right-stripped line by line), so files whose bytes are
     // exactly those texts compare equal either way: tried first, without
     // reading the files into memory.
-    let same_bytes = |path: &Path, digest: Digest| file_digest(path).is_ok_and(|d| d == digest);
+    let same_bytes = |path: &Path, digest: Digest| prober.file_digest(path).is_ok_and(|d| d == digest);
     if same_bytes(&expected.py_path, expected.py)
         && (how == Compare::Written { diff: false } || same_bytes(&expected.diff_path, expected.diff))
     {
@@ -124,7 +125,7 @@ impl Context {
     /// The inputs every config of this run shares: patchgen's build, the
     /// effective settings, the working directory, the search path, the ruff
     /// binary. The values among them are computed once per run.
-    pub fn run_inputs(&self) -> &[Input] {
+    pub fn run_inputs(&self) -> &Arc<Vec<Input>> {
         self.run_inputs.get_or_init(|| {
             let exe = std::env::current_exe().map(|p| identity(&p).hex()).unwrap_or_default();
             let mut inputs = vec![
@@ -135,13 +136,14 @@ impl Context {
                 Input::value("upstream search path", &self.search.describe()),
             ];
             inputs.extend(self.ruff.binary_inputs(&self.recorder));
-            inputs
+            Arc::new(inputs)
         })
     }
 
     /// A prober that looks at everything afresh (for a lookup, or to check
-    /// before storing that nothing changed while generating).
-    pub fn fresh_prober(&self) -> Prober {
+    /// before storing that nothing changed while generating), taking file
+    /// contents through `cache`'s remembered digests.
+    pub fn fresh_prober(&self, cache: &Cache) -> Prober {
         let values: HashMap<String, Digest> = self
             .run_inputs()
             .iter()
@@ -150,7 +152,7 @@ impl Context {
                 _ => None,
             })
             .collect();
-        Prober::new(values)
+        cache.prober(values)
     }
 
     /// The entry of a config, if every input is unchanged.
@@ -262,13 +264,13 @@ impl Context {
         let looked: Vec<Result<(Expected, f64), String>> = match cache {
             None => modules.iter().map(|_| Err(String::new())).collect(),
             Some(u) => {
-                let prober = self.fresh_prober();
+                let prober = self.fresh_prober(u.cache);
                 crate::timings::mark("run inputs");
                 keys.par_iter()
                     .map(|key| {
                         let start = std::time::Instant::now();
                         match self.lookup(u.cache, key, &prober) {
-                            Lookup::Hit(e) => match on_disk(&e, u.compare) {
+                            Lookup::Hit(e) => match on_disk(&e, u.compare, &prober) {
                                 Ok(()) => Ok((e, start.elapsed().as_secs_f64())),
                                 Err(why) => Err(why),
                             },
@@ -306,7 +308,7 @@ impl Context {
             .collect();
         // Entries are stored in parallel, each input looked at again (once
         // per run) now that generation has ended.
-        let store_prober = cache.map(|_| self.fresh_prober());
+        let store_prober = cache.map(|u| self.fresh_prober(u.cache));
         let out: Vec<_> = paired
             .into_par_iter()
             .map(|(result, secs, looked, key)| {
@@ -324,6 +326,9 @@ impl Context {
                 (result, secs, note)
             })
             .collect();
+        if let Some(u) = cache {
+            u.cache.save_files();
+        }
         crate::timings::mark("cache stored");
         out
     }

@@ -9,7 +9,7 @@ mod many;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Input, Prober};
+use crate::cache::{Input, Inputs, Prober};
 use crate::codegen;
 use crate::config::{self, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording, source::ParsedFile};
 use crate::diagnostics::Diagnostic;
@@ -27,12 +27,12 @@ pub struct Context {
     /// The working directory the run started in.
     pub cwd: PathBuf,
     /// The version for `Based on:`, and what deciding it read.
-    transformers_version: std::sync::OnceLock<(String, Vec<Input>)>,
+    transformers_version: std::sync::OnceLock<(String, Arc<Vec<Input>>)>,
     /// Looks at the cache inputs nothing else reads (ruff's settings and
     /// binary), once per run.
     recorder: Prober,
     /// The inputs every config shares (see `cached`).
-    run_inputs: std::sync::OnceLock<Vec<Input>>,
+    run_inputs: std::sync::OnceLock<Arc<Vec<Input>>>,
     /// Upstream modules read and parsed so far, by module name (configs
     /// often share one: a model's GPU and NPU configs). A failure is not
     /// kept: the config that meets it reads the module again for its own
@@ -65,7 +65,7 @@ pub struct Job {
     /// `cached`): what evaluation looked up and read, the upstream module
     /// and what decided `Based on:`, ruff's binary and settings, the run's
     /// settings. Recorded before ruff runs.
-    pub inputs: Vec<Input>,
+    pub inputs: Inputs,
 }
 
 /// A config's generated files, in memory.
@@ -224,8 +224,11 @@ impl Context {
         &self.transformers_version_inputs().0
     }
 
-    fn transformers_version_inputs(&self) -> &(String, Vec<Input>) {
-        self.transformers_version.get_or_init(|| self.search.transformers_version_inputs())
+    fn transformers_version_inputs(&self) -> &(String, Arc<Vec<Input>>) {
+        self.transformers_version.get_or_init(|| {
+            let (version, inputs) = self.search.transformers_version_inputs();
+            (version, Arc::new(inputs))
+        })
     }
 
     /// Evaluate a config module into its plan.
@@ -291,7 +294,8 @@ impl Context {
     pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
         let recording = Recording::new(&self.loader);
         let (plan, config_path, warnings) = self.evaluate_with(&recording, module, config_name)?;
-        let mut inputs = recording.into_inputs();
+        let mut own = recording.into_inputs();
+        crate::normalize::inputs::dedup(&mut own);
         let (upstream_origin, parsed, upstream_inputs) = match self.upstream(&plan.source_module) {
             Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
                 return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
@@ -315,11 +319,25 @@ impl Context {
         } else {
             std::env::current_dir().unwrap_or_default().join(&py_path)
         };
-        inputs.extend(upstream_inputs.iter().cloned());
-        inputs.extend(self.transformers_version_inputs().1.iter().cloned());
-        inputs.extend(self.run_inputs().iter().cloned());
-        inputs.extend(self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder));
-        crate::normalize::inputs::dedup(&mut inputs);
+        // Groups other configs share (stored once, looked at once per run,
+        // see `cache::Inputs`): the upstream module, what decided `Based
+        // on:`, the run's settings, and ruff's settings split into what
+        // lies in the config's own directory and the rest (the same for
+        // most configs of a project).
+        let settings = self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder);
+        let config_dir = abs_target.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
+        let (local, around): (Vec<Input>, Vec<Input>) =
+            settings.into_iter().partition(|i| i.probe.path().is_some_and(|p| p.starts_with(config_dir)));
+        let inputs = Inputs {
+            own,
+            shared: vec![
+                upstream_inputs,
+                self.transformers_version_inputs().1.clone(),
+                self.run_inputs().clone(),
+                Arc::new(local),
+                Arc::new(around),
+            ],
+        };
         Ok(Raw {
             job: Job {
                 module: module.to_string(),

@@ -844,6 +844,8 @@ fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command
         project: None,
         no_download: true,
         jobs: None,
+        no_cache: true,
+        verbose: false,
     };
     crate::lint::command::lint(&args, cwd).map_err(|e| e.0)
 }

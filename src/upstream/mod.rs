@@ -74,6 +74,9 @@ impl std::fmt::Display for UpstreamError {
 pub struct SearchPath {
     pub entries: Vec<Entry>,
     archives: Mutex<HashMap<PathBuf, ()>>,
+    /// What every [`SearchPath::find_module`] so far depended on (see
+    /// [`SearchPath::inputs`]).
+    looked: Mutex<Vec<Input>>,
 }
 
 fn site_packages(venv: &Path) -> Vec<PathBuf> {
@@ -107,7 +110,7 @@ impl SearchPath {
             let is_archive = p.is_file() && p.extension().is_some_and(|e| e == "whl" || e == "zip");
             entries.push(if is_archive { Entry::Archive { path: p, names: OnceLock::new() } } else { Entry::Dir(p) });
         }
-        SearchPath { entries, archives: Mutex::new(HashMap::new()) }
+        SearchPath { entries, archives: Mutex::new(HashMap::new()), looked: Mutex::new(Vec::new()) }
     }
 
     /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
@@ -197,6 +200,44 @@ impl SearchPath {
     /// The first `<entry>/a/b/c.py` for module `a.b.c` (the reference looks
     /// for exactly that file, never a package's `__init__.py`).
     pub fn find_module(&self, module: &str) -> Result<UpstreamSource, UpstreamError> {
+        let found = self.find_module_unnoted(module);
+        let mut looked = self.looked.lock().expect("search path inputs");
+        match &found {
+            Ok(source) => looked.extend(source.inputs.iter().cloned()),
+            Err(UpstreamError::NotFound { .. }) => looked.extend(self.not_found_inputs(module)),
+            // An unreadable or undecodable module: an input that never matches.
+            Err(e) => looked.push(Input::new(
+                "upstream module (unreadable)",
+                Probe::Value { name: format!("unreadable upstream {module}: {e}") },
+                probe::digest_parts([b"unreadable".as_slice()]),
+            )),
+        }
+        found
+    }
+
+    /// As cache inputs, what every [`SearchPath::find_module`] so far
+    /// depended on (the files read, the places a module was not, the
+    /// wheels' identities).
+    pub fn inputs(&self) -> Vec<Input> {
+        self.looked.lock().expect("search path inputs").clone()
+    }
+
+    /// What a lookup that found nothing depended on: every place it looked.
+    fn not_found_inputs(&self, module: &str) -> Vec<Input> {
+        let rel = format!("{}.py", module.replace('.', "/"));
+        let mut inputs = Vec::new();
+        for entry in &self.entries {
+            match entry {
+                Entry::Dir(dir) => inputs.push(Input::exists("upstream search path entry", &dir.join(&rel), false)),
+                Entry::Archive { path, .. } => {
+                    inputs.push(Input::new("wheel", Probe::Identity { path: path.clone() }, probe::identity(path)))
+                }
+            }
+        }
+        inputs
+    }
+
+    fn find_module_unnoted(&self, module: &str) -> Result<UpstreamSource, UpstreamError> {
         let rel = format!("{}.py", module.replace('.', "/"));
         let mut inputs = Vec::new();
         for entry in &self.entries {
