@@ -87,7 +87,7 @@ out = []
 for s in json.load(sys.stdin):
     out.append([s.splitlines(), s.splitlines(True), s.strip(), s.lstrip(), s.rstrip(), textwrap.dedent(s),
                 s.splitlines() == s.split("\n")[:len(s.splitlines())] and s.count("\n") == len(s.splitlines(True)) - (not s.endswith("\n") and s != ""),
-                [not line.strip() for line in [s] + s.splitlines()]])
+                [not line.strip() for line in [s] + s.splitlines()], len(s.splitlines())])
 print(json.dumps(out))
 "#,
         &serde_json::json!(inputs),
@@ -102,6 +102,7 @@ print(json.dumps(out))
             pytext::dedent(s),
             pytext::only_newline_breaks(s),
             std::iter::once(s.as_str()).chain(pytext::lines(s, false)).map(pytext::is_blank).collect::<Vec<_>>(),
+            pytext::count_lines(s),
         ]);
         let stripped: Vec<&str> = pytext::splitlines_keepends(s).into_iter().map(pytext::without_line_break).collect();
         assert_eq!(stripped, pytext::splitlines(s), "input {s:?}");

@@ -119,6 +119,17 @@ pub fn lines(s: &str, keepends: bool) -> Lines<'_> {
     Lines { s, start: 0, keepends }
 }
 
+/// `len(s.splitlines())` without building the lines: with `\n` the only
+/// break (the usual case, found with memchr), the breaks plus an unterminated
+/// last line; otherwise the lines counted one by one.
+pub fn count_lines(s: &str) -> usize {
+    if only_newline_breaks(s) {
+        memchr::memchr_iter(b'\n', s.as_bytes()).count() + usize::from(!s.is_empty() && !s.ends_with('\n'))
+    } else {
+        lines(s, false).count()
+    }
+}
+
 /// `str.splitlines(keepends)`: every line, split at any of Python's line
 /// boundaries (`\r\n` counts once).
 pub fn splitlines_impl(s: &str, keepends: bool) -> Vec<&str> {
