@@ -232,10 +232,51 @@ fn output_formats_for_drift_failure_and_warning() {
     let out = p.run(&["list", "--format", "github"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stdout.starts_with("::error file=pkg/a/a_patch_gen_config.py,line=9,title=PGE001 config-error::"),
+        out.stdout.starts_with(
+            "::error file=pkg/a/a_patch_gen_config.py,line=9,col=1,endLine=9,endColumn=19,title=PGE001 config-error::"
+        ),
         "{}",
         out.stdout
     );
+}
+
+/// A failed config in text output: the `FAIL` line as before, and on stderr
+/// the failure like a warning — `file:line:col`, the source line with the
+/// failing node underlined, the `help:` line — for an unknown DSL keyword,
+/// an undefined name and a missing replace target, from `generate`,
+/// `generate --all` and `list`.
+#[test]
+fn failed_config_in_text_shows_its_source() {
+    let p = MiniProject::new(&[
+        ("pkg/a/__init__.py", ""),
+        (
+            "pkg/a/kw_patch_gen_config.py",
+            &toy_config("\n@config.replace_class(\"Norm\", descripton=\"x\")\nclass Norm:\n    pass\n"),
+        ),
+        ("pkg/a/name_patch_gen_config.py", &toy_config("config.add_import(undefined_module)\n")),
+        (
+            "pkg/a/anchor_patch_gen_config.py",
+            &toy_config("\ndef h():\n    pass\n\n\nconfig.add_helper_after(\"NoSuchAnchor\", h)\n"),
+        ),
+    ]);
+    let settings = snapshot_settings();
+    let one = p.run(&["generate", "pkg.a.kw_patch_gen_config"]);
+    assert_eq!(one.code, 1);
+    assert!(one.stderr.contains("\nerror: "), "the error line is kept: {}", one.stderr);
+    settings.bind(|| insta::assert_snapshot!("failed_generate_one_stderr", redact(&p, &one.stderr)));
+    let all = p.run(&["generate", "--all", "--dry-run"]);
+    assert_eq!(all.code, 1);
+    settings.bind(|| insta::assert_snapshot!("failed_generate_all_stderr", redact(&p, &all.stderr)));
+    let list = p.run(&["list"]);
+    assert_eq!(list.code, 1);
+    settings.bind(|| insta::assert_snapshot!("failed_list_stderr", redact(&p, &list.stderr)));
+    // JSON and github carry the same range.
+    let json = p.run(&["list", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    for d in doc["diagnostics"].as_array().unwrap() {
+        let loc = &d["location"];
+        assert!(loc["line"].as_u64().unwrap() > 0 && loc["column"].as_u64().unwrap() > 0, "{d}");
+    }
 }
 
 /// `::command prop=v,prop=v::data`: known command, known properties with

@@ -128,7 +128,7 @@ impl Failure {
         };
         let d = match self {
             Failure::Eval(e) => {
-                let d = code.diagnostic(e.message.clone()).at(Location::line(e.loc.path.clone(), e.loc.line));
+                let d = code.diagnostic(e.message.clone()).at(e.loc.location());
                 match &e.help {
                     Some(h) => d.help(h.clone()),
                     None => d,
