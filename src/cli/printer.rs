@@ -162,24 +162,7 @@ impl Printer {
     }
 
     fn json(&mut self, report: &dyn Report) -> io::Result<()> {
-        /// The one JSON document every command writes (`docs/json.md`).
-        #[derive(Serialize)]
-        struct Document<'a> {
-            version: u32,
-            command: &'static str,
-            diagnostics: Vec<&'a Diagnostic>,
-            #[serde(flatten)]
-            fields: serde_json::Map<String, serde_json::Value>,
-        }
-        let doc = Document {
-            version: JSON_VERSION,
-            command: report.command(),
-            diagnostics: report.diagnostics(),
-            fields: report.json_fields(),
-        };
-        let mut text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
-        text.push('\n');
-        self.out(&text)
+        self.out(&json_document(report))
     }
 
     fn github(&mut self, report: &dyn Report) -> io::Result<()> {
@@ -189,6 +172,29 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+/// The one JSON document every command writes (`docs/json.md`), pretty,
+/// ending in a newline.
+pub fn json_document(report: &dyn Report) -> String {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        version: u32,
+        command: &'static str,
+        diagnostics: Vec<&'a Diagnostic>,
+        #[serde(flatten)]
+        fields: serde_json::Map<String, serde_json::Value>,
+    }
+    let doc = Document {
+        version: JSON_VERSION,
+        command: report.command(),
+        diagnostics: report.diagnostics(),
+        fields: report.json_fields(),
+    };
+    // Maps with string keys and plain values always serialise.
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Print a command's report, or its error on stderr as
