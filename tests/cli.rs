@@ -431,3 +431,41 @@ fn every_code_is_documented() {
         );
     }
 }
+
+/// `patchgen rule --all | head -0`: the rule documentation goes through the
+/// printer too, so a closed stdout ends quietly with exit 0.
+#[test]
+fn closed_stdout_after_rule_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(&TestEnv::get().bin)
+        .args(["rule", "--all"])
+        .current_dir(dir.path())
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let unknown = bare(&["rule", "PG999"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.starts_with("patchgen rule: error: unknown rule `PG999`"), "{}", unknown.stderr);
+}
+
+/// An unknown key in `[tool.patchgen.lint]` stops `lint` as one in
+/// `[tool.patchgen]` stops every command: file, line, nearest key.
+#[test]
+fn unknown_lint_key_is_an_error() {
+    let p = project(&toy_config(""));
+    let pyproject = p.read("pyproject.toml");
+    p.write("pyproject.toml", &format!("{pyproject}\n[tool.patchgen.lint]\nselct = [\"PG1\"]\n"));
+    let out = p.run(&["lint"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("pyproject.toml:"), "{}", out.stderr);
+    assert!(out.stderr.contains("unknown key `selct` in [tool.patchgen.lint]"), "{}", out.stderr);
+    assert!(out.stderr.contains("did you mean `select`?"), "{}", out.stderr);
+}
