@@ -149,6 +149,7 @@ impl<'a> LintContext<'a> {
             error: crate::codegen::CodegenError {
                 message: format!("the generated text does not parse (line {}): {}", e.line, e.message),
                 help: None,
+                location: None,
             },
         })?;
         let job = raw.job;
