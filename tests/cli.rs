@@ -381,26 +381,28 @@ fn unknown_pyproject_key_is_an_error() {
     assert_eq!(doc["diagnostics"][0]["code"], "PGE009");
 }
 
+/// Run `cmd` as `cmd | head -0` would: the reader is gone before anything
+/// is written. Its exit code and stderr.
+fn with_closed_stdout(cmd: &mut Command) -> (Option<i32>, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    (child.wait().unwrap().code(), stderr)
+}
+
 #[test]
 fn closed_stdout_ends_quietly_with_success() {
     let p = mixed_project();
-    let mut child = Command::new(&TestEnv::get().bin)
-        .arg("check")
+    let mut cmd = Command::new(&TestEnv::get().bin);
+    cmd.arg("check")
         .current_dir(p.path())
         .env_clear()
         .env("PATH", &TestEnv::get().ruff_dir)
         .env("PYTHONPATH", p.pythonpath())
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // `| head -0`: the reader is gone before anything is written.
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+        .env("NO_COLOR", "1");
+    let (code, stderr) = with_closed_stdout(&mut cmd);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
         !stderr.contains("panicked") && !stderr.contains("internal error") && !stderr.contains("Broken pipe"),
         "{stderr}"
@@ -437,19 +439,10 @@ fn every_code_is_documented() {
 #[test]
 fn closed_stdout_after_rule_docs() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(&TestEnv::get().bin)
-        .args(["rule", "--all"])
-        .current_dir(dir.path())
-        .env_clear()
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    let mut cmd = Command::new(&TestEnv::get().bin);
+    cmd.args(["rule", "--all"]).current_dir(dir.path()).env_clear();
+    let (code, stderr) = with_closed_stdout(&mut cmd);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
     let unknown = bare(&["rule", "PG999"]);
     assert_eq!(unknown.code, 2);

@@ -77,6 +77,37 @@ pub trait Report {
     fn exit_status(&self) -> ExitStatus;
 }
 
+/// A report without diagnostics whose text is one rendered string and whose
+/// JSON fields are its serde form (`reference`, `new`): implementing this
+/// implements [`Report`].
+pub trait PlainReport: Serialize {
+    /// The command's name in the JSON document.
+    const COMMAND: &'static str;
+    /// The human form.
+    fn render(&self) -> String;
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Success
+    }
+}
+
+impl<T: PlainReport> Report for T {
+    fn command(&self) -> &'static str {
+        T::COMMAND
+    }
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        p.out(&self.render())
+    }
+    fn exit_status(&self) -> ExitStatus {
+        PlainReport::exit_status(self)
+    }
+}
+
 /// The `serde_json` object of a serialisable value (for [`Report::json_fields`]).
 pub fn fields(value: &impl Serialize) -> serde_json::Map<String, serde_json::Value> {
     match serde_json::to_value(value) {

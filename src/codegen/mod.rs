@@ -29,7 +29,7 @@ pub struct CodegenError {
     pub message: String,
     pub help: Option<String>,
     /// The config line behind the failure, where one is known.
-    pub location: Option<crate::config::plan::Loc>,
+    pub location: Option<Box<crate::config::plan::Loc>>,
 }
 
 /// `\n  help: …`, or nothing.
@@ -369,7 +369,7 @@ impl<'a> Generator<'a> {
                 return Err(CodegenError {
                     message: format!("replacement_source `{rs}` of the patch for `{class_name}` has no module part"),
                     help: Some("use `module.Name`".into()),
-                    location: Some(patch.registered_at.clone()),
+                    location: Some(Box::new(patch.registered_at.clone())),
                 });
             };
             lines.push(format!("from {module} import {name} as {class_name}"));

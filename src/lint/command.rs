@@ -300,13 +300,16 @@ fn run(
     rules: &[&'static Rule],
     upstream: String,
 ) -> LintReport {
-    let built: Vec<Result<LintContext, (String, Failure)>> =
-        modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    // Boxed: a failure is large and rare.
+    let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
+        .par_iter()
+        .map(|m| LintContext::build(shared, m, config_name).map_err(|f| Box::new((m.clone(), f))))
+        .collect();
     crate::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
     for b in built {
-        match b {
+        match b.map_err(|e| *e) {
             Ok(c) => contexts.push(c),
             Err((_, Failure::NotAConfig { .. })) if !explicit => {}
             Err((_, Failure::OptionalSkipped { .. })) => {}
@@ -502,31 +505,15 @@ pub fn execute(args: &LintArgs, cwd: &Path) -> ExitStatus {
 }
 
 /// `patchgen rule`'s output: a rule's documentation (markdown).
+#[derive(Serialize)]
 pub struct RuleDocs {
     pub text: String,
 }
 
-impl Report for RuleDocs {
-    fn command(&self) -> &'static str {
-        "rule"
-    }
-
-    fn diagnostics(&self) -> Vec<&Diagnostic> {
-        Vec::new()
-    }
-
-    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = serde_json::Map::new();
-        m.insert("text".into(), self.text.clone().into());
-        m
-    }
-
-    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
-        p.out(&self.text)
-    }
-
-    fn exit_status(&self) -> ExitStatus {
-        ExitStatus::Success
+impl crate::cli::printer::PlainReport for RuleDocs {
+    const COMMAND: &'static str = "rule";
+    fn render(&self) -> String {
+        self.text.clone()
     }
 }
 
