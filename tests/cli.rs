@@ -232,10 +232,51 @@ fn output_formats_for_drift_failure_and_warning() {
     let out = p.run(&["list", "--format", "github"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stdout.starts_with("::error file=pkg/a/a_patch_gen_config.py,line=9,title=PGE001 config-error::"),
+        out.stdout.starts_with(
+            "::error file=pkg/a/a_patch_gen_config.py,line=9,col=1,endLine=9,endColumn=19,title=PGE001 config-error::"
+        ),
         "{}",
         out.stdout
     );
+}
+
+/// A failed config in text output: the `FAIL` line as before, and on stderr
+/// the failure like a warning — `file:line:col`, the source line with the
+/// failing node underlined, the `help:` line — for an unknown DSL keyword,
+/// an undefined name and a missing replace target, from `generate`,
+/// `generate --all` and `list`.
+#[test]
+fn failed_config_in_text_shows_its_source() {
+    let p = MiniProject::new(&[
+        ("pkg/a/__init__.py", ""),
+        (
+            "pkg/a/kw_patch_gen_config.py",
+            &toy_config("\n@config.replace_class(\"Norm\", descripton=\"x\")\nclass Norm:\n    pass\n"),
+        ),
+        ("pkg/a/name_patch_gen_config.py", &toy_config("config.add_import(undefined_module)\n")),
+        (
+            "pkg/a/anchor_patch_gen_config.py",
+            &toy_config("\ndef h():\n    pass\n\n\nconfig.add_helper_after(\"NoSuchAnchor\", h)\n"),
+        ),
+    ]);
+    let settings = snapshot_settings();
+    let one = p.run(&["generate", "pkg.a.kw_patch_gen_config"]);
+    assert_eq!(one.code, 1);
+    assert!(one.stderr.contains("\nerror: "), "the error line is kept: {}", one.stderr);
+    settings.bind(|| insta::assert_snapshot!("failed_generate_one_stderr", redact(&p, &one.stderr)));
+    let all = p.run(&["generate", "--all", "--dry-run"]);
+    assert_eq!(all.code, 1);
+    settings.bind(|| insta::assert_snapshot!("failed_generate_all_stderr", redact(&p, &all.stderr)));
+    let list = p.run(&["list"]);
+    assert_eq!(list.code, 1);
+    settings.bind(|| insta::assert_snapshot!("failed_list_stderr", redact(&p, &list.stderr)));
+    // JSON and github carry the same range.
+    let json = p.run(&["list", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    for d in doc["diagnostics"].as_array().unwrap() {
+        let loc = &d["location"];
+        assert!(loc["line"].as_u64().unwrap() > 0 && loc["column"].as_u64().unwrap() > 0, "{d}");
+    }
 }
 
 /// `::command prop=v,prop=v::data`: known command, known properties with
@@ -340,26 +381,28 @@ fn unknown_pyproject_key_is_an_error() {
     assert_eq!(doc["diagnostics"][0]["code"], "PGE009");
 }
 
+/// Run `cmd` as `cmd | head -0` would: the reader is gone before anything
+/// is written. Its exit code and stderr.
+fn with_closed_stdout(cmd: &mut Command) -> (Option<i32>, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    (child.wait().unwrap().code(), stderr)
+}
+
 #[test]
 fn closed_stdout_ends_quietly_with_success() {
     let p = mixed_project();
-    let mut child = Command::new(&TestEnv::get().bin)
-        .arg("check")
+    let mut cmd = Command::new(&TestEnv::get().bin);
+    cmd.arg("check")
         .current_dir(p.path())
         .env_clear()
         .env("PATH", &TestEnv::get().ruff_dir)
         .env("PYTHONPATH", p.pythonpath())
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // `| head -0`: the reader is gone before anything is written.
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+        .env("NO_COLOR", "1");
+    let (code, stderr) = with_closed_stdout(&mut cmd);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
         !stderr.contains("panicked") && !stderr.contains("internal error") && !stderr.contains("Broken pipe"),
         "{stderr}"
@@ -389,4 +432,33 @@ fn every_code_is_documented() {
             c.name
         );
     }
+}
+
+/// `patchgen rule --all | head -0`: the rule documentation goes through the
+/// printer too, so a closed stdout ends quietly with exit 0.
+#[test]
+fn closed_stdout_after_rule_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(&TestEnv::get().bin);
+    cmd.args(["rule", "--all"]).current_dir(dir.path()).env_clear();
+    let (code, stderr) = with_closed_stdout(&mut cmd);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let unknown = bare(&["rule", "PG999"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.starts_with("patchgen rule: error: unknown rule `PG999`"), "{}", unknown.stderr);
+}
+
+/// An unknown key in `[tool.patchgen.lint]` stops `lint` as one in
+/// `[tool.patchgen]` stops every command: file, line, nearest key.
+#[test]
+fn unknown_lint_key_is_an_error() {
+    let p = project(&toy_config(""));
+    let pyproject = p.read("pyproject.toml");
+    p.write("pyproject.toml", &format!("{pyproject}\n[tool.patchgen.lint]\nselct = [\"PG1\"]\n"));
+    let out = p.run(&["lint"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("pyproject.toml:"), "{}", out.stderr);
+    assert!(out.stderr.contains("unknown key `selct` in [tool.patchgen.lint]"), "{}", out.stderr);
+    assert!(out.stderr.contains("did you mean `select`?"), "{}", out.stderr);
 }

@@ -12,10 +12,12 @@
 //! Parameter lists (`pysource::signature::Signature`) against
 //! `inspect.signature` on generated `def`s.
 
-use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+mod oracle;
 
+use std::collections::BTreeSet;
+use std::io::Read;
+
+use oracle::run_python;
 use patchgen::pysource::names::bindings;
 use patchgen::pysource::signature::Signature;
 use patchgen::pysource::{ParsedFile, keyword_line};
@@ -70,26 +72,6 @@ json.dump(out, sys.stdout)
 "#;
 
 type Scope = (String, String, usize, Vec<String>, Vec<String>);
-
-/// Run a python3 program that reads a JSON list on stdin and writes JSON.
-fn run_python<T: serde::de::DeserializeOwned>(program: &str, input: &[String]) -> T {
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(program)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 is needed for the differential tests");
-    let mut stdin = child.stdin.take().unwrap();
-    let payload = serde_json::to_vec(input).unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&payload).unwrap());
-    let mut stdout = Vec::new();
-    child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-    writer.join().unwrap();
-    assert!(child.wait().unwrap().success(), "python3 failed");
-    serde_json::from_slice(&stdout).expect("json from python3")
-}
 
 /// Our scopes of `file`, as the oracle lists them.
 fn ours(file: &ParsedFile) -> Vec<Scope> {

@@ -7,8 +7,7 @@
 //! - import collection order (`ast.NodeVisitor`) and rendering (`ast.unparse`),
 //!   with `drop_import_names` filtering and relative → absolute resolution
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod oracle;
 
 use patchgen::codegen::imports::{collect_imports, transform_imports};
 use patchgen::config::plan::PatchPlan;
@@ -20,18 +19,7 @@ use proptest::test_runner::{Config, TestRunner};
 
 /// Run a python3 program that reads a JSON list on stdin and prints a JSON list.
 fn python(program: &str, input: &serde_json::Value) -> Vec<serde_json::Value> {
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(program)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 is needed for the differential tests");
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "python3 failed");
-    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).expect("json from python3")
+    oracle::run_python(program, input)
 }
 
 fn sample<T: std::fmt::Debug>(strategy: impl Strategy<Value = T>, n: usize, seed: u8) -> Vec<T> {

@@ -346,3 +346,47 @@ fn a_config_whose_module_is_nowhere_is_an_error() {
     assert!(doc["errors"][0]["message"].as_str().unwrap().contains("`toylib.modeling_gone` is in neither version"));
     assert!(report::text(&report, false).contains("error: upstream module `toylib.modeling_gone`"));
 }
+
+/// `--format json` is the document every command writes (`docs/json.md`):
+/// `version`, `command`, and one `PGS…` diagnostic per drifted finding, at
+/// the line that registers the patch, next to the survey's own fields.
+#[test]
+fn json_is_the_shared_document() {
+    let doc = json(&dirs());
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["command"], "survey");
+    let drifted: Vec<&Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["drifted"] == true).collect();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), drifted.len() + doc["errors"].as_array().unwrap().len());
+    for (d, f) in diagnostics.iter().zip(&drifted) {
+        assert!(d["code"].as_str().unwrap().starts_with("PGS"), "{d}");
+        assert_eq!(d["severity"], "warning");
+        assert_eq!(d["config"], f["config"]);
+        assert_eq!(d["location"]["path"], f["registered_at"]["file"]);
+        assert_eq!(d["location"]["line"], f["registered_at"]["line"]);
+        let first = d["message"].as_str().unwrap().lines().next().unwrap().to_string();
+        assert_eq!(
+            first,
+            format!("{} `{}`: {} (1.0.0 → 2.0.0)", str_of(&f["patch"]), str_of(&f["target"]), str_of(&f["kind"]))
+        );
+    }
+    let codes: Vec<&str> = diagnostics.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    for code in ["PGS001", "PGS002", "PGS003"] {
+        assert!(codes.contains(&code), "{code} in {codes:?}");
+    }
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap()
+}
+
+/// `--format github`: one workflow annotation per drifted finding.
+#[test]
+fn github_annotations() {
+    let report = survey::survey(&dirs()).expect("survey runs");
+    let lines: String =
+        report::diagnostics(&report).iter().map(|d| patchgen::diagnostics::render::github(d, &fixtures())).collect();
+    insta::with_settings!({snapshot_path => "snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("survey_github", lines);
+    });
+}

@@ -306,11 +306,9 @@ impl Report for CheckReport {
                 let label = p.style.dim("cache:");
                 p.err(&format!("  {label} {}\n", row.cache))?;
             }
-            for d in row
-                .diagnostics
-                .iter()
-                .filter(|d| d.code.starts_with("PGW") || (self.verbose && d.code.starts_with("PGI0")))
-            {
+            for d in row.diagnostics.iter().filter(|d| {
+                d.code.starts_with("PGW") || d.is_located_error() || (self.verbose && d.code.starts_with("PGI0"))
+            }) {
                 if d.code != codes::OPTIONAL_SKIPPED.code {
                     p.diagnostic(d)?;
                 }

@@ -240,6 +240,14 @@ impl ConfigOutcome {
         self.diagnostics.iter().filter(|d| !d.code.starts_with("PGE"))
     }
 
+    /// The failure, with its source excerpt, when it points into a file.
+    fn text_failure(&self, p: &mut Printer) -> io::Result<()> {
+        for d in self.diagnostics.iter().filter(|d| d.is_located_error()) {
+            p.diagnostic(d)?;
+        }
+        Ok(())
+    }
+
     /// Plan summary, dry-run description or the ✓ lines; then a write error.
     fn text_files(&self, p: &mut Printer, args: &GenerateArgs) -> io::Result<()> {
         let Some(d) = &self.detail else { return Ok(()) };
@@ -281,6 +289,7 @@ impl GenerateReport {
             return p.err(&format!("{msg} {}: {}\n", o.module, o.error.as_deref().unwrap_or_default()));
         }
         o.text_files(p, &self.args)?;
+        o.text_failure(p)?;
         match &o.failure {
             Some(FailureText::Config(msg)) | Some(FailureText::Write(msg)) => {
                 let label = p.style.bad("error:");
@@ -298,6 +307,7 @@ impl GenerateReport {
             match &o.failure {
                 Some(FailureText::Config(msg)) => {
                     p.out(&format!("\n{rule}\nGenerating: {}\n{rule}\n", o.module))?;
+                    o.text_failure(p)?;
                     p.err(&format!("{fail} {msg}\n"))?;
                     failed.push(&o.module);
                     continue;

@@ -122,6 +122,9 @@ impl Report for ListReport {
                         .map(|l| format!("{pad}{l}"))
                         .collect::<Vec<_>>()
                         .join("\n");
+                    if let Some(d) = row.diagnostic.as_ref().filter(|d| d.is_located_error()) {
+                        p.diagnostic(d)?;
+                    }
                     let fail = p.style.bad("FAIL");
                     p.err(&format!("  {fail} {}\n{msg}\n", row.module))?;
                 }

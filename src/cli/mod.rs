@@ -132,8 +132,8 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Clean(a) => clean::run(&a),
         Command::Survey(a) => crate::survey::run(a),
         Command::Moe(a) => crate::moe::run(a),
-        Command::Lint(a) => exit_status(crate::lint::command::run_command(&a)),
-        Command::Rule(a) => exit_status(crate::lint::command::run_rule(&a)),
+        Command::Lint(a) => crate::lint::command::run_command(&a),
+        Command::Rule(a) => crate::lint::command::run_rule(&a),
         Command::Reference(a) => crate::reference::run_command(a),
         Command::New(a) => crate::scaffold::run_command(a),
         Command::Completions(a) => {
@@ -142,14 +142,6 @@ pub fn run(command: Command) -> ExitStatus {
             clap_complete::generate(a.shell, &mut cmd, "patchgen", &mut out);
             ExitStatus::Success
         }
-    }
-}
-
-fn exit_status(code: i32) -> ExitStatus {
-    match code {
-        0 => ExitStatus::Success,
-        1 => ExitStatus::Failure,
-        _ => ExitStatus::Error,
     }
 }
 

@@ -77,6 +77,37 @@ pub trait Report {
     fn exit_status(&self) -> ExitStatus;
 }
 
+/// A report without diagnostics whose text is one rendered string and whose
+/// JSON fields are its serde form (`reference`, `new`): implementing this
+/// implements [`Report`].
+pub trait PlainReport: Serialize {
+    /// The command's name in the JSON document.
+    const COMMAND: &'static str;
+    /// The human form.
+    fn render(&self) -> String;
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Success
+    }
+}
+
+impl<T: PlainReport> Report for T {
+    fn command(&self) -> &'static str {
+        T::COMMAND
+    }
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        p.out(&self.render())
+    }
+    fn exit_status(&self) -> ExitStatus {
+        PlainReport::exit_status(self)
+    }
+}
+
 /// The `serde_json` object of a serialisable value (for [`Report::json_fields`]).
 pub fn fields(value: &impl Serialize) -> serde_json::Map<String, serde_json::Value> {
     match serde_json::to_value(value) {
@@ -162,24 +193,7 @@ impl Printer {
     }
 
     fn json(&mut self, report: &dyn Report) -> io::Result<()> {
-        /// The one JSON document every command writes (`docs/json.md`).
-        #[derive(Serialize)]
-        struct Document<'a> {
-            version: u32,
-            command: &'static str,
-            diagnostics: Vec<&'a Diagnostic>,
-            #[serde(flatten)]
-            fields: serde_json::Map<String, serde_json::Value>,
-        }
-        let doc = Document {
-            version: JSON_VERSION,
-            command: report.command(),
-            diagnostics: report.diagnostics(),
-            fields: report.json_fields(),
-        };
-        let mut text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
-        text.push('\n');
-        self.out(&text)
+        self.out(&json_document(report))
     }
 
     fn github(&mut self, report: &dyn Report) -> io::Result<()> {
@@ -189,6 +203,29 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+/// The one JSON document every command writes (`docs/json.md`), pretty,
+/// ending in a newline.
+pub fn json_document(report: &dyn Report) -> String {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        version: u32,
+        command: &'static str,
+        diagnostics: Vec<&'a Diagnostic>,
+        #[serde(flatten)]
+        fields: serde_json::Map<String, serde_json::Value>,
+    }
+    let doc = Document {
+        version: JSON_VERSION,
+        command: report.command(),
+        diagnostics: report.diagnostics(),
+        fields: report.json_fields(),
+    };
+    // Maps with string keys and plain values always serialise.
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Print a command's report, or its error on stderr as

@@ -23,20 +23,18 @@ use text::{
 
 /// Why generation failed (the reference's `CodegenError` and the errors it
 /// lets escape).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}{}", help_line(help))]
 pub struct CodegenError {
     pub message: String,
     pub help: Option<String>,
+    /// The config line behind the failure, where one is known.
+    pub location: Option<Box<crate::config::plan::Loc>>,
 }
 
-impl std::fmt::Display for CodegenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(h) = &self.help {
-            write!(f, "\n  help: {h}")?;
-        }
-        Ok(())
-    }
+/// `\n  help: …`, or nothing.
+pub(crate) fn help_line(help: &Option<String>) -> String {
+    help.as_ref().map(|h| format!("\n  help: {h}")).unwrap_or_default()
 }
 
 /// Patches of one type keyed by target, as the reference's dict
@@ -164,6 +162,7 @@ impl<'a> Generator<'a> {
                     "`add_helper_after` needs a top-level class or function of `{}` that is not excluded",
                     plan.source_module
                 )),
+                location: None,
             });
         }
 
@@ -370,6 +369,7 @@ impl<'a> Generator<'a> {
                 return Err(CodegenError {
                     message: format!("replacement_source `{rs}` of the patch for `{class_name}` has no module part"),
                     help: Some("use `module.Name`".into()),
+                    location: Some(Box::new(patch.registered_at.clone())),
                 });
             };
             lines.push(format!("from {module} import {name} as {class_name}"));

@@ -114,7 +114,7 @@ mod tests {
     const PARAMS: [Param<'static>; 3] = [("target", false), ("replacement", true), ("description", true)];
 
     fn loc() -> Loc {
-        Loc { path: "c.py".into(), line: 3 }
+        Loc::line("c.py", 3)
     }
 
     fn run(args: Vec<Value>, kwargs: Vec<(&str, Value)>) -> Result<Vec<Option<Value>>, String> {

@@ -126,7 +126,7 @@ pub(super) fn builtin_name(name: &str) -> Option<Value> {
         | "DeprecationWarning"
         | "Warning" => Value::Opaque(Rc::new(Opaque {
             what: format!("builtin {name}"),
-            loc: Loc { path: Default::default(), line: 0 },
+            loc: Loc::line(std::path::PathBuf::new(), 0),
         })),
         _ => return None,
     })

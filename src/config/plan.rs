@@ -5,12 +5,34 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-/// A location in a file, for messages (`path:line`).
+/// A location in a file, for messages (`path:line`), and the range of the
+/// node it was taken from, for a source excerpt (`crate::diagnostics`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
     pub path: PathBuf,
     /// 1-based; 0 when the whole file is meant.
     pub line: usize,
+    /// 1-based, in characters; 0 when no column is known (the whole line).
+    pub column: usize,
+    /// Where the node ends (line, exclusive column), when known.
+    pub end: Option<(usize, usize)>,
+}
+
+impl Loc {
+    /// A whole line (`line` 0: the whole file).
+    pub fn line(path: impl Into<PathBuf>, line: usize) -> Loc {
+        Loc { path: path.into(), line, column: 0, end: None }
+    }
+
+    /// This place as a diagnostic location (with its column and range when known).
+    pub fn location(&self) -> crate::diagnostics::Location {
+        crate::diagnostics::Location {
+            path: self.path.clone(),
+            line: self.line,
+            column: if self.line > 0 { self.column } else { 0 },
+            end: self.end.filter(|_| self.line > 0 && self.column > 0),
+        }
+    }
 }
 
 impl std::fmt::Display for Loc {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ruff_python_ast::Stmt;
-use ruff_text_size::{Ranged, TextSize};
+use ruff_text_size::{Ranged, TextRange};
 
 use super::plan::Loc;
 pub use crate::pysource::{ParsedFile, SyntaxProblem, keyword_line};
@@ -27,14 +27,17 @@ struct Sources(Mutex<HashMap<SourceKey, Result<ObjectSource, SourceError>>>);
 /// An object's (qualified name, first line, is a class).
 type SourceKey = (String, usize, bool);
 
-/// Locations as the config reader reports them (a file and a line).
+/// Locations as the config reader reports them: a file and a line, with
+/// the node's range for the source excerpt.
 pub trait LocOf {
-    fn loc(&self, offset: TextSize) -> Loc;
+    fn loc(&self, range: TextRange) -> Loc;
 }
 
 impl LocOf for ParsedFile {
-    fn loc(&self, offset: TextSize) -> Loc {
-        Loc { path: self.path.clone(), line: self.line_of(offset) }
+    fn loc(&self, range: TextRange) -> Loc {
+        let (line, column) = self.line_column(range.start());
+        let end = self.line_column(range.end().max(range.start()));
+        Loc { path: self.path.clone(), line, column, end: Some(end) }
     }
 }
 
@@ -240,7 +243,7 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
                     file: class.file.clone(),
                     is_class: false,
                     first_line,
-                    loc: Loc { path: class.file.path.clone(), line: def_line },
+                    loc: Loc::line(class.file.path.clone(), def_line),
                 });
             }
             Stmt::ClassDef(c) if c.name.id.as_str() == attr => {
@@ -252,7 +255,7 @@ pub fn class_member(class: &DefObj, attr: &str) -> Option<DefObj> {
                     file: class.file.clone(),
                     is_class: true,
                     first_line: def_line,
-                    loc: Loc { path: class.file.path.clone(), line: def_line },
+                    loc: Loc::line(class.file.path.clone(), def_line),
                 });
             }
             Stmt::Assign(a)

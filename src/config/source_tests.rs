@@ -134,7 +134,7 @@ fn check_module(text: &str) -> Result<usize, TestCaseError> {
             file: file.clone(),
             is_class: false,
             first_line,
-            loc: Loc { path: "m.py".into(), line: first_line },
+            loc: Loc::line("m.py", first_line),
         };
         let Ok(source) = object_source_with_leading_comments(&def) else { continue };
         if source.dedents_to_function {

@@ -1,6 +1,6 @@
 //! The stable codes of the diagnostics the core commands report
 //! (`generate`, `check`, `list`): generation warnings `PGW…`, notes
-//! `PGI…`, failures `PGE…`, drift `PGD…`. A code is never reused or
+//! `PGI…`, failures `PGE…`, drift `PGD…`; and `survey`'s findings `PGS…`. A code is never reused or
 //! renumbered once published; `docs/diagnostics.md` lists every one (a
 //! test keeps that list and [`ALL`] equal). Lint rules (`PG1xx`…) have
 //! their own registry.
@@ -112,8 +112,47 @@ pub const PROJECT_ERROR: Code = code(
 pub const DRIFT: Code =
     code("PGD001", "drift", Error, "a checked-in generated file differs from what its config produces");
 
+pub const SURVEY_SIGNATURE_CHANGED: Code = code(
+    "PGS001",
+    "signature-changed",
+    Warning,
+    "survey: a patch target's parameters changed between the two upstreams; adapt the patch before moving the pin",
+);
+pub const SURVEY_DECORATORS_CHANGED: Code = code(
+    "PGS002",
+    "decorators-changed",
+    Warning,
+    "survey: a patch target's decorators (or a class's bases) changed; check the replacement keeps what they do",
+);
+pub const SURVEY_REMOVED: Code = code(
+    "PGS003",
+    "target-removed",
+    Warning,
+    "survey: a patch target is gone from the new upstream; the patch would do nothing",
+);
+pub const SURVEY_NEW_UPSTREAM: Code = code(
+    "PGS004",
+    "new-upstream",
+    Warning,
+    "survey: a target the config adds is now defined upstream; the patch would replace it",
+);
+pub const SURVEY_MISSING_NAME: Code = code(
+    "PGS005",
+    "missing-name",
+    Warning,
+    "survey: a name the config's code uses is no longer defined or imported by the new upstream module",
+);
+pub const SURVEY_MISSING_ATTRIBUTE: Code = code(
+    "PGS006",
+    "missing-attribute",
+    Warning,
+    "survey: a `self.<attr>` an override reads is no longer set or defined by the new upstream class",
+);
+pub const SURVEY_FAILED: Code =
+    code("PGS009", "survey-failed", Error, "survey: a config's source module cannot be surveyed in an upstream");
+
 /// Every code, in documentation order.
-pub const ALL: [Code; 20] = [
+pub const ALL: [Code; 27] = [
     MISSING_TARGET,
     DUPLICATE_REGISTRATION,
     NOOP_MODIFY_INIT,
@@ -134,4 +173,11 @@ pub const ALL: [Code; 20] = [
     STRICT,
     PROJECT_ERROR,
     DRIFT,
+    SURVEY_SIGNATURE_CHANGED,
+    SURVEY_DECORATORS_CHANGED,
+    SURVEY_REMOVED,
+    SURVEY_NEW_UPSTREAM,
+    SURVEY_MISSING_NAME,
+    SURVEY_MISSING_ATTRIBUTE,
+    SURVEY_FAILED,
 ];

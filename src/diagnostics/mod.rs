@@ -166,6 +166,12 @@ impl Diagnostic {
         self
     }
 
+    /// An error that points into a file's lines (a failed config with the
+    /// place that failed it): text output shows it with its source excerpt.
+    pub fn is_located_error(&self) -> bool {
+        self.severity == Severity::Error && self.location.as_ref().is_some_and(|l| l.line > 0)
+    }
+
     pub fn path(&self) -> Option<&Path> {
         self.location.as_ref().map(|l| l.path.as_path())
     }

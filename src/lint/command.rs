@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -18,11 +17,14 @@ use super::{Rule, noqa, rules};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::pipeline::{Context, Failure};
 use crate::project::Project;
+use crate::settings::{LintFlags, Overrides, Resolved, process_env};
 use crate::survey::modules::Version;
 use crate::survey::source::{self, Upstream, WheelCache};
 use crate::upstream::SearchPath;
 
 pub use crate::cli::Format;
+use crate::cli::printer::print_outcome;
+use crate::cli::{ExitStatus, Printer, Report};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -82,13 +84,6 @@ pub struct LintArgs {
     pub verbose: bool,
 }
 
-#[derive(Parser, Debug)]
-#[command(name = "patchgen lint")]
-struct LintCli {
-    #[command(flatten)]
-    args: LintArgs,
-}
-
 const RULE_EXAMPLES: &str = "\
 Examples:
   patchgen rule PG101                  one rule's documentation (what, why, example, fix)
@@ -105,13 +100,6 @@ pub struct RuleArgs {
     /// Every rule, in code order.
     #[arg(long)]
     pub all: bool,
-}
-
-#[derive(Parser, Debug)]
-#[command(name = "patchgen rule")]
-struct RuleCli {
-    #[command(flatten)]
-    args: RuleArgs,
 }
 
 /// A usage or project problem (exit code 2).
@@ -166,7 +154,7 @@ impl LintReport {
     }
 }
 
-impl crate::cli::Report for LintReport {
+impl Report for LintReport {
     fn command(&self) -> &'static str {
         "lint"
     }
@@ -184,7 +172,7 @@ impl crate::cli::Report for LintReport {
 
     /// Each finding with its source excerpt (the shared renderer, on
     /// stderr), then the summary line on stdout.
-    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
         if let Some(note) = &self.cache_note {
             let label = p.style.dim("cache:");
             p.err(&format!("{label} {note}\n"))?;
@@ -195,11 +183,11 @@ impl crate::cli::Report for LintReport {
         p.out(summary(self).as_str())
     }
 
-    fn exit_status(&self) -> crate::cli::ExitStatus {
+    fn exit_status(&self) -> ExitStatus {
         match self.exit_code() {
-            0 => crate::cli::ExitStatus::Success,
-            1 => crate::cli::ExitStatus::Failure,
-            _ => crate::cli::ExitStatus::Error,
+            0 => ExitStatus::Success,
+            1 => ExitStatus::Failure,
+            _ => ExitStatus::Error,
         }
     }
 }
@@ -207,11 +195,11 @@ impl crate::cli::Report for LintReport {
 /// Stack for evaluation threads (as `patchgen --check` uses).
 const STACK_SIZE: usize = 256 << 20;
 
-/// The rules `settings` and the flags select.
-pub fn selected_rules(settings: &LintSettings, args: &LintArgs) -> Result<Vec<&'static Rule>, UsageError> {
-    let select: Option<&Vec<String>> = args.select.as_ref().or(settings.select.as_ref());
-    let extend: Vec<&String> = settings.extend_select.iter().chain(&args.extend_select).collect();
-    let ignore: Vec<&String> = settings.ignore.iter().chain(&args.ignore).collect();
+/// The rules `settings` (flags, environment and pyproject resolved) select.
+pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, UsageError> {
+    let select: Option<&Vec<String>> = settings.select.as_ref();
+    let extend: Vec<&String> = settings.extend_select.iter().collect();
+    let ignore: Vec<&String> = settings.ignore.iter().collect();
     let all = select.into_iter().flatten().chain(extend.iter().copied()).chain(ignore.iter().copied());
     for s in all {
         if !rules::RULES.iter().any(|r| selects(s, r.code, r.name)) {
@@ -275,8 +263,17 @@ pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
         None => cwd.to_path_buf(),
     };
     let project = Project::find(&project_dir).map_err(|e| UsageError(e.to_string()))?;
-    let settings = LintSettings::load(&project.pyproject, &project.settings.package_prefix).map_err(UsageError)?;
-    let rules = selected_rules(&settings, args)?;
+    let flags = LintFlags {
+        select: args.select.clone(),
+        extend_select: args.extend_select.clone(),
+        ignore: args.ignore.clone(),
+    };
+    let overrides = Overrides { jobs: args.jobs, format: Some(args.format), ..Overrides::default() };
+    let resolved = Resolved::resolve(&overrides, &process_env, &project)
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_lint_flags(&flags);
+    let settings = LintSettings::from_options(&resolved.lint, &project.settings.package_prefix);
+    let rules = selected_rules(&settings)?;
     let (upstream, location) = upstream_for(args.upstream.as_deref(), &project, cwd, !args.no_download)?;
     let version_label = upstream.version.clone();
     let mut pipeline = Context::new(project, &project_dir, None);
@@ -317,7 +314,7 @@ pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
     };
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
     let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = args.jobs.filter(|&j| j > 0) {
+    if let Some(j) = resolved.jobs.filter(|&j| j > 0) {
         pool = pool.num_threads(j);
     }
     let pool = pool.build().map_err(|e| UsageError(format!("cannot start worker threads: {e}")))?;
@@ -342,13 +339,16 @@ fn run(
     rules: &[&'static Rule],
     upstream: String,
 ) -> LintReport {
-    let built: Vec<Result<LintContext, (String, Failure)>> =
-        modules.par_iter().map(|m| LintContext::build(shared, m, config_name).map_err(|f| (m.clone(), f))).collect();
+    // Boxed: a failure is large and rare.
+    let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
+        .par_iter()
+        .map(|m| LintContext::build(shared, m, config_name).map_err(|f| Box::new((m.clone(), f))))
+        .collect();
     crate::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
     for b in built {
-        match b {
+        match b.map_err(|e| *e) {
             Ok(c) => contexts.push(c),
             Err((_, Failure::NotAConfig { .. })) if !explicit => {}
             Err((_, Failure::OptionalSkipped { .. })) => {}
@@ -497,93 +497,88 @@ pub fn render_json(report: &LintReport) -> String {
 }
 
 /// `patchgen lint` from the command tree: lint from the working directory.
-pub fn run_command(args: &LintArgs) -> i32 {
+pub fn run_command(args: &LintArgs) -> ExitStatus {
     match std::env::current_dir() {
         Ok(cwd) => execute(args, &cwd),
-        Err(e) => {
-            eprintln!("patchgen lint: error: cannot read the working directory: {e}");
-            2
-        }
+        Err(e) => print_outcome::<LintReport>(
+            args.format,
+            "lint",
+            Err((format!("cannot read the working directory: {e}"), ExitStatus::Error)),
+        ),
     }
 }
 
-/// `patchgen rule` from the command tree.
-// Until lint's report goes through `cli::printer::Report`, it prints its own rendering.
-#[allow(clippy::print_stdout)]
-pub fn run_rule(args: &RuleArgs) -> i32 {
-    match rule_text(args) {
-        Ok(text) => {
-            print!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("patchgen rule: error: {e}");
-            2
-        }
-    }
+/// `patchgen rule` from the command tree: the rule's documentation, printed as a report.
+pub fn run_rule(args: &RuleArgs) -> ExitStatus {
+    let docs = rule_text(args).map(|text| RuleDocs { text }).map_err(|e| (e.to_string(), ExitStatus::Error));
+    print_outcome(Format::Text, "rule", docs)
 }
 
-/// `patchgen lint ARGS…`: prints the report, returns the exit code.
+/// `patchgen lint ARGS…` (the arguments after `lint`): prints the report,
+/// returns the exit code.
 pub fn run_lint_cli(args: &[OsString]) -> i32 {
-    let argv = std::iter::once(OsString::from("patchgen lint")).chain(args.iter().cloned());
-    let cli = match LintCli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("patchgen lint: error: cannot read the working directory: {e}");
-            return 2;
-        }
-    };
-    execute(&cli.args, &cwd)
+    run_cli("lint", args)
+}
+
+/// `patchgen rule CODE` / `--all`: the rule's documentation.
+pub fn run_rule_cli(args: &[OsString]) -> i32 {
+    run_cli("rule", args)
+}
+
+fn run_cli(command: &str, args: &[OsString]) -> i32 {
+    let argv = ["patchgen", command].into_iter().map(OsString::from).chain(args.iter().cloned());
+    match crate::cli::parse(argv) {
+        Ok(c) => crate::cli::run(c).code(),
+        Err(e) => crate::cli::print_clap_error(&e).code(),
+    }
 }
 
 /// Lint with parsed arguments, print through the shared printer (text:
 /// each finding with its source excerpt on stderr and a summary on stdout;
-/// `json`; `github`), return the exit code.
-pub fn execute(args: &LintArgs, cwd: &Path) -> i32 {
-    let mut printer = crate::cli::Printer::new(args.format);
-    match lint(args, cwd) {
-        Ok(report) if args.statistics => {
-            let written = printer.out(&render_statistics(&report)).and_then(|()| printer.flush());
-            printer.finish(written, crate::cli::Report::exit_status(&report)).code()
-        }
-        Ok(report) => printer.print(&report).code(),
-        Err(e) => {
-            let written = printer.err(&format!("patchgen lint: error: {e}\n"));
-            printer.finish(written, crate::cli::ExitStatus::Error).code()
-        }
+/// `json`; `github`; `--statistics`), return how the process ends.
+pub fn execute(args: &LintArgs, cwd: &Path) -> ExitStatus {
+    let outcome = lint(args, cwd).map_err(|e| (e.to_string(), ExitStatus::Error));
+    match outcome {
+        Ok(report) if args.statistics => print_outcome(args.format, "lint", Ok(Statistics(report))),
+        outcome => print_outcome(args.format, "lint", outcome),
     }
 }
 
-/// `patchgen rule CODE` / `--all`: the rule's documentation.
-// Until lint's report goes through `cli::printer::Report`, it prints its own rendering.
-#[allow(clippy::print_stdout)]
-pub fn run_rule_cli(args: &[OsString]) -> i32 {
-    let argv = std::iter::once(OsString::from("patchgen rule")).chain(args.iter().cloned());
-    let cli = match RuleCli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
-    };
-    match rule_text(&cli.args) {
-        Ok(text) => {
-            print!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("patchgen rule: error: {e}");
-            2
-        }
+/// `patchgen rule`'s output: a rule's documentation (markdown).
+#[derive(Serialize)]
+pub struct RuleDocs {
+    pub text: String,
+}
+
+impl crate::cli::printer::PlainReport for RuleDocs {
+    const COMMAND: &'static str = "rule";
+    fn render(&self) -> String {
+        self.text.clone()
+    }
+}
+
+/// `lint --statistics`: how often each rule fired, instead of the findings.
+struct Statistics(LintReport);
+
+impl Report for Statistics {
+    fn command(&self) -> &'static str {
+        "lint"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.0.diagnostics()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0.json_fields()
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&render_statistics(&self.0))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        self.0.exit_status()
     }
 }
 

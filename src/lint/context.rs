@@ -190,14 +190,12 @@ impl<'a> LintContext<'a> {
             error: crate::codegen::CodegenError {
                 message: format!("the generated text does not parse (line {}): {}", e.line, e.message),
                 help: None,
+                location: None,
             },
         })?;
         let job = raw.job;
         let config = shared.pipeline.loader.parse_file(&job.config_path).map_err(|e| {
-            Failure::Eval(crate::config::EvalError::new(
-                Loc { path: job.config_path.clone(), line: 0 },
-                format!("{e:?}"),
-            ))
+            Failure::Eval(crate::config::EvalError::new(Loc::line(job.config_path.clone(), 0), format!("{e:?}")))
         })?;
         let origins = genmap::origins(&job.plan, &generated, &config.text);
         Ok(LintContext {
@@ -388,8 +386,7 @@ impl<'a> LintContext<'a> {
     /// The first line of the config file containing `needle` (for code the
     /// config writes as text: imports, post-import blocks).
     pub fn config_line_containing(&self, needle: &str) -> Option<Loc> {
-        genmap::line_containing(&self.config.text, needle)
-            .map(|line| Loc { path: self.config_path().to_path_buf(), line })
+        genmap::line_containing(&self.config.text, needle).map(|line| Loc::line(self.config_path().to_path_buf(), line))
     }
 
     /// Attach this config's module name and apply nothing else.

@@ -99,7 +99,7 @@ pub fn config_anchor(ctx: &LintContext) -> Loc {
         .or_else(|| genmap_line(text, "config.target_file"))
         .or_else(|| genmap_line(text, "config."))
         .unwrap_or(1);
-    Loc { path, line }
+    Loc::line(path, line)
 }
 
 fn genmap_line(text: &str, needle: &str) -> Option<usize> {

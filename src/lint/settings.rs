@@ -14,9 +14,13 @@
 //! "veomni/models/transformers/qwen3_5/*" = ["PG203"]
 //! ```
 //!
-//! Flags (`--select`, `--ignore`, `--extend-select`) are applied after the file.
+//! The table is read, checked (unknown keys: file, line, nearest key) and
+//! resolved with the environment and the flags by `crate::settings`
+//! (`--select` > `PATCHGEN_LINT_SELECT` > `select`; `--extend-select` and
+//! `--ignore` add to `PATCHGEN_LINT_EXTEND_SELECT`/`PATCHGEN_LINT_IGNORE`
+//! and the file's lists); this module turns the result into what the rules use.
 
-use std::path::Path;
+use crate::settings::LintOptions;
 
 /// The VeOmni runtime's hooks on model classes: methods injected on purpose
 /// that nothing in the generated module calls (the trainer and data
@@ -43,88 +47,29 @@ pub struct LintSettings {
     pub per_file_ignores: Vec<(String, Vec<String>)>,
 }
 
-fn strings(table: &toml::Table, key: &str, err: &dyn Fn(String) -> String) -> Result<Option<Vec<String>>, String> {
-    match table.get(key) {
-        None => Ok(None),
-        Some(toml::Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| err(format!("`{key}` must be a list of strings"))))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(err(format!("`{key}` must be a list of strings"))),
-    }
-}
-
-const KNOWN: &[&str] = &[
-    "select",
-    "extend-select",
-    "ignore",
-    "framework-hooks",
-    "extend-framework-hooks",
-    "sibling-suffixes",
-    "first-party",
-    "per-file-ignores",
-];
-
 impl LintSettings {
-    /// Read `[tool.patchgen.lint]` from `pyproject`; `package_prefix` gives
-    /// the default first-party package.
-    pub fn load(pyproject: &Path, package_prefix: &str) -> Result<LintSettings, String> {
-        let text =
-            std::fs::read_to_string(pyproject).map_err(|e| format!("{}: cannot read: {e}", pyproject.display()))?;
-        let doc: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| format!("{}: invalid TOML: {}", pyproject.display(), e.message()))?;
-        let table = doc.get("tool").and_then(|t| t.get("patchgen")).and_then(|t| t.get("lint"));
-        let empty = toml::Table::new();
-        let table = match table {
-            None => &empty,
-            Some(toml::Value::Table(t)) => t,
-            Some(_) => {
-                return Err(format!("{}: [tool.patchgen.lint] must be a table", pyproject.display()));
-            }
-        };
-        Self::from_table(table, package_prefix).map_err(|m| format!("{}: {m}", pyproject.display()))
-    }
-
-    pub fn from_table(table: &toml::Table, package_prefix: &str) -> Result<LintSettings, String> {
-        let err = |m: String| format!("[tool.patchgen.lint] {m}");
-        if let Some(k) = table.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(err(format!("has an unknown key `{k}` (known: {})", KNOWN.join(", "))));
-        }
-        let mut hooks: Vec<String> = match strings(table, "framework-hooks", &err)? {
-            Some(h) => h,
+    /// The rule options of [`crate::settings::Resolved::lint`] (flags,
+    /// environment and `[tool.patchgen.lint]` already resolved, unknown
+    /// keys already refused); `package_prefix` gives the default
+    /// first-party package.
+    pub fn from_options(o: &LintOptions, package_prefix: &str) -> LintSettings {
+        let mut hooks: Vec<String> = match &o.framework_hooks {
+            Some(h) => h.clone(),
             None => DEFAULT_HOOKS.iter().map(|s| s.to_string()).collect(),
         };
-        hooks.extend(strings(table, "extend-framework-hooks", &err)?.unwrap_or_default());
-        let per_file_ignores = match table.get("per-file-ignores") {
-            None => Vec::new(),
-            Some(toml::Value::Table(t)) => t
-                .iter()
-                .map(|(k, v)| {
-                    let codes = v
-                        .as_array()
-                        .and_then(|a| a.iter().map(|c| c.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
-                        .ok_or_else(|| err(format!("per-file-ignores `{k}` must be a list of codes")))?;
-                    Ok((k.clone(), codes))
-                })
-                .collect::<Result<_, String>>()?,
-            Some(_) => {
-                return Err(err("`per-file-ignores` must be a table of glob = [codes]".into()));
-            }
-        };
-        let first_party = strings(table, "first-party", &err)?
-            .unwrap_or_else(|| vec![package_prefix.split('.').next().unwrap_or(package_prefix).to_string()]);
-        Ok(LintSettings {
-            select: strings(table, "select", &err)?,
-            extend_select: strings(table, "extend-select", &err)?.unwrap_or_default(),
-            ignore: strings(table, "ignore", &err)?.unwrap_or_default(),
+        hooks.extend(o.extend_framework_hooks.iter().flatten().cloned());
+        LintSettings {
+            select: o.select.clone(),
+            extend_select: o.extend_select.clone().unwrap_or_default(),
+            ignore: o.ignore.clone().unwrap_or_default(),
             hooks,
-            sibling_suffixes: strings(table, "sibling-suffixes", &err)?
-                .unwrap_or_else(|| vec!["gpu".to_string(), "npu".to_string()]),
-            first_party,
-            per_file_ignores,
-        })
+            sibling_suffixes: o.sibling_suffixes.clone().unwrap_or_else(|| vec!["gpu".to_string(), "npu".to_string()]),
+            first_party: o
+                .first_party
+                .clone()
+                .unwrap_or_else(|| vec![package_prefix.split('.').next().unwrap_or(package_prefix).to_string()]),
+            per_file_ignores: o.per_file_ignores.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }
     }
 
     /// Codes ignored for the file at `rel` (relative to the project root, `/`-separated).
@@ -206,7 +151,9 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_errors() {
-        let t: toml::Table = "selec = [\"PG1\"]".parse().unwrap();
-        assert!(LintSettings::from_table(&t, "pkg").unwrap_err().contains("unknown key `selec`"));
+        let text =
+            "[tool.patchgen]\nsearch_root = \".\"\npackage_prefix = \"pkg\"\n[tool.patchgen.lint]\nselec = [\"PG1\"]\n";
+        let err = crate::settings::Options::from_pyproject(std::path::Path::new("p.toml"), text).unwrap_err();
+        assert!(err.to_string().contains("unknown key `selec`"), "{err}");
     }
 }

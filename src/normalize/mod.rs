@@ -39,38 +39,23 @@ pub struct Ruff {
     pub isolated: bool,
 }
 
-#[derive(Debug)]
+/// Why ruff could not normalise a generated file (the file is the
+/// caller's: `Failure::Ruff` names it).
+#[derive(Debug, thiserror::Error)]
 pub enum RuffError {
+    #[error(
+        "ruff not found (`{}`)\n  help: install the pinned version with `pip install ruff=={PINNED_RUFF}`, or point `--ruff` / `ruff` in [tool.patchgen] at the binary",
+        program.display()
+    )]
     NotFound { program: PathBuf },
+    #[error("cannot run `{}`: {message}", program.display())]
     Spawn { program: PathBuf, message: String },
+    #[error(
+        "ruff {step} rejected the generated file (exit {}):\n{}\n  help: the generated code uses a name nothing defines or imports? add it with `config.add_import(...)`, or fix the replacement source",
+        code.map(|c| c.to_string()).unwrap_or_else(|| "signal".into()),
+        diagnostics.trim_end()
+    )]
     Rejected { step: &'static str, code: Option<i32>, diagnostics: String },
-}
-
-impl std::fmt::Display for RuffError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RuffError::NotFound { program } => write!(
-                f,
-                "ruff not found (`{}`)\n  help: install the pinned version with `pip install ruff=={PINNED_RUFF}`, or point `--ruff` / `ruff` in [tool.patchgen] at the binary",
-                program.display()
-            ),
-            RuffError::Spawn { program, message } => {
-                write!(f, "cannot run `{}`: {message}", program.display())
-            }
-            RuffError::Rejected { step, code, diagnostics } => {
-                write!(
-                    f,
-                    "ruff {step} rejected the generated file (exit {}):\n{}",
-                    code.map(|c| c.to_string()).unwrap_or_else(|| "signal".into()),
-                    diagnostics.trim_end()
-                )?;
-                write!(
-                    f,
-                    "\n  help: the generated code uses a name nothing defines or imports? add it with `config.add_import(...)`, or fix the replacement source"
-                )
-            }
-        }
-    }
 }
 
 /// How [`Ruff::normalize_many`] runs ruff. `PATCHGEN_RUFF_MODE=per-file`

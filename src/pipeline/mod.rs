@@ -128,7 +128,7 @@ impl Failure {
         };
         let d = match self {
             Failure::Eval(e) => {
-                let d = code.diagnostic(e.message.clone()).at(Location::line(e.loc.path.clone(), e.loc.line));
+                let d = code.diagnostic(e.message.clone()).at(e.loc.location());
                 match &e.help {
                     Some(h) => d.help(h.clone()),
                     None => d,
@@ -144,6 +144,14 @@ impl Failure {
                 code.diagnostic(self.to_string()).at(Location::line(origin.clone(), *line))
             }
             Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
+            // Located: the excerpt shows the config line, `help` its own line.
+            Failure::Codegen { module, error: codegen::CodegenError { message, help, location: Some(loc) } } => {
+                let d = code.diagnostic(format!("{module}: code generation error: {message}")).at(loc.location());
+                match help {
+                    Some(h) => d.help(h.clone()),
+                    None => d,
+                }
+            }
             _ => code.diagnostic(self.to_string()),
         };
         d.config(config)

@@ -464,21 +464,10 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-impl crate::cli::Report for Report {
-    fn command(&self) -> &'static str {
-        "reference"
-    }
-    fn diagnostics(&self) -> Vec<&crate::diagnostics::Diagnostic> {
-        Vec::new()
-    }
-    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
-        crate::cli::printer::fields(self)
-    }
-    fn text(&self, p: &mut crate::cli::Printer) -> std::io::Result<()> {
-        p.out(&render_text(self))
-    }
-    fn exit_status(&self) -> crate::cli::ExitStatus {
-        crate::cli::ExitStatus::Success
+impl crate::cli::printer::PlainReport for Report {
+    const COMMAND: &'static str = "reference";
+    fn render(&self) -> String {
+        render_text(self)
     }
 }
 

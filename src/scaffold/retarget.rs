@@ -608,7 +608,7 @@ mod tests {
             description: None,
             replacement_source: None,
             name_map: Some(vec![("Qwen3_5".into(), "Qwen3_5Moe".into())]),
-            registered_at: crate::config::plan::Loc { path: "c.py".into(), line: 1 },
+            registered_at: crate::config::plan::Loc::line("c.py", 1),
         };
         assert_eq!(
             compose_name_map(&p, "Qwen3_5Moe", "Glm"),

@@ -287,9 +287,55 @@ impl Resolved {
             format,
             cache_dir,
             no_cache,
-            lint: project.settings.lint.clone(),
+            lint: lint_from_env(env, &project.settings.lint),
         })
     }
+
+    /// `lint`'s `--select` (replaces), `--extend-select` and `--ignore`
+    /// (added to what the environment and `[tool.patchgen.lint]` say).
+    pub fn with_lint_flags(mut self, flags: &LintFlags) -> Resolved {
+        if let Some(select) = &flags.select {
+            self.lint.select = Some(select.clone());
+        }
+        let extend = |v: &mut Option<Vec<String>>, more: &[String]| {
+            if !more.is_empty() {
+                v.get_or_insert_with(Vec::new).extend(more.iter().cloned());
+            }
+        };
+        extend(&mut self.lint.extend_select, &flags.extend_select);
+        extend(&mut self.lint.ignore, &flags.ignore);
+        self
+    }
+}
+
+/// `lint`'s rule selection on the command line (`None`/empty: not given).
+#[derive(Clone, Debug, Default)]
+pub struct LintFlags {
+    pub select: Option<Vec<String>>,
+    pub extend_select: Vec<String>,
+    pub ignore: Vec<String>,
+}
+
+/// `[tool.patchgen.lint]` with the environment applied:
+/// `PATCHGEN_LINT_SELECT` replaces `select`; `PATCHGEN_LINT_EXTEND_SELECT`
+/// and `PATCHGEN_LINT_IGNORE` add to `extend-select` and `ignore`
+/// (comma-separated codes, prefixes or names).
+fn lint_from_env(env: Env, file: &LintOptions) -> LintOptions {
+    let list = |name: &str| {
+        env(name).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>())
+    };
+    let mut lint = file.clone();
+    if let Some(select) = list("PATCHGEN_LINT_SELECT") {
+        lint.select = Some(select);
+    }
+    for (name, field) in
+        [("PATCHGEN_LINT_EXTEND_SELECT", &mut lint.extend_select), ("PATCHGEN_LINT_IGNORE", &mut lint.ignore)]
+    {
+        if let Some(more) = list(name) {
+            field.get_or_insert_with(Vec::new).extend(more);
+        }
+    }
+    lint
 }
 
 /// The project-level settings of [`Options`]: paths made absolute, required keys checked.

@@ -124,3 +124,27 @@ fn nearest_key() {
     assert_eq!(nearest("perfile-ignores", &LINT_KEYS), Some("per-file-ignores"));
     assert_eq!(nearest("colour", &KEYS), None);
 }
+
+#[test]
+fn lint_selection_flag_env_pyproject() {
+    let p = project("\n[tool.patchgen.lint]\nselect = [\"PG1\"]\nignore = [\"PG101\"]\nextend-select = [\"PG3\"]\n");
+    let none = LintFlags::default();
+    // pyproject alone
+    let r = Resolved::resolve(&Overrides::default(), &env(&[]), &p).unwrap().with_lint_flags(&none);
+    assert_eq!(r.lint.select, Some(vec!["PG1".to_string()]));
+    // the environment replaces `select` and adds to the lists
+    let e = env(&[
+        ("PATCHGEN_LINT_SELECT", "PG2, PG4"),
+        ("PATCHGEN_LINT_IGNORE", "PG203"),
+        ("PATCHGEN_LINT_EXTEND_SELECT", "PG501"),
+    ]);
+    let r = Resolved::resolve(&Overrides::default(), &e, &p).unwrap().with_lint_flags(&none);
+    assert_eq!(r.lint.select, Some(vec!["PG2".to_string(), "PG4".to_string()]));
+    assert_eq!(r.lint.ignore, Some(vec!["PG101".to_string(), "PG203".to_string()]));
+    assert_eq!(r.lint.extend_select, Some(vec!["PG3".to_string(), "PG501".to_string()]));
+    // the flags win over both (select) and add last (lists)
+    let flags = LintFlags { select: Some(vec!["PG5".into()]), extend_select: vec![], ignore: vec!["PG502".into()] };
+    let r = Resolved::resolve(&Overrides::default(), &e, &p).unwrap().with_lint_flags(&flags);
+    assert_eq!(r.lint.select, Some(vec!["PG5".to_string()]));
+    assert_eq!(r.lint.ignore, Some(vec!["PG101".to_string(), "PG203".to_string(), "PG502".to_string()]));
+}

@@ -28,12 +28,14 @@ use modules::Version;
 use report::{ConfigReport, Report, VersionLabel};
 use source::WheelCache;
 
-/// Output format.
+/// Output format: the shared `text`, `json` and `github` (`docs/cli.md`),
+/// and `markdown` for a pull-request description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Text,
     Json,
     Markdown,
+    Github,
 }
 
 /// Everything a survey needs; the CLI's arguments, parsed once.
@@ -177,13 +179,20 @@ pub fn survey(opts: &Options) -> Result<Report, UsageError> {
                     source_module: String::new(),
                     findings: Vec::new(),
                     error: Some(f.to_string()),
+                    failure: Some(f.diagnostic(m)),
                 }),
                 Ok((plan, _, _)) => {
                     let (findings, error) = match targets::survey(&plan, &from, &to) {
                         Ok(f) => (f, None),
                         Err(e) => (Vec::new(), Some(e)),
                     };
-                    Some(ConfigReport { module: m.clone(), source_module: plan.source_module.clone(), findings, error })
+                    Some(ConfigReport {
+                        module: m.clone(),
+                        source_module: plan.source_module.clone(),
+                        findings,
+                        error,
+                        failure: None,
+                    })
                 }
             })
             .collect()
@@ -243,23 +252,13 @@ pub fn run(cli: SurveyArgs) -> crate::cli::ExitStatus {
     };
     match survey(&opts) {
         Ok(report) => {
-            let out = match cli.format {
-                Format::Text => report::text(&report, cli.verbose),
-                Format::Json => report::json(&report),
-                Format::Markdown => report::markdown(&report),
+            let markdown = cli.format == Format::Markdown;
+            printer.format = match cli.format {
+                Format::Text | Format::Markdown => crate::cli::Format::Text,
+                Format::Json => crate::cli::Format::Json,
+                Format::Github => crate::cli::Format::Github,
             };
-            let mut written = printer.out(&out);
-            if cli.format != Format::Text && written.is_ok() {
-                for (module, error) in report.errors() {
-                    written = written.and_then(|()| printer.err(&format!("patchgen survey: {module}: {error}\n")));
-                }
-            }
-            let status = match report.exit_code() {
-                0 => ExitStatus::Success,
-                _ => ExitStatus::Failure,
-            };
-            let written = written.and_then(|()| printer.flush());
-            printer.finish(written, status)
+            printer.print(&report::Output::new(&report, cli.verbose, markdown))
         }
         Err(e) => {
             let written = printer.err(&format!("patchgen survey: error: {e}\n"));

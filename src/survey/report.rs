@@ -1,11 +1,16 @@
-//! The survey's findings and their three renderings: text grouped by
-//! config, a markdown table for a pull-request description, and JSON
-//! (schema in `docs/survey.md`).
+//! The survey's findings and their renderings: text grouped by config, a
+//! markdown table for a pull-request description, and the shared JSON
+//! document and GitHub annotations (`docs/json.md`; the survey's fields in
+//! `docs/survey.md`), where each drifted finding is a `PGS…` diagnostic.
 
 use std::fmt::Write as _;
 
+use serde_json::{Value, json};
+
 use super::compare::{BasesDiff, DecoratorDiff, SignatureDiff};
+use crate::cli::printer::{self, ExitStatus, Printer};
 use crate::config::plan::Loc;
+use crate::diagnostics::{Diagnostic, Location, codes};
 
 /// What happened to a target between the two versions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -148,6 +153,8 @@ pub struct ConfigReport {
     pub source_module: String,
     pub findings: Vec<Finding>,
     pub error: Option<String>,
+    /// The failure as a diagnostic, when the config could not be evaluated.
+    pub failure: Option<Diagnostic>,
 }
 
 /// One upstream version, for headers.
@@ -418,199 +425,192 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
-/// A JSON value, rendered with stable key order.
-enum Json {
-    Null,
-    Bool(bool),
-    Num(usize),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(&'static str, Json)>),
-}
-
-impl Json {
-    fn str(s: &str) -> Json {
-        Json::Str(s.to_string())
-    }
-
-    fn strs(v: &[String]) -> Json {
-        Json::Arr(v.iter().map(|s| Json::str(s)).collect())
-    }
-
-    fn opt(s: Option<&str>) -> Json {
-        s.map(Json::str).unwrap_or(Json::Null)
-    }
-
-    fn render(&self, indent: usize, out: &mut String) {
-        let pad = |n: usize| "  ".repeat(n);
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Num(n) => {
-                let _ = write!(out, "{n}");
-            }
-            Json::Str(s) => out.push_str(&crate::json::string(s)),
-            Json::Arr(items) if items.is_empty() => out.push_str("[]"),
-            Json::Obj(items) if items.is_empty() => out.push_str("{}"),
-            Json::Arr(items) => {
-                out.push_str("[\n");
-                for (i, item) in items.iter().enumerate() {
-                    out.push_str(&pad(indent + 1));
-                    item.render(indent + 1, out);
-                    out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
-                }
-                let _ = write!(out, "{}]", pad(indent));
-            }
-            Json::Obj(items) => {
-                out.push_str("{\n");
-                for (i, (k, v)) in items.iter().enumerate() {
-                    let _ = write!(out, "{}\"{k}\": ", pad(indent + 1));
-                    v.render(indent + 1, out);
-                    out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
-                }
-                let _ = write!(out, "{}}}", pad(indent));
-            }
-        }
-    }
-}
-
-fn site_json(site: &Option<Site>) -> Json {
+fn site_json(site: &Option<Site>) -> Value {
     match site {
-        None => Json::Null,
+        None => Value::Null,
         Some(s) => {
-            let mut o = vec![("file", Json::str(&s.origin)), ("line", Json::Num(s.line))];
+            let mut o = json!({"file": s.origin, "line": s.line});
             if let Some(owner) = &s.owner {
-                o.push(("defined_in", Json::str(owner)));
+                o["defined_in"] = json!(owner);
             }
-            Json::Obj(o)
+            o
         }
     }
 }
 
-fn pairs(v: &[(String, String)]) -> Json {
-    Json::Arr(v.iter().map(|(a, b)| Json::Obj(vec![("from", Json::str(a)), ("to", Json::str(b))])).collect())
+fn pairs(v: &[(String, String)]) -> Value {
+    v.iter().map(|(a, b)| json!({"from": a, "to": b})).collect()
 }
 
-/// `{"name": …, "from": …, "to": …}`.
-fn from_to(name: &str, from: Json, to: Json) -> Json {
-    Json::Obj(vec![("name", Json::str(name)), ("from", from), ("to", to)])
+fn signature_json(s: &SignatureDiff) -> Value {
+    json!({
+        "from": s.from.to_string(),
+        "to": s.to.to_string(),
+        "removed": s.removed,
+        "added": s.added,
+        "renamed": pairs(&s.renamed),
+        "reordered": s.reordered.as_ref().map(|(a, b)| json!({"from": a, "to": b})),
+        "kind_changed": s.kind_changed.iter()
+            .map(|(n, a, b)| json!({"name": n, "from": a.as_str(), "to": b.as_str()}))
+            .collect::<Vec<_>>(),
+        "default_changed": s.default_changed.iter()
+            .map(|(n, a, b)| json!({"name": n, "from": a, "to": b}))
+            .collect::<Vec<_>>(),
+        "replacement_stale": s.replacement_stale,
+    })
 }
 
-fn signature_json(s: &SignatureDiff) -> Json {
-    Json::Obj(vec![
-        ("from", Json::Str(s.from.to_string())),
-        ("to", Json::Str(s.to.to_string())),
-        ("removed", Json::strs(&s.removed)),
-        ("added", Json::strs(&s.added)),
-        ("renamed", pairs(&s.renamed)),
-        (
-            "reordered",
-            match &s.reordered {
-                Some((a, b)) => Json::Obj(vec![("from", Json::strs(a)), ("to", Json::strs(b))]),
-                None => Json::Null,
-            },
-        ),
-        (
-            "kind_changed",
-            Json::Arr(
-                s.kind_changed
-                    .iter()
-                    .map(|(n, a, b)| from_to(n, Json::str(a.as_str()), Json::str(b.as_str())))
-                    .collect(),
-            ),
-        ),
-        (
-            "default_changed",
-            Json::Arr(
-                s.default_changed
-                    .iter()
-                    .map(|(n, a, b)| from_to(n, Json::opt(a.as_deref()), Json::opt(b.as_deref())))
-                    .collect(),
-            ),
-        ),
-        ("replacement_stale", Json::strs(&s.replacement_stale)),
-    ])
-}
-
-fn details_json(d: &Details) -> Json {
-    let mut o = vec![("from", site_json(&d.from)), ("to", site_json(&d.to))];
+fn details_json(d: &Details) -> Value {
+    let mut o = json!({"from": site_json(&d.from), "to": site_json(&d.to)});
     if let Some(s) = &d.signature {
-        o.push(("signature", signature_json(s)));
+        o["signature"] = signature_json(s);
     }
     if let Some(dec) = &d.decorators {
-        o.push((
-            "decorators",
-            Json::Obj(vec![
-                ("removed", Json::strs(&dec.removed)),
-                ("added", Json::strs(&dec.added)),
-                ("changed", pairs(&dec.changed)),
-            ]),
-        ));
+        o["decorators"] = json!({"removed": dec.removed, "added": dec.added, "changed": pairs(&dec.changed)});
     }
     if let Some(b) = &d.bases {
-        o.push(("bases", Json::Obj(vec![("from", Json::strs(&b.from)), ("to", Json::strs(&b.to))])));
+        o["bases"] = json!({"from": b.from, "to": b.to});
     }
     if !d.missing_names.is_empty() {
-        let items = d
-            .missing_names
-            .iter()
-            .map(|n| Json::Obj(vec![("name", Json::str(&n.name)), ("from", site_json(&n.from))]))
-            .collect();
-        o.push(("missing_names", Json::Arr(items)));
+        o["missing_names"] =
+            d.missing_names.iter().map(|n| json!({"name": n.name, "from": site_json(&n.from)})).collect();
     }
     if !d.missing_attributes.is_empty() {
-        let items = d
+        o["missing_attributes"] = d
             .missing_attributes
             .iter()
-            .map(|a| {
-                Json::Obj(vec![
-                    ("name", Json::str(&a.name)),
-                    ("defined_in", Json::str(&a.owner)),
-                    ("line", Json::Num(a.line)),
-                ])
-            })
+            .map(|a| json!({"name": a.name, "defined_in": a.owner, "line": a.line}))
             .collect();
-        o.push(("missing_attributes", Json::Arr(items)));
     }
-    Json::Obj(o)
+    o
 }
 
-pub fn json(report: &Report) -> String {
-    let label = |v: &VersionLabel| Json::str(&v.version);
-    let findings = report
+/// The survey's own fields of the JSON document (`docs/survey.md`).
+fn json_fields(report: &Report) -> serde_json::Map<String, Value> {
+    let findings: Vec<Value> = report
         .findings()
         .map(|f| {
-            Json::Obj(vec![
-                ("config", Json::str(&f.config)),
-                ("target", Json::str(&f.target)),
-                ("patch", Json::str(f.patch.as_str())),
-                ("kind", Json::str(f.kind.as_str())),
-                ("drifted", Json::Bool(f.drifted())),
-                (
-                    "registered_at",
-                    Json::Obj(vec![
-                        ("file", Json::Str(f.registered_at.path.to_string_lossy().into_owned())),
-                        ("line", Json::Num(f.registered_at.line)),
-                    ]),
-                ),
-                ("details", details_json(&f.details)),
-            ])
+            json!({
+                "config": f.config,
+                "target": f.target,
+                "patch": f.patch.as_str(),
+                "kind": f.kind.as_str(),
+                "drifted": f.drifted(),
+                "registered_at": {"file": f.registered_at.path.to_string_lossy(), "line": f.registered_at.line},
+                "details": details_json(&f.details),
+            })
         })
         .collect();
-    let errors =
-        report.errors().map(|(m, e)| Json::Obj(vec![("config", Json::str(m)), ("message", Json::str(e))])).collect();
-    let doc = Json::Obj(vec![
-        ("package", Json::str(&report.package)),
-        ("from", label(&report.from)),
-        ("to", label(&report.to)),
-        ("from_location", Json::str(&report.from.location)),
-        ("to_location", Json::str(&report.to.location)),
-        ("configs", Json::Arr(report.configs.iter().map(|c| Json::str(&c.module)).collect())),
-        ("findings", Json::Arr(findings)),
-        ("errors", Json::Arr(errors)),
-    ]);
-    let mut out = String::new();
-    doc.render(0, &mut out);
-    out.push('\n');
+    let errors: Vec<Value> = report.errors().map(|(m, e)| json!({"config": m, "message": e})).collect();
+    let doc = json!({
+        "package": report.package,
+        "from": report.from.version,
+        "to": report.to.version,
+        "from_location": report.from.location,
+        "to_location": report.to.location,
+        "configs": report.configs.iter().map(|c| c.module.as_str()).collect::<Vec<_>>(),
+        "findings": findings,
+        "errors": errors,
+    });
+    match doc {
+        Value::Object(m) => m,
+        _ => unreachable!("a JSON object"),
+    }
+}
+
+/// A drifted finding as a diagnostic (`PGS…`), at the line that registers
+/// the patch: the message names the target and what changed, then the
+/// finding's detail lines (as text shows them).
+fn finding_diagnostic(f: &Finding, from: &str, to: &str) -> Option<Diagnostic> {
+    if !f.drifted() {
+        return None;
+    }
+    let code = match f.kind {
+        Kind::SignatureChanged => codes::SURVEY_SIGNATURE_CHANGED,
+        Kind::DecoratorsChanged => codes::SURVEY_DECORATORS_CHANGED,
+        Kind::Removed => codes::SURVEY_REMOVED,
+        Kind::NewUpstream => codes::SURVEY_NEW_UPSTREAM,
+        Kind::Unchanged | Kind::AddedByConfig if !f.details.missing_names.is_empty() => codes::SURVEY_MISSING_NAME,
+        Kind::Unchanged | Kind::AddedByConfig => codes::SURVEY_MISSING_ATTRIBUTE,
+    };
+    let mut message = format!("{} `{}`: {} ({from} → {to})", f.patch.as_str(), f.target, f.kind.as_str());
+    for line in detail_lines(f, from, to, false) {
+        message.push('\n');
+        message.push_str(&line);
+    }
+    let d = code.diagnostic(message).config(f.config.clone()).help(code.summary.trim_start_matches("survey: "));
+    Some(if f.registered_at.line > 0 {
+        d.at(f.registered_at.location())
+    } else {
+        d.at(Location::file(&f.registered_at.path))
+    })
+}
+
+/// Every diagnostic of a survey, in report order: per config its failure,
+/// then its drifted findings.
+pub fn diagnostics(report: &Report) -> Vec<Diagnostic> {
+    let (from, to) = (&report.from.version, &report.to.version);
+    let mut out = Vec::new();
+    for c in &report.configs {
+        if let Some(e) = &c.error {
+            out.push(
+                c.failure
+                    .clone()
+                    .unwrap_or_else(|| codes::SURVEY_FAILED.diagnostic(e.clone()).config(c.module.clone())),
+            );
+        }
+        out.extend(c.findings.iter().filter_map(|f| finding_diagnostic(f, from, to)));
+    }
     out
+}
+
+/// A survey as the printer writes it: `text` (grouped by config; `-v` adds
+/// unchanged targets), `markdown` (a pull-request table), or the shared
+/// `json` / `github` forms.
+pub struct Output<'a> {
+    pub report: &'a Report,
+    pub verbose: bool,
+    pub markdown: bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> Output<'a> {
+    pub fn new(report: &'a Report, verbose: bool, markdown: bool) -> Output<'a> {
+        Output { report, verbose, markdown, diagnostics: diagnostics(report) }
+    }
+}
+
+impl printer::Report for Output<'_> {
+    fn command(&self) -> &'static str {
+        "survey"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.diagnostics.iter().collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, Value> {
+        json_fields(self.report)
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        if !self.markdown {
+            return p.out(&text(self.report, self.verbose));
+        }
+        p.out(&markdown(self.report))?;
+        for (module, error) in self.report.errors() {
+            p.err(&format!("patchgen survey: {module}: {error}\n"))?;
+        }
+        Ok(())
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::failure_if(self.report.exit_code() != 0)
+    }
+}
+
+/// The JSON document of a survey (`docs/json.md`, fields in `docs/survey.md`),
+/// as `--format json` prints it.
+pub fn json(report: &Report) -> String {
+    printer::json_document(&Output::new(report, false, false))
 }

@@ -355,7 +355,7 @@ fn config_code_findings(plan: &PatchPlan, names: &NameCheck) -> Vec<Finding> {
             });
         }
     };
-    let config_file = crate::config::plan::Loc { path: plan.config_path.clone(), line: 0 };
+    let config_file = crate::config::plan::Loc::line(plan.config_path.clone(), 0);
     for (i, block) in plan.post_import_blocks.iter().enumerate() {
         if let Ok(parsed) = ruff_python_parser::parse_module(pytext::strip(&pytext::dedent(block))) {
             push(

@@ -43,32 +43,19 @@ pub struct UpstreamSource {
     pub inputs: Vec<Input>,
 }
 
-#[derive(Debug)]
+/// Why an upstream module cannot be read. `NotUtf8` and `Io` carry the
+/// file (and line); `NotFound` has none to point at.
+#[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
+    #[error(
+        "upstream module `{module}` not found; searched:\n{}  help: put the package on PYTHONPATH (a site-packages directory, an unpacked wheel or a .whl file), or activate the virtualenv that has it",
+        searched.iter().map(|s| format!("    {}\n", s.display())).collect::<String>()
+    )]
     NotFound { module: String, searched: Vec<PathBuf> },
+    #[error("{}:{line}: upstream file is not valid UTF-8", origin.display())]
     NotUtf8 { origin: PathBuf, line: usize },
+    #[error("{}: {message}", origin.display())]
     Io { origin: PathBuf, message: String },
-}
-
-impl std::fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UpstreamError::NotFound { module, searched } => {
-                writeln!(f, "upstream module `{module}` not found; searched:")?;
-                for s in searched {
-                    writeln!(f, "    {}", s.display())?;
-                }
-                write!(
-                    f,
-                    "  help: put the package on PYTHONPATH (a site-packages directory, an unpacked wheel or a .whl file), or activate the virtualenv that has it"
-                )
-            }
-            UpstreamError::NotUtf8 { origin, line } => {
-                write!(f, "{}:{line}: upstream file is not valid UTF-8", origin.display())
-            }
-            UpstreamError::Io { origin, message } => write!(f, "{}: {message}", origin.display()),
-        }
-    }
 }
 
 pub struct SearchPath {

@@ -249,6 +249,7 @@ impl ClassEdit {
             source_lines.get(i).copied().ok_or_else(|| CodegenError {
                 message: format!("line {} of the class segment is out of range (upstream line numbering and str.splitlines disagree)", i + 1),
                 help: Some("the upstream file contains form feeds or other characters Python treats as line breaks".into()),
+                location: None,
             })
         };
         let class_indent = source_lines.get(shape.class_start).map(|l| indent_width(l)).unwrap_or(0);

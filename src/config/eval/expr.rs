@@ -28,7 +28,7 @@ impl Evaluator<'_> {
 
     fn eval_inner(&mut self, frame: &mut Frame, expr: &Expr) -> EResult<Value> {
         let file = frame.file.clone();
-        let loc = || file.loc(expr.start());
+        let loc = || file.loc(expr.range());
         Ok(match expr {
             Expr::StringLiteral(s) => Value::str(s.value.to_str()),
             Expr::BytesLiteral(_) => opaque("bytes literal", loc()),

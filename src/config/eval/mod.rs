@@ -59,7 +59,7 @@ pub(super) struct Frame {
 
 impl Frame {
     pub fn loc(&self, node: &impl Ranged) -> Loc {
-        self.file.loc(node.start())
+        self.file.loc(node.range())
     }
 }
 
@@ -92,14 +92,14 @@ impl<'a> Evaluator<'a> {
         let loaded = match self.loader.load(module) {
             Some(Ok(loaded)) => loaded,
             Some(Err(LoadError::Syntax { path, line, message })) => {
-                return Err(EvalError::new(Loc { path, line }, format!("syntax error: {message}"))
+                return Err(EvalError::new(Loc::line(path, line), format!("syntax error: {message}"))
                     .with_help("fix the Python syntax of this file"));
             }
             Some(Err(LoadError::Io { path, message })) => {
-                return Err(EvalError::new(Loc { path, line: 0 }, format!("cannot read: {message}")));
+                return Err(EvalError::new(Loc::line(path, 0), format!("cannot read: {message}")));
             }
             None => {
-                let loc = import_loc.cloned().unwrap_or(Loc { path: Default::default(), line: 0 });
+                let loc = import_loc.cloned().unwrap_or(Loc::line(std::path::PathBuf::new(), 0));
                 return Err(EvalError::new(loc, format!("no module named `{module}` in the project")).with_help(
                     "check the dotted name; config modules are looked up under the project's package root",
                 ));
@@ -168,7 +168,7 @@ impl<'a> Evaluator<'a> {
                 }
             };
         }
-        Err(EvalError::new(Loc { path: Default::default(), line: 0 }, "too many re-exports while resolving an import"))
+        Err(EvalError::new(Loc::line(std::path::PathBuf::new(), 0), "too many re-exports while resolving an import"))
     }
 
     pub(super) fn lookup_quiet(&self, frame: &Frame, name: &str) -> Option<Value> {

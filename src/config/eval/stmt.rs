@@ -286,7 +286,7 @@ impl Evaluator<'_> {
             file: frame.file.clone(),
             is_class,
             first_line,
-            loc: Loc { path: frame.file.path.clone(), line: def_line },
+            loc: Loc::line(frame.file.path.clone(), def_line),
         });
         let _ = stmt;
         // Decorator expressions are evaluated top-down, applied bottom-up.

@@ -359,7 +359,7 @@ fn report(
     callee: &str,
     callee_at: Option<Location>,
 ) -> Diagnostic {
-    let callee_origin = ctx.origin_named(callee).map(|o| Loc { path: o.config_path.clone(), line: o.config_line });
+    let callee_origin = ctx.origin_named(callee).map(|o| Loc::line(o.config_path.clone(), o.config_line));
     let mut d = RULE
         .diagnostic(message)
         .help("make the call match the callee, or give the callee the parameter (in every config that patches it)");

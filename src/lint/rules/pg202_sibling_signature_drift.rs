@@ -89,7 +89,7 @@ fn overridden(ctx: &LintContext) -> BTreeMap<String, Loc> {
                     if let Stmt::FunctionDef(f) = s {
                         let qual = format!("{}.{}", p.target, f.name.id);
                         let line = object.defined_at.line;
-                        out.insert(qual, Loc { path: object.defined_at.path.clone(), line });
+                        out.insert(qual, Loc::line(object.defined_at.path.clone(), line));
                     }
                 }
             }
@@ -110,7 +110,7 @@ fn def_loc(ctx: &LintContext, qual: &str, fallback: &Loc) -> Loc {
     };
     let line = ctx.generated.line_of(ruff_text_size::Ranged::start(&f.name));
     match ctx.origin_of_line(line) {
-        Some(o) => Loc { path: o.config_path.clone(), line: o.config_line_of(line) },
+        Some(o) => Loc::line(o.config_path.clone(), o.config_line_of(line)),
         None => fallback.clone(),
     }
 }
