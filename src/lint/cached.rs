@@ -18,38 +18,35 @@
 //! - the run's values (patchgen's build, the search path, `[tool.patchgen]`
 //!   settings, ruff's identity: shared with `check`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::command::{LintArgs, LintReport};
 use super::context::Shared;
 use crate::cache::{Cache, Input, Inputs, Key, Probe, Prober};
 use crate::pipeline::Context;
 use crate::project::Project;
+use crate::settings::{LintOptions, Resolved};
 use crate::upstream::SearchPath;
 
 /// The cache lint uses: `Ok(None)` with `--no-cache` or
 /// `PATCHGEN_NO_CACHE`; `Err(why)` when it cannot be opened (lint then
 /// runs without it). The directory as for `check`: `PATCHGEN_CACHE_DIR`,
 /// else `[tool.patchgen] cache-dir`, else `.patchgen_cache/` in the project.
-pub fn open(args: &LintArgs, project: &Project, cwd: &Path) -> Result<Option<Cache>, String> {
-    let off = std::env::var("PATCHGEN_NO_CACHE")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
-    if args.no_cache || off {
+pub fn open(settings: &Resolved, project: &Project, cwd: &Path) -> Result<Option<Cache>, String> {
+    if settings.no_cache {
         return Ok(None);
     }
-    let dir = match std::env::var_os("PATCHGEN_CACHE_DIR").map(PathBuf::from).or(project.settings.cache_dir.clone()) {
-        Some(d) => cwd.join(d),
-        None => project.root.join(crate::cache::DEFAULT_DIR),
-    };
-    Cache::open(&dir).map(Some).map_err(|e| e.to_string())
+    Cache::open(&crate::cli::run::cache_dir(settings, cwd, &project.root)).map(Some).map_err(|e| e.to_string())
 }
 
-/// The key of a lint run: every argument that changes the report.
-pub fn key(args: &LintArgs, modules: &[String], project_dir: &Path) -> Key {
+/// The key of a lint run: every argument that changes the report, and the
+/// effective rule settings (flags, `PATCHGEN_LINT_*` and `[tool.patchgen.lint]`
+/// resolved: an environment variable changes the key, not only the file).
+pub fn key(args: &LintArgs, lint: &LintOptions, modules: &[String], project_dir: &Path) -> Key {
     let parts = [
         format!("{modules:?}"),
         format!("explicit {}", !args.modules.is_empty()),
-        format!("select {:?} extend {:?} ignore {:?}", args.select, args.extend_select, args.ignore),
+        format!("lint {lint:?}"),
         format!("upstream {:?}", args.upstream),
         format!("config {}", args.config_name),
         format!("project {}", project_dir.display()),

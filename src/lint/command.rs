@@ -268,7 +268,8 @@ pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
         extend_select: args.extend_select.clone(),
         ignore: args.ignore.clone(),
     };
-    let overrides = Overrides { jobs: args.jobs, format: Some(args.format), ..Overrides::default() };
+    let overrides =
+        Overrides { jobs: args.jobs, format: Some(args.format), no_cache: args.no_cache, ..Overrides::default() };
     let resolved = Resolved::resolve(&overrides, &process_env, &project)
         .map_err(|e| UsageError(e.to_string()))?
         .with_lint_flags(&flags);
@@ -294,8 +295,8 @@ pub fn lint(args: &LintArgs, cwd: &Path) -> Result<LintReport, UsageError> {
     };
     let explicit = !args.modules.is_empty();
     // The result cache: a hit answers the whole run (see `cached`).
-    let cache = super::cached::open(args, &pipeline.project, cwd);
-    let key = super::cached::key(args, &modules, &project_dir);
+    let cache = super::cached::open(&resolved, &pipeline.project, cwd);
+    let key = super::cached::key(args, &resolved.lint, &modules, &project_dir);
     let mut note = match &cache {
         Ok(None) => None,
         Err(why) => Some(format!("off: {why}")),
