@@ -100,6 +100,9 @@ pub struct Retargeted {
     pub warnings: Vec<String>,
     /// Comments for the config: exceptions applied.
     pub exception_comments: Vec<String>,
+    /// Upstream definitions the project's ruff rejects, overridden verbatim
+    /// with `# noqa` (see `ruff_findings`).
+    pub upstream_overrides: Vec<super::ruff_findings::UpstreamOverride>,
 }
 
 /// Inputs of a retargeting.
