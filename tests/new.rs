@@ -388,3 +388,65 @@ fn categories_come_with_their_evidence() {
     let help = missing.stderr.lines().find(|l| l.contains("nearest model names")).expect("suggestions");
     assert!(help.contains("qwen3") && help.contains("qwen2"), "{help}");
 }
+
+/// python3's `ast.dump` of `Class.method` in a file (of the wheel when
+/// `member` is given), decorators included, comments not.
+fn method_ast(path: &std::path::Path, member: Option<&str>, class: &str, method: &str) -> String {
+    let script = r#"
+import ast, sys, zipfile
+path, member, cls, meth = sys.argv[1:5]
+src = zipfile.ZipFile(path).read(member).decode() if member else open(path).read()
+for node in ast.parse(src).body:
+    if isinstance(node, ast.ClassDef) and node.name == cls:
+        for f in node.body:
+            if isinstance(f, ast.FunctionDef) and f.name == meth:
+                print(ast.dump(f))
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .arg(member.unwrap_or(""))
+        .args([class, method])
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn upstream_code_the_projects_ruff_rejects_is_overridden_verbatim() {
+    // Qwen2.5-Omni's upstream `generate` has a mutable default
+    // (`talker_eos_token_id: list[int] = [8292, 8294]`): the project's ruff
+    // (B selected) rejects it and its safe fix cannot repair it. The test
+    // project has no omni template: the skeleton generates upstream as is.
+    let p = project();
+    let out = new(&p, &["qwen2_5_omni"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("upstream Qwen2_5OmniForConditionalGeneration.generate"), "{}", out.stdout);
+    let config = read(&p, "pkg/models/qwen2_5_omni/qwen2_5_omni_gpu_patch_gen_config.py");
+    let todo = config
+        .lines()
+        .find(|l| l.contains("TODO(patchgen new): upstream `Qwen2_5OmniForConditionalGeneration.generate`"));
+    assert!(todo.is_some_and(|t| t.contains("B006")), "{config}");
+    assert!(config.contains("\"Qwen2_5OmniForConditionalGeneration.generate\""), "{config}");
+    let noqa = config.lines().find(|l| l.contains("talker_eos_token_id: list[int] = [8292, 8294]")).expect("default");
+    assert!(noqa.ends_with("# noqa: B006"), "{noqa}");
+    // The names its signature reads are imported where upstream gets them.
+    assert!(config.contains("import torch"), "{config}");
+
+    let generated = p.root.join("pkg/models/qwen2_5_omni/generated/patched_modeling_qwen2_5_omni_gpu.py");
+    // Upstream behaviour kept: python3 sees the same method, decorators included.
+    let wheel = TestEnv::get().transformers();
+    let member = "transformers/models/qwen2_5_omni/modeling_qwen2_5_omni.py";
+    let upstream = method_ast(&wheel, Some(member), "Qwen2_5OmniForConditionalGeneration", "generate");
+    assert!(upstream.contains("List(elts=[Constant(value=8292), Constant(value=8294)]"), "{upstream}");
+    assert_eq!(method_ast(&generated, None, "Qwen2_5OmniForConditionalGeneration", "generate"), upstream);
+
+    let py = [
+        p.root.join("pkg/models/qwen2_5_omni/qwen2_5_omni_gpu_patch_gen_config.py"),
+        p.root.join("pkg/models/qwen2_5_omni/__init__.py"),
+        generated,
+    ];
+    ruff_check(&p, &py);
+    py_compile(&py);
+}

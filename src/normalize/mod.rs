@@ -166,7 +166,8 @@ impl Ruff {
     pub fn check_findings(&self, raw: &str, target: &Path) -> Result<(String, String), RuffError> {
         let mut cmd = self.command("check", target, None);
         cmd.arg("--output-format").arg("json");
-        let mut child = cmd.spawn().map_err(|e| RuffError::Spawn { program: self.program.clone(), message: e.to_string() })?;
+        let mut child =
+            cmd.spawn().map_err(|e| RuffError::Spawn { program: self.program.clone(), message: e.to_string() })?;
         let mut stdin = child.stdin.take().expect("piped stdin");
         let input = raw.to_string();
         let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));

@@ -806,9 +806,8 @@ fn generate_pruning(
     template: Option<&ModelFacts>,
     new: &ModelFacts,
 ) -> (GenerationResult, Option<crate::lint::command::LintReport>) {
-    let fail = |module: &str, message: String| {
-        (GenerationResult { module: module.to_string(), ok: false, message }, None)
-    };
+    let fail =
+        |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);
     for round in 0..MAX_ROUNDS {
         let ctx = Context::new(project.clone(), cwd, None);
         // Round 0: `run` wrote this very text, normalised, already.
@@ -847,7 +846,10 @@ fn generate_pruning(
                 }
             }
             Err(error) => {
-                return fail(&plan.module, crate::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error }.to_string());
+                return fail(
+                    &plan.module,
+                    crate::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error }.to_string(),
+                );
             }
         }
     }
@@ -974,7 +976,13 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(out, "  dropped {}: {}", d.template_target, d.reason);
         }
         for o in &rt.upstream_overrides {
-            let _ = writeln!(out, "  upstream {} (verbatim, `# noqa: {}`)\n          {}", o.target, o.codes.join(", "), o.todo);
+            let _ = writeln!(
+                out,
+                "  upstream {} (verbatim, `# noqa: {}`)\n          {}",
+                o.target,
+                o.codes.join(", "),
+                o.todo
+            );
         }
         let _ = writeln!(
             out,

@@ -230,8 +230,7 @@ fn binding_import(facts: &ModelFacts, name: &str) -> Option<String> {
     for stmt in facts.file.body() {
         match stmt {
             Stmt::ImportFrom(i) => {
-                let Some(a) = i.names.iter().find(|a| a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name)
-                else {
+                let Some(a) = i.names.iter().find(|a| a.asname.as_ref().unwrap_or(&a.name).id.as_str() == name) else {
                     continue;
                 };
                 let from = i.module.as_ref().map(|m| m.id.to_string());
@@ -262,12 +261,10 @@ fn binding_import(facts: &ModelFacts, name: &str) -> Option<String> {
             _ => {}
         }
     }
-    let defined = facts.has_class(name)
-        || facts.has_function(name)
-        || facts.file.body().iter().any(|s| {
-            matches!(s, Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name)))
-                || matches!(s, Stmt::AnnAssign(a) if matches!(&*a.target, Expr::Name(n) if n.id.as_str() == name))
-        });
+    let defined = facts.has_class(name) || facts.has_function(name) || facts.file.body().iter().any(|s| {
+        matches!(s, Stmt::Assign(a) if a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name)))
+            || matches!(s, Stmt::AnnAssign(a) if matches!(&*a.target, Expr::Name(n) if n.id.as_str() == name))
+    });
     defined.then(|| format!("from {} import {name}", facts.module))
 }
 
@@ -278,7 +275,9 @@ pub fn override_upstream(text: &str, site: &Site, findings: &[&Finding], new: &M
     let noqa: Vec<(usize, String)> = findings.iter().map(|f| (f.noqa_row, f.code.clone())).collect();
     let mut source = with_noqa(text, def_row, end_row, &noqa);
     let (patch_type, target, stem) = match site {
-        Site::Method { class, method, .. } => ("override_method", format!("{class}.{method}"), format!("{}_{method}", snake(class))),
+        Site::Method { class, method, .. } => {
+            ("override_method", format!("{class}.{method}"), format!("{}_{method}", snake(class)))
+        }
         Site::Function { name, .. } => ("replace_function", name.clone(), name.clone()),
         Site::Other => return None,
     };
@@ -288,7 +287,8 @@ pub fn override_upstream(text: &str, site: &Site, findings: &[&Finding], new: &M
         Site::Other => unreachable!(),
     };
     let function = format!("{stem}_upstream");
-    source = crate::codegen::text::py_replace(&source, &format!("def {original}("), &format!("def {function}("), Some(1));
+    source =
+        crate::codegen::text::py_replace(&source, &format!("def {original}("), &format!("def {function}("), Some(1));
     let parsed = ruff_python_parser::parse_module(&source).ok()?;
     let Some(Stmt::FunctionDef(def)) = parsed.syntax().body.first() else {
         return None;
