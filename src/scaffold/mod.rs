@@ -11,6 +11,7 @@
 
 pub mod configuration;
 pub mod facts;
+pub mod kernels;
 pub mod render;
 pub mod retarget;
 pub mod ruff_findings;
@@ -412,6 +413,22 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
         None
     };
+    // The OpSlot declarations of the project's configs (read, not evaluated),
+    // and the rms_norm variant a config declares for its `1 + weight` norm.
+    let config_texts: Vec<(String, &ProjectConfig)> =
+        configs.iter().filter_map(|c| Some((std::fs::read_to_string(&c.path).ok()?, c))).collect();
+    let slots = kernels::ProjectSlots::scan(config_texts.iter().map(|(t, _)| t.as_str()));
+    let one_plus_variant = || -> Option<String> {
+        config_texts.iter().find_map(|(text, c)| {
+            let s = kernels::ProjectSlots::scan([text.as_str()]);
+            let variant = s.decls.iter().find(|d| d.op == "rms_norm" && d.variant != "standard")?.variant.clone();
+            let f = ModelFacts::read(&version, &args.package, &c.hf_name).ok()?;
+            [format!("{}RMSNorm", f.prefix), format!("{}TextRMSNorm", f.prefix)]
+                .iter()
+                .any(|n| f.norm_is_one_plus_weight(&version, n).is_some())
+                .then_some(variant)
+        })
+    };
     let mut warnings = Vec::new();
     let mut files: Vec<PlannedFile> = Vec::new();
     let mut plans = Vec::new();
@@ -435,6 +452,8 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                     version: &version,
                     partial_rotary: partial_rotary.clone(),
                     norm_donor: &donor,
+                    slots: &slots,
+                    one_plus_variant: &one_plus_variant,
                 }
                 .run();
                 (r, std::fs::read_to_string(&tc.path).unwrap_or_default())
@@ -976,13 +995,12 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(out, "  dropped {}: {}", d.template_target, d.reason);
         }
         for o in &rt.upstream_overrides {
-            let _ = writeln!(
-                out,
-                "  upstream {} (verbatim, `# noqa: {}`)\n          {}",
-                o.target,
-                o.codes.join(", "),
-                o.todo
-            );
+            let what = if o.codes.is_empty() {
+                "own code".to_string()
+            } else {
+                format!("upstream verbatim, `# noqa: {}`", o.codes.join(", "))
+            };
+            let _ = writeln!(out, "  own     {} ({what})\n          {}", o.target, o.todo);
         }
         let _ = writeln!(
             out,

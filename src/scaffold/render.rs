@@ -203,7 +203,7 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
             "@config.{}(\n    {},\n    description={},\n)\n{}\n\n",
             o.patch_type,
             py_str(&o.target),
-            py_str(&format!("upstream verbatim, ruff {} silenced (patchgen new)", o.codes.join(", "))),
+            py_str(&o.description),
             o.source.trim_end()
         );
     }

@@ -103,6 +103,8 @@ pub struct Retargeted {
     /// Upstream definitions the project's ruff rejects, overridden verbatim
     /// with `# noqa` (see `ruff_findings`).
     pub upstream_overrides: Vec<super::ruff_findings::UpstreamOverride>,
+    #[serde(skip)]
+    post_import_blocks_extra: Vec<String>,
 }
 
 /// Inputs of a retargeting.
@@ -115,6 +117,10 @@ pub struct Retarget<'a> {
     pub partial_rotary: Option<String>,
     /// Where to find a `1 + weight` norm replacement (called only when needed).
     pub norm_donor: &'a dyn Fn() -> Option<NormDonor>,
+    /// The project's OpSlot declarations (for the kernel guards).
+    pub slots: &'a super::kernels::ProjectSlots,
+    /// The rms_norm variant the project declares for a `1 + weight` norm.
+    pub one_plus_variant: &'a dyn Fn() -> Option<String>,
 }
 
 fn type_name(t: PatchType) -> &'static str {
@@ -374,6 +380,57 @@ impl Retarget<'_> {
                 false => extra_block = Some(block),
             }
         }
+        // No kernel patch carried: the project's OpSlot guard over the new
+        // model's own code (`kernels`), where the formulation fits.
+        let mut slot_lines: Vec<String> = Vec::new();
+        let declared =
+            |var: &str| self.template.post_import_blocks.iter().any(|b| b.contains(&format!("{var} = OpSlot(")));
+        if norm.starts_with("none") {
+            let class =
+                [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")].into_iter().find(|c| self.new.has_class(c));
+            let variant = || (self.one_plus_variant)();
+            if let Some(class) = class {
+                let one_plus = self.new.norm_is_one_plus_weight(self.version, &class).is_some();
+                let v = if one_plus { variant() } else { None };
+                match super::kernels::norm_guard(self.new, self.version, &class, self.slots, v.as_deref()) {
+                    Ok((o, decl)) => {
+                        norm = if one_plus { "1+weight".into() } else { "standard".into() };
+                        if declared(&decl.var) {
+                            if decl.variant != "standard" {
+                                opslot_variant = Some(("standard".into(), decl.variant.clone()));
+                            }
+                        } else {
+                            slot_lines.push(decl.line.clone());
+                        }
+                        out.upstream_overrides.push(o);
+                    }
+                    Err(why) => out.warnings.push(format!("no norm patch: {why}")),
+                }
+            }
+        }
+        if rotary == "none" && self.partial_rotary.is_none() && self.new.has_function("apply_rotary_pos_emb") {
+            match super::kernels::rotary_guard(self.new, self.slots) {
+                Ok((o, decl)) => {
+                    rotary = "replaced".into();
+                    if !declared(&decl.var) {
+                        slot_lines.push(decl.line.clone());
+                    }
+                    out.upstream_overrides.push(o);
+                }
+                Err(why) => out.warnings.push(format!("no RoPE patch: {why}")),
+            }
+        }
+        if !slot_lines.is_empty() {
+            let has_import = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"))
+                || extra_block.as_ref().is_some_and(|b: &String| b.contains("import OpSlot"));
+            let mut block = String::from("# patchgen new: the OpSlots the kernel guards call.\n");
+            if !has_import && let Some(i) = &self.slots.import_line {
+                block.push_str(i);
+                block.push('\n');
+            }
+            block.push_str(&slot_lines.join("\n"));
+            out.post_import_blocks_extra.push(block);
+        }
         let map = vec![(from.to_string(), to.to_string())];
         out.post_import_blocks = self
             .template
@@ -391,6 +448,8 @@ impl Retarget<'_> {
             })
             .collect();
         out.post_import_blocks.extend(extra_block);
+        let guards = std::mem::take(&mut out.post_import_blocks_extra);
+        out.post_import_blocks.extend(guards);
         out.imports = self.template.additional_imports.clone();
         // Imported names spelled with the template's prefix: reused bodies
         // refer to them under the new prefix, so bind that name too.
@@ -531,7 +590,9 @@ impl Retargeted {
     /// still carried.
     pub fn settle_decisions(&mut self, prefix: &str) {
         let carried = |f: &dyn Fn(&str) -> bool| {
-            self.carried.iter().any(|c| f(c.target.split_once('.').map_or(c.target.as_str(), |(c, _)| c)))
+            let targets =
+                self.carried.iter().map(|c| &c.target).chain(self.upstream_overrides.iter().map(|o| &o.target));
+            targets.map(|t| t.split_once('.').map_or(t.as_str(), |(c, _)| c)).any(f)
         };
         let rotary = carried(&|t| t == "apply_rotary_pos_emb");
         let mlp = carried(&|t| is_main(t, prefix, "MLP"));

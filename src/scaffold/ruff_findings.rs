@@ -135,8 +135,10 @@ pub struct UpstreamOverride {
     pub function: String,
     /// The ruff codes silenced, in order.
     pub codes: Vec<String>,
-    /// The `TODO(patchgen new): …` line.
+    /// The comment line above it (`TODO(patchgen new): …`, or what the
+    /// scaffold did and why).
     pub todo: String,
+    pub description: String,
     /// The definition (from its `def` line, no decorators: codegen keeps
     /// upstream's), dedented, with the `# noqa` comments.
     #[serde(skip)]
@@ -148,7 +150,7 @@ pub struct UpstreamOverride {
 }
 
 /// `snake_case` of a class name (`Qwen2_5OmniForX` → `qwen2_5_omni_for_x`).
-fn snake(name: &str) -> String {
+pub fn snake(name: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = name.chars().collect();
     for (i, c) in chars.iter().enumerate() {
@@ -306,7 +308,8 @@ pub fn override_upstream(text: &str, site: &Site, findings: &[&Finding], new: &M
         what.join("; "),
         codes.join(", ")
     );
-    Some(UpstreamOverride { patch_type, target, function, codes, todo, source, imports })
+    let description = format!("upstream verbatim, ruff {} silenced (patchgen new)", codes.join(", "));
+    Some(UpstreamOverride { patch_type, target, function, codes, todo, description, source, imports })
 }
 
 #[cfg(test)]
