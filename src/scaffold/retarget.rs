@@ -278,6 +278,18 @@ impl Retarget<'_> {
             }
             // MLP.
             if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
+                // The same name, another role: an MLP class that is the MoE
+                // block (gpt_oss) gets no dense MLP's patch.
+                let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
+                if self.is_moe_block(self.new, c) && !self.is_moe_block(self.template_facts, tclass) {
+                    mlp = "none (the MLP class is the MoE block)".into();
+                    let reason = format!(
+                        "not carried: `{c}` is the MoE block (its `__init__` builds experts/a router), the template's `{tclass}` a dense MLP; the MoE block needs its own replacement (see the MoE needs)"
+                    );
+                    out.exception_comments.push(format!("{c} is {reason}."));
+                    drop(&mut out, reason, true);
+                    continue;
+                }
                 // Only a class swap constructs the replacement with the
                 // upstream's arguments; a `forward` override keeps `__init__`.
                 let swap = p.patch_type == PatchType::ClassReplacement;
@@ -504,6 +516,14 @@ impl Retarget<'_> {
 }
 
 impl Retarget<'_> {
+    /// Whether `class`'s `__init__` builds experts or a router.
+    fn is_moe_block(&self, facts: &ModelFacts, class: &str) -> bool {
+        facts.method_text(self.version, class, "__init__").is_some_and(|t| {
+            let t: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+            t.contains("self.experts=") || t.contains("self.router=")
+        })
+    }
+
     /// The template leaves the norm alone but the new one computes
     /// `1 + weight`: reuse a project config's `1 + weight` norm patch, with
     /// the OpSlot declaration it relies on. Returns that declaration block.
