@@ -695,12 +695,17 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         return Ok(report);
     }
     // Normalise the Python files as the project's ruff would, then write.
-    for f in report.files.iter_mut() {
-        if f.path.extension().is_some_and(|e| e == "py") && !f.text.is_empty() {
-            match ctx.ruff.normalize(&f.text, &f.path) {
-                Ok(t) => f.text = t,
-                Err(e) => report.warnings.push(format!("{}: ruff: {e}", f.path.display())),
-            }
+    // All at once (config and `__init__.py`: one batch, or in parallel).
+    let py: Vec<usize> = (0..report.files.len())
+        .filter(|&i| report.files[i].path.extension().is_some_and(|e| e == "py") && !report.files[i].text.is_empty())
+        .collect();
+    let items: Vec<(&str, &Path)> =
+        py.iter().map(|&i| (report.files[i].text.as_str(), report.files[i].path.as_path())).collect();
+    let normalised = ctx.ruff.normalize_many(&items, 2);
+    for (i, r) in py.into_iter().zip(normalised) {
+        match r {
+            Ok(t) => report.files[i].text = t,
+            Err(e) => report.warnings.push(format!("{}: ruff: {e}", report.files[i].path.display())),
         }
     }
     for f in &report.files {
