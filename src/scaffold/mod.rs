@@ -836,6 +836,7 @@ fn generate_pruning(
         let ctx = Context::new(project.clone(), cwd, None);
         // Round 0: `run` wrote this very text, normalised, already.
         if round > 0 {
+            plan.retargeted.fall_back();
             let raw = render::config(&plan.head, &plan.retargeted);
             let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
             if let Err(e) = crate::atomic::write(&plan.path, &text) {

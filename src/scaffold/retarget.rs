@@ -105,6 +105,10 @@ pub struct Retargeted {
     pub upstream_overrides: Vec<super::ruff_findings::UpstreamOverride>,
     #[serde(skip)]
     post_import_blocks_extra: Vec<String>,
+    /// The RoPE guard over the new model's own code, for when pruning drops
+    /// the carried rotary reuse (the slot is declared by the template).
+    #[serde(skip)]
+    rotary_fallback: Option<super::ruff_findings::UpstreamOverride>,
 }
 
 /// Inputs of a retargeting.
@@ -420,6 +424,12 @@ impl Retarget<'_> {
                 }
             }
         }
+        if rotary == "replaced"
+            && let Ok((o, decl)) = super::kernels::rotary_guard(self.new, self.slots)
+            && declared(&decl.var)
+        {
+            out.rotary_fallback = Some(o);
+        }
         if rotary == "none" && self.partial_rotary.is_none() && self.new.has_function("apply_rotary_pos_emb") {
             match super::kernels::rotary_guard(self.new, self.slots) {
                 Ok((o, decl)) => {
@@ -606,6 +616,20 @@ fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
 }
 
 impl Retargeted {
+    /// After a pruning round: a dropped rotary reuse is replaced by the
+    /// project's OpSlot guard over the new model's own function, when the
+    /// template declares the slot. `true` when that happened.
+    pub fn fall_back(&mut self) -> bool {
+        let carried = self.carried.iter().any(|c| c.target == "apply_rotary_pos_emb");
+        if carried || self.upstream_overrides.iter().any(|o| o.target == "apply_rotary_pos_emb") {
+            return false;
+        }
+        let Some(mut o) = self.rotary_fallback.take() else { return false };
+        o.todo = "patchgen new: the template's rotary reuse was dropped by pruning; the project's OpSlot guard over the upstream function instead (full-head rotary: no partial_rotary_factor < 1, no mrope_interleaved)".into();
+        self.upstream_overrides.push(o);
+        true
+    }
+
     /// After pruning: a decision to patch stands only while its patch is
     /// still carried.
     pub fn settle_decisions(&mut self, prefix: &str) {
