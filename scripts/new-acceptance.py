@@ -100,7 +100,30 @@ def run_new(copy, hf, patchgen, ruff):
     row["decisions"] = report["backends"][0]["decisions"]
     m = re.search(r"(\d+) error\(s\)", report.get("lint", ""))
     row["lint_errors"] = int(m.group(1)) if m else None
+    # Errors the template's own config has at the same place (a reused
+    # replacement's finding) are the template's, not the scaffold's.
+    template = report["backends"][0].get("template_config")
+    if row["lint_errors"] and template:
+        mine, theirs = lint_errors(copy, patchgen, module), lint_errors(copy, patchgen, template)
+        row["lint_inherited"] = len([e for e in mine if e in theirs])
     return row, report
+
+
+def lint_errors(copy, patchgen, module):
+    p = subprocess.run([patchgen, "lint", module, "--format", "json"], cwd=copy, capture_output=True, text=True)
+    try:
+        diags = json.loads(p.stdout).get("diagnostics", [])
+    except ValueError:
+        return []
+    return [(d["code"], (d.get("location") or {}).get("path"), (d.get("location") or {}).get("line"))
+            for d in diags if d.get("severity") == "error"]
+
+
+def lint_cell(r):
+    n, inherited = r["lint_errors"], r.get("lint_inherited", 0)
+    if not n or not inherited:
+        return str(n)
+    return "%d (%d the template's own)" % (n, inherited)
 
 
 def new_models(tree, models, patchgen, ruff):
@@ -122,7 +145,7 @@ def new_models(tree, models, patchgen, ruff):
         d = r["decisions"]
         print("| %s | %s | %s | %d / %d | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
             r["hf"], r["category"], r["template"], r["carried"], r["dropped"], yes(r["generates"]), yes(r["ruff"]),
-            yes(r["py_compile"]), r["lint_errors"], d["rotary"], d["mlp"], d["norm"], r["seconds"]))
+            yes(r["py_compile"]), lint_cell(r), d["rotary"], d["mlp"], d["norm"], r["seconds"]))
     bad = [r for r in rows if "error" in r or not (r["generates"] and r["ruff"] and r["py_compile"])]
     for r in bad:
         print("<!-- %s: %s %s %s -->" % (r["hf"], r.get("error"), r.get("gen_msg"), r.get("ruff_out")), file=sys.stderr)
@@ -195,7 +218,7 @@ def leave_one_out(tree, patchgen, ruff):
         yes = lambda b: "yes" if b else "**no**"
         print("| %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
             r["dir"], r["hf"], r["category"], r["template"], yes(r["generates"]), yes(r["ruff"]), yes(r["py_compile"]),
-            r["lint_errors"], share, cells[0], cells[1], cells[2], yes(agree), r["seconds"]))
+            lint_cell(r), share, cells[0], cells[1], cells[2], yes(agree), r["seconds"]))
     bad = [r for r in rows if "error" in r or not (r["generates"] and r["ruff"] and r["py_compile"])]
     for r in bad:
         print("\n<!-- %s: %s -->" % (r["dir"], r.get("error") or r.get("ruff_out")), file=sys.stderr)

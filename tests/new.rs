@@ -129,6 +129,25 @@ class FusedOlmo2MLP(torch.nn.Module):
         self.hidden_size = config.hidden_size
 "#;
 
+const QWEN2_CONFIG: &str = r#""""A project config declaring the kernel slots (no kernel patch)."""
+
+from patchgen import PatchConfig
+
+
+config = PatchConfig(
+    source_module="transformers.models.qwen2.modeling_qwen2",
+    target_file="patched_modeling_qwen2_gpu.py",
+)
+
+config.add_post_import_block(
+    """
+    from pkg.ops import OpSlot
+    veomni_rms_norm = OpSlot("rms_norm", "standard")
+    veomni_apply_rotary_pos_emb = OpSlot("rotary_pos_emb", "full")
+    """
+)
+"#;
+
 const INIT: &str = "# Test licence header.\n\nfrom ..registry import MODELING_REGISTRY\n\n\n@MODELING_REGISTRY.register(\"qwen3\")\ndef register(architecture):\n    return None\n";
 
 struct Project {
@@ -139,7 +158,8 @@ struct Project {
 fn project() -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
-    let files: [(&str, &str); 9] = [
+    let files: [(&str, &str); 10] = [
+        ("pkg/models/qwen2/qwen2_gpu_patch_gen_config.py", QWEN2_CONFIG),
         ("pyproject.toml", PYPROJECT),
         ("pkg/__init__.py", ""),
         ("pkg/models/__init__.py", ""),
@@ -387,4 +407,123 @@ fn categories_come_with_their_evidence() {
     assert!(missing.stderr.contains("transformers.models.qwen4.modeling_qwen4"), "{}", missing.stderr);
     let help = missing.stderr.lines().find(|l| l.contains("nearest model names")).expect("suggestions");
     assert!(help.contains("qwen3") && help.contains("qwen2"), "{help}");
+}
+
+/// python3's `ast.dump` of `Class.method` in a file (of the wheel when
+/// `member` is given), decorators included, comments not.
+fn method_ast(path: &std::path::Path, member: Option<&str>, class: &str, method: &str) -> String {
+    let script = r#"
+import ast, sys, zipfile
+path, member, cls, meth = sys.argv[1:5]
+src = zipfile.ZipFile(path).read(member).decode() if member else open(path).read()
+for node in ast.parse(src).body:
+    if isinstance(node, ast.ClassDef) and node.name == cls:
+        for f in node.body:
+            if isinstance(f, ast.FunctionDef) and f.name == meth:
+                print(ast.dump(f))
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .arg(member.unwrap_or(""))
+        .args([class, method])
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn upstream_code_the_projects_ruff_rejects_is_overridden_verbatim() {
+    // Qwen2.5-Omni's upstream `generate` has a mutable default
+    // (`talker_eos_token_id: list[int] = [8292, 8294]`): the project's ruff
+    // (B selected) rejects it and its safe fix cannot repair it. The test
+    // project has no omni template: the skeleton generates upstream as is.
+    let p = project();
+    let out = new(&p, &["qwen2_5_omni"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("own     Qwen2_5OmniForConditionalGeneration.generate"), "{}", out.stdout);
+    let config = read(&p, "pkg/models/qwen2_5_omni/qwen2_5_omni_gpu_patch_gen_config.py");
+    let todo = config
+        .lines()
+        .find(|l| l.contains("TODO(patchgen new): upstream `Qwen2_5OmniForConditionalGeneration.generate`"));
+    assert!(todo.is_some_and(|t| t.contains("B006")), "{config}");
+    assert!(config.contains("\"Qwen2_5OmniForConditionalGeneration.generate\""), "{config}");
+    let noqa = config.lines().find(|l| l.contains("talker_eos_token_id: list[int] = [8292, 8294]")).expect("default");
+    assert!(noqa.ends_with("# noqa: B006"), "{noqa}");
+    // The names its signature reads are imported where upstream gets them.
+    assert!(config.contains("import torch"), "{config}");
+
+    let generated = p.root.join("pkg/models/qwen2_5_omni/generated/patched_modeling_qwen2_5_omni_gpu.py");
+    // Upstream behaviour kept: python3 sees the same method, decorators included.
+    let wheel = TestEnv::get().transformers();
+    let member = "transformers/models/qwen2_5_omni/modeling_qwen2_5_omni.py";
+    let upstream = method_ast(&wheel, Some(member), "Qwen2_5OmniForConditionalGeneration", "generate");
+    assert!(upstream.contains("List(elts=[Constant(value=8292), Constant(value=8294)]"), "{upstream}");
+    assert_eq!(method_ast(&generated, None, "Qwen2_5OmniForConditionalGeneration", "generate"), upstream);
+
+    let py = [
+        p.root.join("pkg/models/qwen2_5_omni/qwen2_5_omni_gpu_patch_gen_config.py"),
+        p.root.join("pkg/models/qwen2_5_omni/__init__.py"),
+        generated,
+    ];
+    ruff_check(&p, &py);
+    py_compile(&py);
+}
+
+/// python3's `ast.dump` of each statement of a top-level function's (or
+/// `Class.method`'s) body, one per line.
+fn body_asts(path: &std::path::Path, member: Option<&str>, qualname: &str) -> Vec<String> {
+    let script = r#"
+import ast, sys, zipfile
+path, member, qual = sys.argv[1:4]
+src = zipfile.ZipFile(path).read(member).decode() if member else open(path).read()
+cls, _, name = qual.rpartition(".")
+body = ast.parse(src).body
+if cls:
+    body = next(n for n in body if isinstance(n, ast.ClassDef) and n.name == cls).body
+f = next(n for n in body if isinstance(n, ast.FunctionDef) and n.name == name)
+for s in f.body:
+    print(ast.dump(s))
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .arg(member.unwrap_or(""))
+        .arg(qualname)
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn kernel_patches_the_template_lacks_are_the_projects_opslot_guards() {
+    // The olmo2 template patches neither the norm nor RoPE; the project
+    // declares both slots (the qwen2 config): Qwen3-VL's standard text norm
+    // and full-head RoPE get the guard over their own upstream code.
+    let p = project();
+    let out = new(&p, &["qwen3_vl", "--like", "olmo2"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("decisions: rotary replaced; MLP none; norm standard"), "{}", out.stdout);
+    let config = read(&p, "pkg/models/qwen3_vl/qwen3_vl_gpu_patch_gen_config.py");
+    assert!(config.contains("from pkg.ops import OpSlot"), "{config}");
+    assert!(config.contains("veomni_apply_rotary_pos_emb = OpSlot(\"rotary_pos_emb\", \"full\")"), "{config}");
+    assert!(config.contains("return veomni_rms_norm(hidden_states, self.weight, self.variance_epsilon)"), "{config}");
+    let generated = p.root.join("pkg/models/qwen3_vl/generated/patched_modeling_qwen3_vl_gpu.py");
+    let wheel = TestEnv::get().transformers();
+    let member = "transformers/models/qwen3_vl/modeling_qwen3_vl.py";
+    for (qual, guard) in
+        [("apply_rotary_pos_emb", "veomni_apply_rotary_pos_emb"), ("Qwen3VLTextRMSNorm.forward", "veomni_rms_norm")]
+    {
+        // Upstream's statements, the guard `if` inserted after the docstring.
+        let mut ours = body_asts(&generated, None, qual);
+        let theirs = body_asts(&wheel, Some(member), qual);
+        let at = ours.iter().position(|s| s.starts_with("If(") && s.contains(guard)).expect("the guard");
+        ours.remove(at);
+        assert_eq!(ours, theirs, "{qual}");
+    }
+    let py = [p.root.join("pkg/models/qwen3_vl/qwen3_vl_gpu_patch_gen_config.py"), generated];
+    ruff_check(&p, &py);
+    py_compile(&py);
 }

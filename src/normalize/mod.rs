@@ -143,6 +143,27 @@ impl Ruff {
         Ok(crate::pytext::universal_newlines(&text).into_owned())
     }
 
+    /// `ruff check --fix --output-format json` of `raw` as if it were the
+    /// file at `target`, with the settings [`Ruff::normalize`] uses: the
+    /// fixed text and ruff's JSON list of what the fix left (rows and
+    /// columns in the fixed text). For a caller that must see *which*
+    /// findings made [`Ruff::normalize`] reject a text.
+    pub fn check_findings(&self, raw: &str, target: &Path) -> Result<(String, String), RuffError> {
+        let mut cmd = self.command("check", target, None);
+        cmd.arg("--output-format").arg("json");
+        let mut child =
+            cmd.spawn().map_err(|e| RuffError::Spawn { program: self.program.clone(), message: e.to_string() })?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let input = raw.to_string();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let output = child
+            .wait_with_output()
+            .map_err(|e| RuffError::Spawn { program: self.program.clone(), message: e.to_string() })?;
+        let _ = writer.join();
+        let fixed = crate::pytext::universal_newlines(&String::from_utf8_lossy(&output.stdout)).into_owned();
+        Ok((fixed, String::from_utf8_lossy(&output.stderr).into_owned()))
+    }
+
     /// Fix then format `raw` as if it were the file at `target`.
     pub fn normalize(&self, raw: &str, target: &Path) -> Result<String, RuffError> {
         self.normalize_in(raw, target, None)

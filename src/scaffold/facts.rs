@@ -240,6 +240,16 @@ impl ModelFacts {
         hit.then(|| owner.file.line_of(f.start()))
     }
 
+    /// Whether the module's class `class` defines `method` in its own body.
+    pub fn defines_method(&self, class: &str, method: &str) -> bool {
+        self.file.body().iter().any(|s| match s {
+            Stmt::ClassDef(c) if c.name.id.as_str() == class => {
+                c.body.iter().any(|m| matches!(m, Stmt::FunctionDef(f) if f.name.id.as_str() == method))
+            }
+            _ => false,
+        })
+    }
+
     /// The line of a class's `__init__` when it takes `intermediate_size`.
     pub fn init_takes_intermediate_size(&self, version: &Version, class: &str) -> Option<usize> {
         let (_, f) = self.method(version, class, "__init__")?;

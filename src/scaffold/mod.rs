@@ -15,9 +15,11 @@ pub mod configuration;
 pub mod dry_run;
 pub mod facts;
 pub mod init;
+pub mod kernels;
 pub mod moe;
 pub mod render;
 pub mod retarget;
+pub mod ruff_findings;
 pub mod tables;
 pub mod toy;
 
@@ -421,6 +423,22 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
         None
     };
+    // The OpSlot declarations of the project's configs (read, not evaluated),
+    // and the rms_norm variant a config declares for its `1 + weight` norm.
+    let config_texts: Vec<(String, &ProjectConfig)> =
+        configs.iter().filter_map(|c| Some((std::fs::read_to_string(&c.path).ok()?, c))).collect();
+    let slots = kernels::ProjectSlots::scan(config_texts.iter().map(|(t, _)| t.as_str()));
+    let one_plus_variant = || -> Option<String> {
+        config_texts.iter().find_map(|(text, c)| {
+            let s = kernels::ProjectSlots::scan([text.as_str()]);
+            let variant = s.decls.iter().find(|d| d.op == "rms_norm" && d.variant != "standard")?.variant.clone();
+            let f = ModelFacts::read(&version, &args.package, &c.hf_name).ok()?;
+            [format!("{}RMSNorm", f.prefix), format!("{}TextRMSNorm", f.prefix)]
+                .iter()
+                .any(|n| f.norm_is_one_plus_weight(&version, n).is_some())
+                .then_some(variant)
+        })
+    };
     let mut warnings = Vec::new();
     let mut files: Vec<PlannedFile> = Vec::new();
     let mut plans = Vec::new();
@@ -444,6 +462,8 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                     version: &version,
                     partial_rotary: partial_rotary.clone(),
                     norm_donor: &donor,
+                    slots: &slots,
+                    one_plus_variant: &one_plus_variant,
                 }
                 .run();
                 (r, std::fs::read_to_string(&tc.path).unwrap_or_default())
@@ -744,25 +764,37 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         dry_run: args.dry_run,
     };
     // Normalise the Python files as the project's ruff would, then write.
-    for f in report.files.iter_mut() {
-        if f.path.extension().is_some_and(|e| e == "py") && !f.text.is_empty() {
-            match ctx.ruff.normalize(&f.text, &f.path) {
-                Ok(t) => f.text = t,
-                Err(e) => report.warnings.push(format!("{}: ruff: {e}", f.path.display())),
-            }
+    // All at once (config and `__init__.py`: one batch, or in parallel).
+    let py: Vec<usize> = (0..report.files.len())
+        .filter(|&i| report.files[i].path.extension().is_some_and(|e| e == "py") && !report.files[i].text.is_empty())
+        .collect();
+    let items: Vec<(&str, &Path)> =
+        py.iter().map(|&i| (report.files[i].text.as_str(), report.files[i].path.as_path())).collect();
+    let normalised = ctx.ruff.normalize_many(&items, 2);
+    for (i, r) in py.into_iter().zip(normalised) {
+        match r {
+            Ok(t) => report.files[i].text = t,
+            Err(e) => report.warnings.push(format!("{}: ruff: {e}", report.files[i].path.display())),
         }
     }
     for f in &report.files {
         crate::atomic::write(&f.path, &f.text)
             .map_err(|e| NewError::failed(format!("{}: cannot write: {e}", f.path.display())))?;
     }
+    let mut last_lint = None;
     for i in 0..report.backends.len() {
-        let result =
-            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts.module);
+        let (result, lint) =
+            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts);
         report.backends[i].retargeted.settle_decisions(&facts.prefix);
         report.generation.push(result);
+        last_lint = lint;
     }
-    report.lint = lint_written(&report, &opts.cwd);
+    // One backend: the pruning loop's last lint is the lint of what was written.
+    let single = report.backends.len() == 1 && report.generation.iter().all(|g| g.ok);
+    report.lint = match last_lint.filter(|_| single) {
+        Some(r) => lint_summary(&r),
+        None => lint_written(&report, &opts.cwd),
+    };
     for b in &report.backends {
         for ext in ["py", "diff"] {
             let g = model_dir.join("generated").join(format!("patched_modeling_{m}_{}.{ext}", b.backend));
@@ -806,28 +838,28 @@ fn converter_import_line(search_root: &Path, template_dir: Option<&Path>) -> Opt
 /// `patchgen lint` over the configs just written: a one-line summary, the
 /// findings listed after it.
 fn lint_written(report: &Report, cwd: &Path) -> String {
-    use crate::diagnostics::Severity;
     let modules: Vec<String> =
         report.backends.iter().zip(&report.generation).filter(|(_, g)| g.ok).map(|(b, _)| b.module.clone()).collect();
     if modules.is_empty() {
         return "not run (nothing generated)".into();
     }
     match lint_modules(modules, cwd) {
-        Ok(r) => {
-            let errors = r.diagnostics.iter().filter(|d| d.severity == Severity::Error).count() + r.errors.len();
-            let mut out = format!(
-                "{} finding(s), {errors} error(s) ({} rules)",
-                r.diagnostics.len() + r.errors.len(),
-                r.rules.len()
-            );
-            for d in r.errors.iter().chain(r.diagnostics.iter()) {
-                let at = d.location.as_ref().map(|l| format!("{}:{}: ", l.path.display(), l.line)).unwrap_or_default();
-                out.push_str(&format!("\n  {at}{} {}", d.code, d.message));
-            }
-            out
-        }
+        Ok(r) => lint_summary(&r),
         Err(e) => format!("not run: {e}"),
     }
+}
+
+/// A lint report as one summary line, the findings listed after it.
+fn lint_summary(r: &crate::lint::command::LintReport) -> String {
+    use crate::diagnostics::Severity;
+    let errors = r.diagnostics.iter().filter(|d| d.severity == Severity::Error).count() + r.errors.len();
+    let mut out =
+        format!("{} finding(s), {errors} error(s) ({} rules)", r.diagnostics.len() + r.errors.len(), r.rules.len());
+    for d in r.errors.iter().chain(r.diagnostics.iter()) {
+        let at = d.location.as_ref().map(|l| format!("{}:{}: ", l.path.display(), l.line)).unwrap_or_default();
+        out.push_str(&format!("\n  {at}{} {}", d.code, d.message));
+    }
+    out
 }
 
 /// The lint report of `modules` with the project's default rules.
@@ -852,14 +884,17 @@ fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command
 
 /// Carried patches a lint error names (`\`<target>\`` or `\`<target>(`):
 /// their reuse breaks the upstream contract, so they are dropped.
-fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
+fn lint_rejected(plan: &mut BackendPlan, report: &crate::lint::command::LintReport) -> bool {
     use crate::diagnostics::Severity;
-    let Ok(report) = lint_modules(vec![plan.module.clone()], cwd) else { return false };
     let mut changed = false;
-    // Only signature errors (PG2xx) mean a reuse does not fit the new model;
-    // other findings (an injected hook nothing calls, PG102) are the
+    // Errors that say a reuse does not fit the new model: signatures (PG2xx),
+    // a name the new module lacks hidden by the template's `# noqa: F821`
+    // (PG103: F821 pruning's case), the full-head rotary kernel on partial
+    // rotary (PG304), the Liger MLP on an `intermediate_size` MLP (PG404).
+    // Other findings (an injected hook nothing calls, PG102) are the
     // template's own design and travel with it.
-    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error && d.code.starts_with("PG2")) {
+    let misfit = |code: &str| code.starts_with("PG2") || matches!(code, "PG103" | "PG304" | "PG404");
+    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error && misfit(&d.code)) {
         let names = |t: &str| {
             d.message.contains(&format!("`{t}`"))
                 || d.message.contains(&format!("`{t}("))
@@ -891,73 +926,154 @@ fn lint_rejected(plan: &mut BackendPlan, cwd: &Path) -> bool {
 /// How many times a config is pruned and regenerated at most.
 const MAX_ROUNDS: usize = 8;
 
-/// The names ruff reports as undefined (F821) in its diagnostics.
-fn undefined_names(diagnostics: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in diagnostics.lines() {
-        let Some(rest) = line.split("Undefined name `").nth(1) else {
-            continue;
-        };
-        let Some(name) = rest.split('`').next() else {
-            continue;
-        };
-        if !out.iter().any(|n| n == name) {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
-
-/// Write the config and generate from it; when the generated file uses
-/// names nothing defines, import them or drop the patches that use them
-/// and try again. The generated `.py` and `.diff` are written on success.
+/// Generate from the written config; when ruff rejects the generated file
+/// or lint finds a reuse that breaks the upstream contract, change the
+/// plan (import or prune for undefined names, override rejected upstream
+/// code, drop the reuse), rewrite the config and try again. The generated
+/// `.py` and `.diff` are written on success, with the last lint report.
 fn generate_pruning(
     project: &Project,
     cwd: &Path,
     plan: &mut BackendPlan,
     template: Option<&ModelFacts>,
-    new_module: &str,
-) -> GenerationResult {
-    let fail = |module: &str, message: String| GenerationResult { module: module.to_string(), ok: false, message };
-    for _ in 0..MAX_ROUNDS {
+    new: &ModelFacts,
+) -> (GenerationResult, Option<crate::lint::command::LintReport>) {
+    let fail =
+        |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);
+    for round in 0..MAX_ROUNDS {
         let ctx = Context::new(project.clone(), cwd, None);
-        let raw = render::config(&plan.head, &plan.retargeted);
-        let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
-        if let Err(e) = crate::atomic::write(&plan.path, &text) {
-            return fail(&plan.module, format!("{}: cannot write: {e}", plan.path.display()));
+        // Round 0: `run` wrote this very text, normalised, already.
+        if round > 0 {
+            plan.retargeted.fall_back();
+            let raw = render::config(&plan.head, &plan.retargeted);
+            let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
+            if let Err(e) = crate::atomic::write(&plan.path, &text) {
+                return fail(&plan.module, format!("{}: cannot write: {e}", plan.path.display()));
+            }
         }
-        match ctx.generate(&plan.module, "config", None) {
-            Ok(g) => {
+        let raw = match ctx.generate_raw(&plan.module, "config", None) {
+            Ok(raw) => raw,
+            Err(e) => return fail(&plan.module, e.to_string()),
+        };
+        match ctx.ruff.normalize(&raw.text, &raw.abs_target) {
+            Ok(py) => {
+                let g = raw.finish(py);
                 let written =
                     crate::atomic::write(&g.py_path, &g.py).and_then(|_| crate::atomic::write(&g.diff_path, &g.diff));
-                if written.is_ok() && template.is_some() && lint_rejected(plan, cwd) {
+                if let Err(e) = written {
+                    return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
+                }
+                let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
+                if template.is_some() && lint.as_ref().is_some_and(|r| lint_rejected(plan, r)) {
                     continue;
                 }
-                return match written {
-                    Ok(()) => GenerationResult {
-                        module: plan.module.clone(),
-                        ok: true,
-                        message: format!("generated {}", g.py_path.display()),
-                    },
-                    Err(e) => fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display())),
-                };
+                let message = format!("generated {}", g.py_path.display());
+                return (GenerationResult { module: plan.module.clone(), ok: true, message }, lint);
             }
-            Err(crate::pipeline::Failure::Ruff {
-                error: crate::normalize::RuffError::Rejected { diagnostics, .. },
-                py_path,
-            }) if template.is_some() => {
-                let names = undefined_names(&diagnostics);
-                if names.is_empty() || !plan.retargeted.resolve_missing(&names, template.unwrap(), new_module) {
+            Err(crate::normalize::RuffError::Rejected { step: "check", diagnostics, .. }) => {
+                if !fix_rejection(&ctx, &raw, plan, template, new) {
                     return fail(
                         &plan.module,
-                        format!("{}: ruff rejected the generated file:\n{diagnostics}", py_path.display()),
+                        format!("{}: ruff rejected the generated file:\n{diagnostics}", raw.job.py_path.display()),
                     );
                 }
             }
-            Err(e) => return fail(&plan.module, e.to_string()),
+            Err(error) => {
+                return fail(
+                    &plan.module,
+                    crate::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error }.to_string(),
+                );
+            }
         }
     }
     fail(&plan.module, format!("still failing after {MAX_ROUNDS} rounds of pruning"))
+}
+
+/// Change the plan for what ruff's fix left in the generated file: names
+/// nothing defines (F821) are imported or their users pruned; a finding in
+/// a reused replacement drops the reuse; one in unpatched upstream code
+/// overrides the enclosing definition verbatim with `# noqa`
+/// (`ruff_findings`). `false` when nothing could be changed.
+fn fix_rejection(
+    ctx: &Context,
+    raw: &crate::pipeline::Raw,
+    plan: &mut BackendPlan,
+    template: Option<&ModelFacts>,
+    new: &ModelFacts,
+) -> bool {
+    use ruff_findings::Site;
+    let Ok((fixed, json)) = ctx.ruff.check_findings(&raw.text, &raw.abs_target) else {
+        return false;
+    };
+    let findings = ruff_findings::parse(&json);
+    let rt = &mut plan.retargeted;
+    let mut changed = false;
+    let names: Vec<String> = findings
+        .iter()
+        .filter(|f| f.code == "F821")
+        .filter_map(|f| f.message.split('`').nth(1).map(str::to_string))
+        .fold(Vec::new(), |mut v, n| {
+            if !v.contains(&n) {
+                v.push(n);
+            }
+            v
+        });
+    if let Some(t) = template
+        && !names.is_empty()
+    {
+        changed |= rt.resolve_missing(&names, t, &new.module);
+    }
+    let Ok(parsed) = ruff_python_parser::parse_module(&fixed) else {
+        return changed;
+    };
+    let body = &parsed.syntax().body;
+    let mut sites: Vec<(Site, Vec<&ruff_findings::Finding>)> = Vec::new();
+    for f in findings.iter().filter(|f| f.code != "F821") {
+        let site = ruff_findings::site_of(&fixed, body, f.row);
+        match sites.iter_mut().find(|(s, _)| *s == site) {
+            Some((_, v)) => v.push(f),
+            None => sites.push((site, vec![f])),
+        }
+    }
+    for (site, found) in sites {
+        let Some(target) = site.target() else { continue };
+        let class = match &site {
+            Site::Method { class, .. } => Some(class.as_str()),
+            _ => None,
+        };
+        let what: Vec<String> = found.iter().map(|f| format!("{} {}", f.code, f.message)).collect();
+        // In a reused replacement: the reuse goes.
+        let (hit, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut rt.carried)
+            .into_iter()
+            .partition(|c| c.target == target || (c.patch_type == "replace_class" && Some(c.target.as_str()) == class));
+        rt.carried = kept;
+        if !hit.is_empty() {
+            for c in hit {
+                rt.dropped.push(retarget::Dropped {
+                    template_target: c.template_target.clone(),
+                    target: c.target.clone(),
+                    reason: format!("ruff rejects the reused replacement in the generated file: {}", what.join("; ")),
+                    exception: false,
+                });
+            }
+            changed = true;
+            continue;
+        }
+        let upstream = match &site {
+            Site::Method { class, method, .. } => new.defines_method(class, method),
+            Site::Function { name, .. } => new.has_function(name),
+            Site::Other => false,
+        };
+        if !upstream || rt.upstream_overrides.iter().any(|o| o.target == target) {
+            continue;
+        }
+        if let Some(o) = ruff_findings::override_upstream(&fixed, &site, &found, new) {
+            rt.warnings.push(o.todo.clone());
+            rt.upstream_overrides.push(o);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// The report as text.
@@ -991,6 +1107,14 @@ pub fn render_text(r: &Report) -> String {
         }
         for d in &rt.dropped {
             let _ = writeln!(out, "  dropped {}: {}", d.template_target, d.reason);
+        }
+        for o in &rt.upstream_overrides {
+            let what = if o.codes.is_empty() {
+                "own code".to_string()
+            } else {
+                format!("upstream verbatim, `# noqa: {}`", o.codes.join(", "))
+            };
+            let _ = writeln!(out, "  own     {} ({what})\n          {}", o.target, o.todo);
         }
         let _ = writeln!(
             out,

@@ -125,7 +125,7 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
         }
         let _ = writeln!(out, ")");
     }
-    for stmt in &head.template_imports {
+    for stmt in head.template_imports.iter().chain(r.upstream_overrides.iter().flat_map(|o| &o.imports)) {
         let _ = writeln!(out, "{stmt}");
     }
     let _ = writeln!(out, "{}\n\n", head.patch_config_import);
@@ -192,6 +192,17 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
     }
     for (c, alias) in r.carried.iter().zip(&aliases) {
         render_call(&mut out, c, alias, shared.as_deref());
+    }
+    for o in &r.upstream_overrides {
+        let _ = writeln!(out, "# Patch: {}\n# {}", o.target, o.todo);
+        let _ = writeln!(
+            out,
+            "@config.{}(\n    {},\n    description={},\n)\n{}\n\n",
+            o.patch_type,
+            py_str(&o.target),
+            py_str(&o.description),
+            o.source.trim_end()
+        );
     }
     while out.ends_with("\n\n") {
         out.pop();

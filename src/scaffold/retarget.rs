@@ -100,6 +100,15 @@ pub struct Retargeted {
     pub warnings: Vec<String>,
     /// Comments for the config: exceptions applied.
     pub exception_comments: Vec<String>,
+    /// Upstream definitions the project's ruff rejects, overridden verbatim
+    /// with `# noqa` (see `ruff_findings`).
+    pub upstream_overrides: Vec<super::ruff_findings::UpstreamOverride>,
+    #[serde(skip)]
+    post_import_blocks_extra: Vec<String>,
+    /// The RoPE guard over the new model's own code, for when pruning drops
+    /// the carried rotary reuse (the slot is declared by the template).
+    #[serde(skip)]
+    rotary_fallback: Option<super::ruff_findings::UpstreamOverride>,
 }
 
 /// Inputs of a retargeting.
@@ -112,6 +121,10 @@ pub struct Retarget<'a> {
     pub partial_rotary: Option<String>,
     /// Where to find a `1 + weight` norm replacement (called only when needed).
     pub norm_donor: &'a dyn Fn() -> Option<NormDonor>,
+    /// The project's OpSlot declarations (for the kernel guards).
+    pub slots: &'a super::kernels::ProjectSlots,
+    /// The rms_norm variant the project declares for a `1 + weight` norm.
+    pub one_plus_variant: &'a dyn Fn() -> Option<String>,
 }
 
 fn type_name(t: PatchType) -> &'static str {
@@ -269,6 +282,18 @@ impl Retarget<'_> {
             }
             // MLP.
             if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
+                // The same name, another role: an MLP class that is the MoE
+                // block (gpt_oss) gets no dense MLP's patch.
+                let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
+                if self.is_moe_block(self.new, c) && !self.is_moe_block(self.template_facts, tclass) {
+                    mlp = "none (the MLP class is the MoE block)".into();
+                    let reason = format!(
+                        "not carried: `{c}` is the MoE block (its `__init__` builds experts/a router), the template's `{tclass}` a dense MLP; the MoE block needs its own replacement (see the MoE needs)"
+                    );
+                    out.exception_comments.push(format!("{c} is {reason}."));
+                    drop(&mut out, reason, true);
+                    continue;
+                }
                 // Only a class swap constructs the replacement with the
                 // upstream's arguments; a `forward` override keeps `__init__`.
                 let swap = p.patch_type == PatchType::ClassReplacement;
@@ -371,6 +396,63 @@ impl Retarget<'_> {
                 false => extra_block = Some(block),
             }
         }
+        // No kernel patch carried: the project's OpSlot guard over the new
+        // model's own code (`kernels`), where the formulation fits.
+        let mut slot_lines: Vec<String> = Vec::new();
+        let declared =
+            |var: &str| self.template.post_import_blocks.iter().any(|b| b.contains(&format!("{var} = OpSlot(")));
+        if norm.starts_with("none") {
+            let class =
+                [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")].into_iter().find(|c| self.new.has_class(c));
+            let variant = || (self.one_plus_variant)();
+            if let Some(class) = class {
+                let one_plus = self.new.norm_is_one_plus_weight(self.version, &class).is_some();
+                let v = if one_plus { variant() } else { None };
+                match super::kernels::norm_guard(self.new, self.version, &class, self.slots, v.as_deref()) {
+                    Ok((o, decl)) => {
+                        norm = if one_plus { "1+weight".into() } else { "standard".into() };
+                        if declared(&decl.var) {
+                            if decl.variant != "standard" {
+                                opslot_variant = Some(("standard".into(), decl.variant.clone()));
+                            }
+                        } else {
+                            slot_lines.push(decl.line.clone());
+                        }
+                        out.upstream_overrides.push(o);
+                    }
+                    Err(why) => out.warnings.push(format!("no norm patch: {why}")),
+                }
+            }
+        }
+        if rotary == "replaced"
+            && let Ok((o, decl)) = super::kernels::rotary_guard(self.new, self.slots)
+            && declared(&decl.var)
+        {
+            out.rotary_fallback = Some(o);
+        }
+        if rotary == "none" && self.partial_rotary.is_none() && self.new.has_function("apply_rotary_pos_emb") {
+            match super::kernels::rotary_guard(self.new, self.slots) {
+                Ok((o, decl)) => {
+                    rotary = "replaced".into();
+                    if !declared(&decl.var) {
+                        slot_lines.push(decl.line.clone());
+                    }
+                    out.upstream_overrides.push(o);
+                }
+                Err(why) => out.warnings.push(format!("no RoPE patch: {why}")),
+            }
+        }
+        if !slot_lines.is_empty() {
+            let has_import = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"))
+                || extra_block.as_ref().is_some_and(|b: &String| b.contains("import OpSlot"));
+            let mut block = String::from("# patchgen new: the OpSlots the kernel guards call.\n");
+            if !has_import && let Some(i) = &self.slots.import_line {
+                block.push_str(i);
+                block.push('\n');
+            }
+            block.push_str(&slot_lines.join("\n"));
+            out.post_import_blocks_extra.push(block);
+        }
         let map = vec![(from.to_string(), to.to_string())];
         out.post_import_blocks = self
             .template
@@ -388,6 +470,8 @@ impl Retarget<'_> {
             })
             .collect();
         out.post_import_blocks.extend(extra_block);
+        let guards = std::mem::take(&mut out.post_import_blocks_extra);
+        out.post_import_blocks.extend(guards);
         out.imports = self.template.additional_imports.clone();
         // Imported names spelled with the template's prefix: reused bodies
         // refer to them under the new prefix, so bind that name too.
@@ -442,6 +526,14 @@ impl Retarget<'_> {
 }
 
 impl Retarget<'_> {
+    /// Whether `class`'s `__init__` builds experts or a router.
+    fn is_moe_block(&self, facts: &ModelFacts, class: &str) -> bool {
+        facts.method_text(self.version, class, "__init__").is_some_and(|t| {
+            let t: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+            t.contains("self.experts=") || t.contains("self.router=")
+        })
+    }
+
     /// The template leaves the norm alone but the new one computes
     /// `1 + weight`: reuse a project config's `1 + weight` norm patch, with
     /// the OpSlot declaration it relies on. Returns that declaration block.
@@ -524,11 +616,27 @@ fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
 }
 
 impl Retargeted {
+    /// After a pruning round: a dropped rotary reuse is replaced by the
+    /// project's OpSlot guard over the new model's own function, when the
+    /// template declares the slot. `true` when that happened.
+    pub fn fall_back(&mut self) -> bool {
+        let carried = self.carried.iter().any(|c| c.target == "apply_rotary_pos_emb");
+        if carried || self.upstream_overrides.iter().any(|o| o.target == "apply_rotary_pos_emb") {
+            return false;
+        }
+        let Some(mut o) = self.rotary_fallback.take() else { return false };
+        o.todo = "patchgen new: the template's rotary reuse was dropped by pruning; the project's OpSlot guard over the upstream function instead (full-head rotary: no partial_rotary_factor < 1, no mrope_interleaved)".into();
+        self.upstream_overrides.push(o);
+        true
+    }
+
     /// After pruning: a decision to patch stands only while its patch is
     /// still carried.
     pub fn settle_decisions(&mut self, prefix: &str) {
         let carried = |f: &dyn Fn(&str) -> bool| {
-            self.carried.iter().any(|c| f(c.target.split_once('.').map_or(c.target.as_str(), |(c, _)| c)))
+            let targets =
+                self.carried.iter().map(|c| &c.target).chain(self.upstream_overrides.iter().map(|o| &o.target));
+            targets.map(|t| t.split_once('.').map_or(t.as_str(), |(c, _)| c)).any(f)
         };
         let rotary = carried(&|t| t == "apply_rotary_pos_emb");
         let mlp = carried(&|t| is_main(t, prefix, "MLP"));
