@@ -41,7 +41,7 @@
 #                ruff format --quiet --no-cache FILES`, on
 #               (raw) the un-normalised generated texts (what --check must fix),
 #               (checked-in) the checked-in generated files (already normalised)
-#   T_lint      `patchgen lint` (default rules, no ruff) from the tree root;
+#   T_lint      `patchgen lint --no-cache` (default rules, no ruff) from the tree root;
 #               exit 1 (findings) counts as success
 #   RSS         peak resident set of `patchgen --check` (GNU time %M)
 #   scaling     the same on a tree with K copies of every config directory
@@ -233,7 +233,7 @@ add T_warm_one "$work/tree" 'toggle_first_line "$one_cfg"' '"$patchgen" --check'
 add T_gen "$work/tree" "" '"$bench_bin" "$work/tree" --once'
 add T_ruff_raw "$work/ruff1" "$put_raw1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
 # shellcheck disable=SC2016
-add T_lint "$work/tree" "" '"$patchgen" lint || [ $? -eq 1 ]'
+add T_lint "$work/tree" "" '"$patchgen" lint --no-cache || [ $? -eq 1 ]'
 add T_ruff_checked "$work/ruff1" "$put_checked1" "bash -c 'ruff_batch \"\$@\"' _ $files1"
 # shellcheck disable=SC2016
 add T_check_x "$work/tree$scale" "" '"$patchgen" --check --no-cache'
@@ -245,7 +245,7 @@ add T_warm_x "$work/tree$scale" "" '"$patchgen" --check'
 add T_gen_x "$work/tree$scale" "" '"$bench_bin" "$work/tree$scale" --once'
 add T_ruff_raw_x "$work/ruff$scale" "$put_raw10" "bash -c 'ruff_batch \"\$@\"' _ $files10"
 # shellcheck disable=SC2016
-add T_lint_x "$work/tree$scale" "" '"$patchgen" lint || [ $? -eq 1 ]'
+add T_lint_x "$work/tree$scale" "" '"$patchgen" lint --no-cache || [ $? -eq 1 ]'
 run_all
 results=()
 for name in "${names[@]}"; do results+=("$(summary "$name")"); done
