@@ -121,9 +121,11 @@ def lint_errors(copy, patchgen, module):
 
 def lint_cell(r):
     n, inherited = r["lint_errors"], r.get("lint_inherited", 0)
-    if not n or not inherited:
+    if n is None:
         return str(n)
-    return "%d (%d the template's own)" % (n, inherited)
+    # own: located in what `new` wrote; inherited: the template's config has
+    # the same error at the same file and line.
+    return "%d own, %d inherited" % (n - inherited, inherited)
 
 
 def new_models(tree, models, patchgen, ruff):

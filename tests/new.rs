@@ -527,3 +527,82 @@ fn kernel_patches_the_template_lacks_are_the_projects_opslot_guards() {
     ruff_check(&p, &py);
     py_compile(&py);
 }
+
+/// The parameters of `class_name.method` in the wheel's `modeling_<model>.py`
+/// (python3's `ast` on the real file).
+fn upstream_params(wheel: &std::path::Path, model: &str, class_name: &str, method: &str) -> Vec<String> {
+    let script = r#"
+import ast, sys, zipfile
+wheel, model, cls, meth = sys.argv[1:]
+src = zipfile.ZipFile(wheel).read(f"transformers/models/{model}/modeling_{model}.py")
+for node in ast.parse(src).body:
+    if isinstance(node, ast.ClassDef) and node.name == cls:
+        for f in node.body:
+            if isinstance(f, ast.FunctionDef) and f.name == meth:
+                a = f.args
+                print("\n".join(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(wheel)
+        .args([model, class_name, method])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn a_reuse_lint_rejects_is_dropped_unless_the_template_has_the_same_finding() {
+    let p = project();
+    let wheel = TestEnv::get().transformers();
+    let out = new(&p, &["mistral"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let config = read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py");
+
+    // Inherited: upstream `MistralForCausalLM.forward` takes `logits_to_keep`
+    // and the template's replacement does not (PG301 in the template's own
+    // config, at the replacement's `def`): the reuse stays, reported and
+    // marked at the reuse with the template's file and line.
+    assert!(upstream_params(&wheel, "mistral", "MistralForCausalLM", "forward").contains(&"logits_to_keep".into()));
+    let def = QWEN3_CONFIG.lines().position(|l| l.starts_with("def qwen3_causal_lm_forward(")).unwrap() + 1;
+    assert!(!QWEN3_CONFIG.lines().nth(def - 1).unwrap().contains("logits_to_keep"));
+    let at = format!("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py:{def}");
+    assert!(
+        out.stdout.lines().any(|l| l.trim_start().starts_with(&format!("inherited from {at}: PG301 "))
+            && l.ends_with("(the template has it too; fix it there)")),
+        "{}",
+        out.stdout
+    );
+    let todo = format!("# TODO(patchgen new): inherited PG301 from {at} (the template has it too; fix it there)\n");
+    let marked = config.find(&todo).unwrap_or_else(|| panic!("{config}"));
+    // The reuse is kept, right under the mark.
+    assert!(
+        config[marked + todo.len()..].starts_with("config.override_method(\n    \"MistralForCausalLM.forward\","),
+        "{config}"
+    );
+
+    // Dropped on a rule outside the old signature/name list: the template
+    // injects `describe`, which upstream `MistralAttention` lacks (PG102,
+    // located at the written config's call, not the template's).
+    assert!(upstream_params(&wheel, "mistral", "MistralAttention", "describe").is_empty());
+    assert!(out.stdout.lines().any(|l| l.contains("dropped Qwen3Attention.describe: lint PG102")), "{}", out.stdout);
+    assert!(!config.contains("\"MistralAttention.describe\""), "{config}");
+
+    // What lint still finds in the written config is inherited only.
+    let lint = TestEnv::get().patchgen(
+        &p.root,
+        &wheel.to_string_lossy(),
+        &["lint", "pkg.models.mistral.mistral_gpu_patch_gen_config", "--format", "json"],
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&lint.stdout).unwrap_or_else(|e| panic!("{e}: {}", lint.stdout));
+    let errors: Vec<&serde_json::Value> =
+        report["diagnostics"].as_array().unwrap().iter().filter(|d| d["severity"] == "error").collect();
+    assert!(!errors.is_empty());
+    for e in errors {
+        let path = e["location"]["path"].as_str().unwrap_or_default();
+        assert!(path.ends_with("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py"), "{e}");
+        assert_eq!(e["location"]["line"], def, "{e}");
+    }
+}

@@ -49,7 +49,8 @@ impl MoeDims {
         };
         let u = |k: &str| text.get(k).and_then(Value::as_u64);
         let first = |keys: &[&str]| keys.iter().find_map(|k| u(k).map(|v| (v, k.to_string())));
-        let (experts, experts_key) = first(&["num_experts", "n_routed_experts", "num_local_experts"]).unzip();
+        let (experts, experts_key) =
+            first(&["num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"]).unzip();
         let (intermediate, intermediate_key) = first(&["moe_intermediate_size", "intermediate_size"]).unzip();
         let layers = u("num_hidden_layers");
         let mut d = MoeDims {
@@ -158,5 +159,10 @@ mod tests {
         let d = MoeDims::from_value(Path::new("c"), &v);
         assert_eq!((d.experts, d.intermediate), (Some(4), Some(6)));
         assert_eq!(d.moe_layers(), Some(vec![0, 1]));
+        // ernie4_5_moe's own key (its config maps `num_experts` to it).
+        let v: Value =
+            serde_json::from_str(r#"{"model_type":"ernie4_5_moe","moe_num_experts":64,"hidden_size":8}"#).unwrap();
+        let d = MoeDims::from_value(Path::new("c"), &v);
+        assert_eq!((d.experts, d.experts_key.as_deref()), (Some(64), Some("moe_num_experts")));
     }
 }

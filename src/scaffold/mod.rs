@@ -103,6 +103,9 @@ pub struct BackendPlan {
     pub backend: String,
     pub module: String,
     pub template_config: Option<String>,
+    /// Lint errors the template's own config has too (kept reuses).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inherited: Vec<String>,
     #[serde(flatten)]
     pub retargeted: Retargeted,
     #[serde(skip)]
@@ -507,7 +510,15 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         let text = render::config(&head, &retargeted);
         files.push(PlannedFile { path: path.clone(), what: format!("{backend} patch-gen config"), text });
         warnings.extend(retargeted.warnings.iter().cloned());
-        plans.push(BackendPlan { backend: backend.clone(), module, template_config: from, retargeted, head, path });
+        plans.push(BackendPlan {
+            backend: backend.clone(),
+            module,
+            template_config: from,
+            inherited: Vec::new(),
+            retargeted,
+            head,
+            path,
+        });
     }
     if plans.is_empty() {
         return Err(NewError::failed(format!("no config to write: {}", warnings.join("; "))));
@@ -882,19 +893,30 @@ fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command
     crate::lint::command::lint(&args, cwd).map_err(|e| e.0)
 }
 
-/// Carried patches a lint error names (`\`<target>\`` or `\`<target>(`):
-/// their reuse breaks the upstream contract, so they are dropped.
-fn lint_rejected(plan: &mut BackendPlan, report: &crate::lint::command::LintReport) -> bool {
+/// Carried patches a lint error names (`\`<target>\`` or `\`<target>(`) or
+/// points into: their reuse breaks the upstream contract, so they are
+/// dropped, whatever the rule. Except an error the template's own config
+/// has too (same rule, same place: the reused replacement's file and line):
+/// inherited, the reuse stays (the project's pattern), the finding is
+/// reported and marked with a `TODO(patchgen new): inherited …` at the reuse.
+fn lint_rejected(
+    plan: &mut BackendPlan,
+    report: &crate::lint::command::LintReport,
+    template_report: Option<&crate::lint::command::LintReport>,
+    root: &Path,
+) -> bool {
     use crate::diagnostics::Severity;
     let mut changed = false;
-    // Errors that say a reuse does not fit the new model: signatures (PG2xx),
-    // a name the new module lacks hidden by the template's `# noqa: F821`
-    // (PG103: F821 pruning's case), the full-head rotary kernel on partial
-    // rotary (PG304), the Liger MLP on an `intermediate_size` MLP (PG404).
-    // Other findings (an injected hook nothing calls, PG102) are the
-    // template's own design and travel with it.
-    let misfit = |code: &str| code.starts_with("PG2") || matches!(code, "PG103" | "PG304" | "PG404");
-    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error && misfit(&d.code)) {
+    let same_place = |a: &crate::diagnostics::Diagnostic, b: &crate::diagnostics::Diagnostic| {
+        a.code == b.code
+            && match (&a.location, &b.location) {
+                (Some(x), Some(y)) => {
+                    x.line == y.line && crate::project::resolve(&x.path) == crate::project::resolve(&y.path)
+                }
+                _ => false,
+            }
+    };
+    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
         let names = |t: &str| {
             d.message.contains(&format!("`{t}`"))
                 || d.message.contains(&format!("`{t}("))
@@ -907,6 +929,31 @@ fn lint_rejected(plan: &mut BackendPlan, report: &crate::lint::command::LintRepo
             }
             _ => false,
         };
+        // The template's own finding: same rule, same place (a finding
+        // located in the template's config, in the reused replacement). One
+        // located in the written config (a PG102 at the new call) is ours.
+        let theirs = template_report
+            .and_then(|t| t.diagnostics.iter().find(|td| td.severity == Severity::Error && same_place(d, td)));
+        if let Some(td) = theirs {
+            let at = td
+                .location
+                .as_ref()
+                .map(|l| format!("{}:{}", l.path.strip_prefix(root).unwrap_or(&l.path).display(), l.line))
+                .unwrap_or_else(|| plan.template_config.clone().unwrap_or_default());
+            let line = format!("inherited from {at}: {} {} (the template has it too; fix it there)", d.code, d.message);
+            if !plan.inherited.contains(&line) {
+                plan.inherited.push(line);
+            }
+            let todo =
+                format!("TODO(patchgen new): inherited {} from {at} (the template has it too; fix it there)", d.code);
+            for c in plan.retargeted.carried.iter_mut().filter(|c| names(&c.target) || inside(c)) {
+                if !c.todos.contains(&todo) {
+                    c.todos.push(todo.clone());
+                    changed = true;
+                }
+            }
+            continue;
+        }
         let (hit, kept): (Vec<_>, Vec<_>) =
             std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target) || inside(c));
         plan.retargeted.carried = kept;
@@ -940,6 +987,8 @@ fn generate_pruning(
 ) -> (GenerationResult, Option<crate::lint::command::LintReport>) {
     let fail =
         |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);
+    // The template's own lint report, once, when the new config has errors.
+    let mut template_lint: Option<Option<crate::lint::command::LintReport>> = None;
     for round in 0..MAX_ROUNDS {
         let ctx = Context::new(project.clone(), cwd, None);
         // Round 0: `run` wrote this very text, normalised, already.
@@ -964,7 +1013,16 @@ fn generate_pruning(
                     return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
                 }
                 let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
-                if template.is_some() && lint.as_ref().is_some_and(|r| lint_rejected(plan, r)) {
+                let has_errors = lint
+                    .as_ref()
+                    .is_some_and(|r| r.diagnostics.iter().any(|d| d.severity == crate::diagnostics::Severity::Error));
+                if has_errors && template_lint.is_none() {
+                    template_lint = Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd).ok()));
+                }
+                let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
+                if template.is_some()
+                    && lint.as_ref().is_some_and(|r| lint_rejected(plan, r, template_report, &project.root))
+                {
                     continue;
                 }
                 let message = format!("generated {}", g.py_path.display());
@@ -1107,6 +1165,9 @@ pub fn render_text(r: &Report) -> String {
         }
         for d in &rt.dropped {
             let _ = writeln!(out, "  dropped {}: {}", d.template_target, d.reason);
+        }
+        for i in &b.inherited {
+            let _ = writeln!(out, "  {i}");
         }
         for o in &rt.upstream_overrides {
             let what = if o.codes.is_empty() {
