@@ -140,26 +140,42 @@ impl Ruff {
 /// (`import a.b, c as d`, `from a.b import x`), wherever the line is: a
 /// superset of what ruff's isort categorises.
 pub fn imported_top_names(text: &str) -> std::collections::BTreeSet<String> {
+    // Only lines holding `from ` or `import ` can match: found with memmem
+    // instead of walking every line of a generated module.
+    let bytes = text.as_bytes();
+    let mut starts = std::collections::BTreeSet::new();
+    for needle in ["from ", "import "] {
+        for hit in memchr::memmem::find_iter(bytes, needle) {
+            starts.insert(memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1));
+        }
+    }
     let mut names = std::collections::BTreeSet::new();
+    for start in starts {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(text.len(), |i| start + i);
+        let line = &text[start..end];
+        import_line_top_names(line.strip_suffix('\r').unwrap_or(line), &mut names);
+    }
+    names
+}
+
+/// [`imported_top_names`] of one line (as `str::lines` gives it).
+fn import_line_top_names(line: &str, names: &mut std::collections::BTreeSet<String>) {
     let ident = |s: &str| -> Option<String> {
         let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
         (end > 0).then(|| s[..end].to_string())
     };
-    for line in text.lines() {
-        let line = line.trim_start();
-        if let Some(rest) = line.strip_prefix("from ") {
-            if let Some(n) = ident(rest.trim_start()) {
+    let line = line.trim_start();
+    if let Some(rest) = line.strip_prefix("from ") {
+        if let Some(n) = ident(rest.trim_start()) {
+            names.insert(n);
+        }
+    } else if let Some(rest) = line.strip_prefix("import ") {
+        for part in rest.split(',') {
+            if let Some(n) = ident(part.trim_start().trim_start_matches('(').trim_start()) {
                 names.insert(n);
-            }
-        } else if let Some(rest) = line.strip_prefix("import ") {
-            for part in rest.split(',') {
-                if let Some(n) = ident(part.trim_start().trim_start_matches('(').trim_start()) {
-                    names.insert(n);
-                }
             }
         }
     }
-    names
 }
 
 /// The name of the `Value` input for the resolved ruff binary path.
@@ -287,13 +303,27 @@ fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
 
 /// The ruff table of a settings file: the whole of a `ruff.toml`, the
 /// `[tool.ruff]` of a `pyproject.toml`.
-fn ruff_table(file: &Path) -> Option<toml::Table> {
-    let doc: toml::Table = std::fs::read_to_string(file).ok()?.parse().ok()?;
-    if file.file_name().is_some_and(|n| n == "pyproject.toml") {
-        doc.get("tool")?.get("ruff")?.as_table().cloned()
-    } else {
-        Some(doc)
+/// Parsed once per file and process (every config of a project finds the
+/// same settings files): a file changed during the run is still caught, as
+/// its content is an input whose digest `Cache::store` checks again.
+fn ruff_table(file: &Path) -> Option<std::sync::Arc<toml::Table>> {
+    type Tables = std::collections::HashMap<PathBuf, Option<std::sync::Arc<toml::Table>>>;
+    static TABLES: std::sync::OnceLock<std::sync::Mutex<Tables>> = std::sync::OnceLock::new();
+    let tables = TABLES.get_or_init(Default::default);
+    if let Some(t) = tables.lock().unwrap_or_else(|e| e.into_inner()).get(file) {
+        return t.clone();
     }
+    let parse = || -> Option<toml::Table> {
+        let doc: toml::Table = std::fs::read_to_string(file).ok()?.parse().ok()?;
+        if file.file_name().is_some_and(|n| n == "pyproject.toml") {
+            doc.get("tool")?.get("ruff")?.as_table().cloned()
+        } else {
+            Some(doc)
+        }
+    };
+    let table = parse().map(std::sync::Arc::new);
+    tables.lock().unwrap_or_else(|e| e.into_inner()).insert(file.to_path_buf(), table.clone());
+    table
 }
 
 /// `~` and `$VAR`/`${VAR}` expanded, as ruff expands paths in settings.
@@ -349,6 +379,25 @@ pub fn dedup(inputs: &mut Vec<Input>) {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    proptest::proptest! {
+        /// The memmem search finds what scanning every line finds.
+        #[test]
+        fn imported_top_names_equals_a_scan_of_every_line(
+            lines in proptest::collection::vec(
+                proptest::string::string_regex("[ \t]{0,3}(from |import |fro|impor)?[(, a-z_.\\r]{0,12}( import [a-z, ]{0,6})?").unwrap(),
+                0..12,
+            ),
+            crlf in proptest::prelude::any::<bool>(),
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            let mut every = std::collections::BTreeSet::new();
+            for line in text.lines() {
+                import_line_top_names(line, &mut every);
+            }
+            proptest::prop_assert_eq!(imported_top_names(&text), every);
+        }
+    }
 
     fn probes(inputs: &[Input]) -> Vec<String> {
         inputs
