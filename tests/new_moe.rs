@@ -15,26 +15,8 @@ use std::process::Command;
 
 use common::TestEnv;
 
-const PYPROJECT: &str = r#"[tool.patchgen]
-search_root = "pkg/models"
-package_prefix = "pkg.models"
-
-[tool.ruff]
-line-length = 119
-
-[tool.ruff.lint]
-select = ["E", "F", "I", "W", "B"]
-ignore = ["E501"]
-
-[tool.ruff.lint.per-file-ignores]
-"pkg/models/**/*_patch_gen_config.py" = ["F821"]
-"pkg/models/**/generated/*.py" = ["E402"]
-"__init__.py" = ["F401"]
-
-[tool.ruff.lint.isort]
-lines-after-imports = 2
-known-first-party = ["pkg"]
-"#;
+/// The test project's pyproject (shared with the other `new` tests).
+const PYPROJECT: &str = include_str!("new/pyproject.toml");
 
 /// The MoE template (written for these tests): one norm patch.
 const QWEN3_MOE_CONFIG: &str = r#"# Test licence header.
