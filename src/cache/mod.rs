@@ -142,6 +142,8 @@ pub enum NotStored {
     Changed(Miss),
     /// A file identity is too fresh to be trusted (see [`probe::RACY`]).
     Racy(PathBuf),
+    /// Some of the computation's inputs were not recorded (named).
+    Unrecorded(&'static str),
     Io(std::io::Error),
 }
 
@@ -150,6 +152,7 @@ impl std::fmt::Display for NotStored {
         match self {
             NotStored::Changed(m) => write!(f, "not cached: {m} while it ran"),
             NotStored::Racy(p) => write!(f, "not cached: {} changed too recently to trust its identity", p.display()),
+            NotStored::Unrecorded(what) => write!(f, "not cached: {what} not recorded"),
             NotStored::Io(e) => write!(f, "not cached: cannot write the cache: {e}"),
         }
     }

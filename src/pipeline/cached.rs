@@ -163,6 +163,9 @@ impl Context {
     /// Store a generated config's entry (`prober` fresh since generation
     /// ended).
     pub fn store(&self, cache: &Cache, key: &Key, g: &Generated, prober: &Prober) -> Result<(), NotStored> {
+        if !g.settings_recorded {
+            return Err(NotStored::Unrecorded("ruff's settings"));
+        }
         cache.store(key, &g.inputs, &Expected::of(g), prober)
     }
 }
@@ -260,6 +263,8 @@ impl Context {
         expected: &(dyn Fn(&Job) -> Option<String> + Sync),
     ) -> Vec<(Result<Produced, super::Failure>, f64, Note)> {
         use rayon::prelude::*;
+        // Ruff's settings are inputs only a cache reads.
+        self.record_settings(cache.is_some());
         let keys: Vec<Key> = modules.iter().map(|m| self.cache_key(m, config_name, output_dir)).collect();
         let looked: Vec<Result<(Expected, f64), String>> = match cache {
             None => modules.iter().map(|_| Err(String::new())).collect(),
@@ -331,5 +336,69 @@ impl Context {
         }
         crate::timings::mark("cache stored");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::Project;
+
+    /// A project whose upstream module sits at its root (on the search
+    /// path as the working directory), with a `ruff.toml` next to the
+    /// config: one of ruff's settings files.
+    fn project() -> (tempfile::TempDir, Context) {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("pyproject.toml", "[tool.patchgen]\nsearch_root = \"pkg\"\npackage_prefix = \"pkg\"\n"),
+            ("toylib/__init__.py", ""),
+            ("toylib/modeling_toy.py", "class Norm:\n    def forward(self, x):\n        return x\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/toy/__init__.py", ""),
+            ("pkg/toy/ruff.toml", "line-length = 100\n"),
+            (
+                "pkg/toy/toy_patch_gen_config.py",
+                "from patchgen import PatchConfig\n\nconfig = PatchConfig(source_module=\"toylib.modeling_toy\", target_file=\"patched_toy.py\")\n",
+            ),
+        ];
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let project = Project::find(dir.path()).unwrap();
+        let ctx = Context::new(project, dir.path(), None);
+        (dir, ctx)
+    }
+
+    fn recorded_settings(job: &Job) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = job.inputs.shared[3..]
+            .iter()
+            .flat_map(|group| group.iter())
+            .filter_map(|i| i.probe.path().map(Path::to_path_buf))
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    #[test]
+    fn ruff_settings_are_recorded_only_for_a_cache() {
+        let (dir, ctx) = project();
+        let off = ctx.generate_raw("pkg.toy.toy_patch_gen_config", "config", None).unwrap();
+        assert!(!off.job.settings_recorded);
+        assert!(recorded_settings(&off.job).is_empty());
+
+        ctx.record_settings(true);
+        let on = ctx.generate_raw("pkg.toy.toy_patch_gen_config", "config", None).unwrap();
+        assert!(on.job.settings_recorded);
+        let ruff_toml = dir.path().join("pkg/toy/ruff.toml").canonicalize().unwrap();
+        let seen = recorded_settings(&on.job);
+        assert!(
+            seen.iter().any(|p| p.canonicalize().ok().as_deref() == Some(&ruff_toml)),
+            "{ruff_toml:?} not among {seen:?}"
+        );
+        // Everything else is the same either way.
+        assert_eq!(off.text, on.text);
+        assert_eq!(off.job.inputs.own, on.job.inputs.own);
     }
 }

@@ -33,6 +33,11 @@ pub struct Context {
     recorder: Prober,
     /// The inputs every config shares (see `cached`).
     run_inputs: std::sync::OnceLock<Arc<Vec<Input>>>,
+    /// Whether [`Job::inputs`] records ruff's settings (what only the
+    /// result cache reads): off unless a run with a cache turns it on
+    /// (`cached::Context::generate_many_cached`); a job recorded without
+    /// them is never stored.
+    record_settings: std::sync::atomic::AtomicBool,
     /// Upstream modules read and parsed so far, by module name (configs
     /// often share one: a model's GPU and NPU configs). A failure is not
     /// kept: the config that meets it reads the module again for its own
@@ -64,8 +69,12 @@ pub struct Job {
     /// Everything the output was computed from, as cache inputs (see
     /// `cached`): what evaluation looked up and read, the upstream module
     /// and what decided `Based on:`, ruff's binary and settings, the run's
-    /// settings. Recorded before ruff runs.
+    /// settings. Recorded before ruff runs; ruff's settings only while the
+    /// context records them (`settings_recorded`).
     pub inputs: Inputs,
+    /// Whether `inputs` holds ruff's settings ([`Context::record_settings`]):
+    /// a job without them is never stored in a cache.
+    pub settings_recorded: bool,
 }
 
 /// A config's generated files, in memory.
@@ -223,9 +232,21 @@ impl Context {
             transformers_version: std::sync::OnceLock::new(),
             recorder: Prober::new(Default::default()),
             run_inputs: std::sync::OnceLock::new(),
+            record_settings: std::sync::atomic::AtomicBool::new(false),
             upstream: Default::default(),
             codegen: Default::default(),
         }
+    }
+
+    /// Record ruff's settings in each [`Job::inputs`] (`on`) or not: only a
+    /// result cache needs them, and finding them costs ~10 % of generation.
+    pub fn record_settings(&self, on: bool) {
+        self.record_settings.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether jobs generated now record ruff's settings.
+    pub fn records_settings(&self) -> bool {
+        self.record_settings.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn transformers_version(&self) -> &str {
@@ -332,7 +353,11 @@ impl Context {
         // on:`, the run's settings, and ruff's settings split into what
         // lies in the config's own directory and the rest (the same for
         // most configs of a project).
-        let settings = self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder);
+        let settings = if self.records_settings() {
+            self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder)
+        } else {
+            Vec::new()
+        };
         let config_dir = abs_target.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
         let (local, around): (Vec<Input>, Vec<Input>) =
             settings.into_iter().partition(|i| i.probe.path().is_some_and(|p| p.starts_with(config_dir)));
@@ -358,6 +383,7 @@ impl Context {
                 diagnostics: found,
                 injected: diagnosis.injected,
                 inputs,
+                settings_recorded: self.records_settings(),
             },
             abs_target,
             text,
