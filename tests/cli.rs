@@ -279,6 +279,34 @@ fn failed_config_in_text_shows_its_source() {
     }
 }
 
+/// A config whose upstream module is not installed points at its
+/// `source_module=` argument (text and JSON), the line and column found in
+/// the config's text here, independently of the parser.
+#[test]
+fn missing_upstream_points_at_source_module() {
+    let config = toy_config("").replace("toylib.modeling_toy", "toylib.modeling_gone");
+    let p = MiniProject::new(&[("pkg/a/__init__.py", ""), ("pkg/a/gone_patch_gen_config.py", &config)]);
+    let needle = "source_module=\"toylib.modeling_gone\"";
+    let (line, column) = config
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find(needle).map(|c| (i + 1, l[..c].chars().count() + 1)))
+        .unwrap();
+    let out = p.run(&["generate", "pkg.a.gone_patch_gen_config"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let head = format!("pkg/a/gone_patch_gen_config.py:{line}:{column}: PGE003 ");
+    assert!(out.stderr.contains(&head), "expected `{head}` in:\n{}", out.stderr);
+    let underline = format!("{}{}", " ".repeat(column - 1), "^".repeat(needle.len()));
+    assert!(out.stderr.contains(&underline), "the argument is underlined:\n{}", out.stderr);
+    assert!(out.stderr.contains("= help: put the package on PYTHONPATH"), "{}", out.stderr);
+    let json = p.run(&["generate", "pkg.a.gone_patch_gen_config", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let d = doc["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "PGE003").expect("a PGE003 diagnostic");
+    assert_eq!(d["location"]["line"], line);
+    assert_eq!(d["location"]["column"], column);
+    assert_eq!(d["location"]["end"], serde_json::json!([line, column + needle.len()]));
+}
+
 /// `::command prop=v,prop=v::data`: known command, known properties with
 /// escaped values, data without a raw line break.
 fn assert_workflow_command(line: &str) {

@@ -238,6 +238,7 @@ fn plan(source_module: &str, drop: &[&str]) -> PatchPlan {
     PatchPlan {
         config_module: "cfg".into(),
         config_path: Default::default(),
+        created_at: patchgen::config::Loc::line("cfg.py", 0),
         source_module: source_module.into(),
         target_file: "out.py".into(),
         description: String::new(),

@@ -56,14 +56,16 @@ pub(super) fn bind<'p>(func: &'p str, params: &'p [Param<'p>], args: Args, loc: 
         match params.iter().position(|(p, _)| *p == name) {
             Some(i) => {
                 if slots[i].is_some() {
-                    return Err(EvalError::new(loc.clone(), format!("`{func}()` got multiple values for `{name}`")));
+                    return Err(EvalError::new(loc.clone(), format!("`{func}()` got multiple values for `{name}`"))
+                        .about_keyword(&name));
                 }
                 slots[i] = Some(v);
             }
             None => {
                 let names: Vec<&str> = params.iter().map(|(p, _)| *p).collect();
                 let err =
-                    EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"));
+                    EvalError::new(loc.clone(), format!("`{func}()` got an unexpected keyword argument `{name}`"))
+                        .about_keyword(&name);
                 return Err(match closest(&name, &names) {
                     Some(s) => err.with_help(format!("did you mean `{s}=`?")),
                     None => err.with_help(format!("`{func}` takes: {}", names.join(", "))),

@@ -9,11 +9,20 @@ pub struct EvalError {
     pub loc: Loc,
     pub message: String,
     pub help: Option<String>,
+    /// The keyword argument the error is about (`bind`'s unknown or
+    /// repeated keyword): the call site narrows `loc` to that keyword.
+    pub keyword: Option<String>,
 }
 
 impl EvalError {
     pub fn new(loc: Loc, message: impl Into<String>) -> Self {
-        EvalError { loc, message: message.into(), help: None }
+        EvalError { loc, message: message.into(), help: None, keyword: None }
+    }
+
+    /// The error is about keyword argument `name` of the call at `loc`.
+    pub fn about_keyword(mut self, name: &str) -> Self {
+        self.keyword = Some(name.to_string());
+        self
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {

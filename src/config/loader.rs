@@ -28,14 +28,28 @@ pub trait ModuleLoader: Sync {
     fn load(&self, module: &str) -> Option<Result<LoadedModule, LoadError>>;
 }
 
-/// A file read and parsed, with the digest of the bytes read.
-type Loaded = Result<(Arc<ParsedFile>, Digest), LoadError>;
+/// A file read and parsed, with the bytes read (digested on demand).
+type Loaded = Result<(Arc<ParsedFile>, Arc<ReadBytes>), LoadError>;
+
+/// The bytes a file was parsed from and their digest, computed the first
+/// time a cache asks (a run without a cache never hashes them).
+#[derive(Debug)]
+pub struct ReadBytes {
+    bytes: Vec<u8>,
+    digest: std::sync::OnceLock<Digest>,
+}
+
+impl ReadBytes {
+    fn digest(&self) -> Digest {
+        *self.digest.get_or_init(|| crate::cache::probe::content_digest(&self.bytes))
+    }
+}
 
 /// Modules found under the project's roots (the package root, then the
 /// working directory), as `<root>/a/b.py` or `<root>/a/b/__init__.py`.
 pub struct ProjectLoader {
     roots: Vec<PathBuf>,
-    /// Each file read, parsed, with the digest of the bytes read.
+    /// Each file read, parsed, with the bytes read.
     files: Mutex<HashMap<PathBuf, Loaded>>,
     /// Each path [`ProjectLoader::find`] looked at, and whether a file was
     /// there.
@@ -69,7 +83,7 @@ impl ProjectLoader {
         for (path, loaded) in self.files.lock().expect("loader cache").iter() {
             let probe = crate::cache::Probe::Content { path: path.clone() };
             let digest = match loaded {
-                Ok((_, d)) => *d,
+                Ok((_, read)) => read.digest(),
                 Err(_) => crate::cache::probe::digest_parts([b"unreadable".as_slice()]),
             };
             out.push(Input::new("project file", probe, digest));
@@ -107,21 +121,26 @@ impl ProjectLoader {
 
     /// Read and parse a file (cached).
     pub fn parse_file(&self, path: &Path) -> Result<Arc<ParsedFile>, LoadError> {
-        self.parse_file_digest(path).map(|(file, _)| file)
+        self.parse_file_read(path).map(|(file, _)| file)
     }
 
     /// [`ProjectLoader::parse_file`] and the digest of the bytes it read.
-    fn parse_file_digest(&self, path: &Path) -> Loaded {
+    fn parse_file_digest(&self, path: &Path) -> Result<(Arc<ParsedFile>, Digest), LoadError> {
+        self.parse_file_read(path).map(|(file, read)| (file, read.digest()))
+    }
+
+    /// [`ProjectLoader::parse_file`] and the bytes it read.
+    fn parse_file_read(&self, path: &Path) -> Loaded {
         if let Some(r) = self.files.lock().expect("loader cache").get(path) {
             return r.clone();
         }
         let result = std::fs::read(path)
             .map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })
             .and_then(|bytes| {
-                let digest = crate::cache::probe::content_digest(&bytes);
-                let text = decode_python(path, bytes)?;
+                let text = decode_python(path, &bytes)?;
+                let read = Arc::new(ReadBytes { bytes, digest: std::sync::OnceLock::new() });
                 ParsedFile::parse(path.to_path_buf(), &text)
-                    .map(|file| (Arc::new(file), digest))
+                    .map(|file| (Arc::new(file), read))
                     .map_err(|e| LoadError::Syntax { path: path.to_path_buf(), line: e.line, message: e.message })
             });
         self.files.lock().expect("loader cache").insert(path.to_path_buf(), result.clone());
@@ -132,11 +151,11 @@ impl ProjectLoader {
 /// A Python source file as text: UTF-8 (a BOM is dropped, as Python does).
 pub fn read_python(path: &Path) -> Result<String, LoadError> {
     let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
-    decode_python(path, bytes)
+    decode_python(path, &bytes)
 }
 
-fn decode_python(path: &Path, bytes: Vec<u8>) -> Result<String, LoadError> {
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
+fn decode_python(path: &Path, bytes: &[u8]) -> Result<String, LoadError> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;

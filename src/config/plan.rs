@@ -144,6 +144,9 @@ pub struct PatchPlan {
     /// Dotted module of the config file.
     pub config_module: String,
     pub config_path: PathBuf,
+    /// Where the `PatchConfig(...)` call is (what a failure about the
+    /// config as a whole points at).
+    pub created_at: Loc,
     pub source_module: String,
     pub target_file: String,
     pub description: String,

@@ -221,6 +221,7 @@ pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &st
         optional,
         config_module: config_module.to_string(),
         config_path: config.created_at.path.clone(),
+        created_at: config.created_at.clone(),
         source_module: as_str(ev, config, "source_module", &config.source_module)?,
         target_file: as_str(ev, config, "target_file", &config.target_file)?,
         description: as_str(ev, config, "description", &config.description)?,

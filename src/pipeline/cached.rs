@@ -163,8 +163,8 @@ impl Context {
     /// Store a generated config's entry (`prober` fresh since generation
     /// ended).
     pub fn store(&self, cache: &Cache, key: &Key, g: &Generated, prober: &Prober) -> Result<(), NotStored> {
-        if !g.settings_recorded {
-            return Err(NotStored::Unrecorded("ruff's settings"));
+        if !g.inputs_recorded {
+            return Err(NotStored::Unrecorded("its inputs were"));
         }
         cache.store(key, &g.inputs, &Expected::of(g), prober)
     }
@@ -263,8 +263,8 @@ impl Context {
         expected: &(dyn Fn(&Job) -> Option<String> + Sync),
     ) -> Vec<(Result<Produced, super::Failure>, f64, Note)> {
         use rayon::prelude::*;
-        // Ruff's settings are inputs only a cache reads.
-        self.record_settings(cache.is_some());
+        // Inputs only a cache reads.
+        self.record_inputs(cache.is_some());
         let keys: Vec<Key> = modules.iter().map(|m| self.cache_key(m, config_name, output_dir)).collect();
         let looked: Vec<Result<(Expected, f64), String>> = match cache {
             None => modules.iter().map(|_| Err(String::new())).collect(),
@@ -382,23 +382,31 @@ mod tests {
     }
 
     #[test]
-    fn ruff_settings_are_recorded_only_for_a_cache() {
+    fn inputs_are_recorded_only_for_a_cache() {
         let (dir, ctx) = project();
         let off = ctx.generate_raw("pkg.toy.toy_patch_gen_config", "config", None).unwrap();
-        assert!(!off.job.settings_recorded);
+        assert!(!off.job.inputs_recorded);
+        assert!(off.job.inputs.own.is_empty());
         assert!(recorded_settings(&off.job).is_empty());
 
-        ctx.record_settings(true);
+        ctx.record_inputs(true);
         let on = ctx.generate_raw("pkg.toy.toy_patch_gen_config", "config", None).unwrap();
-        assert!(on.job.settings_recorded);
+        assert!(on.job.inputs_recorded);
         let ruff_toml = dir.path().join("pkg/toy/ruff.toml").canonicalize().unwrap();
         let seen = recorded_settings(&on.job);
         assert!(
             seen.iter().any(|p| p.canonicalize().ok().as_deref() == Some(&ruff_toml)),
             "{ruff_toml:?} not among {seen:?}"
         );
-        // Everything else is the same either way.
+        // The config file read is an input; the output is the same either way.
+        let config = dir.path().join("pkg/toy/toy_patch_gen_config.py").canonicalize().unwrap();
+        assert!(
+            on.job
+                .inputs
+                .own
+                .iter()
+                .any(|i| i.probe.path().and_then(|p| p.canonicalize().ok()) == Some(config.clone()))
+        );
         assert_eq!(off.text, on.text);
-        assert_eq!(off.job.inputs.own, on.job.inputs.own);
     }
 }

@@ -33,11 +33,11 @@ pub struct Context {
     recorder: Prober,
     /// The inputs every config shares (see `cached`).
     run_inputs: std::sync::OnceLock<Arc<Vec<Input>>>,
-    /// Whether [`Job::inputs`] records ruff's settings (what only the
-    /// result cache reads): off unless a run with a cache turns it on
-    /// (`cached::Context::generate_many_cached`); a job recorded without
-    /// them is never stored.
-    record_settings: std::sync::atomic::AtomicBool,
+    /// Whether [`Job::inputs`] records what evaluation read and ruff's
+    /// settings (what only the result cache reads): off unless a run with
+    /// a cache turns it on (`cached::Context::generate_many_cached`); a job
+    /// recorded without them is never stored.
+    record_inputs: std::sync::atomic::AtomicBool,
     /// Upstream modules read and parsed so far, by module name (configs
     /// often share one: a model's GPU and NPU configs). A failure is not
     /// kept: the config that meets it reads the module again for its own
@@ -69,12 +69,13 @@ pub struct Job {
     /// Everything the output was computed from, as cache inputs (see
     /// `cached`): what evaluation looked up and read, the upstream module
     /// and what decided `Based on:`, ruff's binary and settings, the run's
-    /// settings. Recorded before ruff runs; ruff's settings only while the
-    /// context records them (`settings_recorded`).
+    /// settings. Recorded before ruff runs; what evaluation read and
+    /// ruff's settings only while the context records them
+    /// (`inputs_recorded`).
     pub inputs: Inputs,
-    /// Whether `inputs` holds ruff's settings ([`Context::record_settings`]):
-    /// a job without them is never stored in a cache.
-    pub settings_recorded: bool,
+    /// Whether `inputs` is complete ([`Context::record_inputs`]): a job
+    /// without them is never stored in a cache.
+    pub inputs_recorded: bool,
 }
 
 /// A config's generated files, in memory.
@@ -111,8 +112,10 @@ pub enum Failure {
     /// skips the config (as the reference does since it grew the field).
     #[error("upstream module `{source_module}` not found (the config is optional)")]
     OptionalSkipped { source_module: String },
+    /// The upstream module cannot be read; located (the config's
+    /// `source_module=`) when the module is not found.
     #[error("{0}")]
-    Upstream(UpstreamError),
+    Upstream(UpstreamError, Option<crate::diagnostics::Location>),
     #[error("{}:{line}: syntax error in the upstream module: {message}", origin.display())]
     UpstreamSyntax { origin: PathBuf, line: usize, message: String },
     #[error("{module}: code generation error: {error}")]
@@ -130,8 +133,8 @@ impl Failure {
             Failure::Eval(_) => codes::CONFIG_ERROR,
             Failure::NotAConfig { .. } => codes::NOT_A_CONFIG,
             Failure::OptionalSkipped { .. } => codes::OPTIONAL_SKIPPED,
-            Failure::Upstream(UpstreamError::NotFound { .. }) => codes::UPSTREAM_NOT_FOUND,
-            Failure::Upstream(_) | Failure::UpstreamSyntax { .. } => codes::UPSTREAM_SYNTAX,
+            Failure::Upstream(UpstreamError::NotFound { .. }, _) => codes::UPSTREAM_NOT_FOUND,
+            Failure::Upstream(..) | Failure::UpstreamSyntax { .. } => codes::UPSTREAM_SYNTAX,
             Failure::Codegen { .. } => codes::CODEGEN_ERROR,
             Failure::Ruff { .. } => codes::RUFF_ERROR,
         };
@@ -149,8 +152,14 @@ impl Failure {
             Failure::UpstreamSyntax { origin, line, .. } => {
                 code.diagnostic(self.to_string()).at(Location::line(origin.clone(), *line))
             }
-            Failure::Upstream(UpstreamError::NotUtf8 { origin, line }) => {
+            Failure::Upstream(UpstreamError::NotUtf8 { origin, line }, _) => {
                 code.diagnostic(self.to_string()).at(Location::line(origin.clone(), *line))
+            }
+            Failure::Upstream(UpstreamError::NotFound { module, searched }, Some(at)) => {
+                let searched: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+                code.diagnostic(format!("upstream module `{module}` not found (searched: {})", searched.join(", ")))
+                    .at(at.clone())
+                    .help(UpstreamError::NOT_FOUND_HELP)
             }
             Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
             // Located: the excerpt shows the config line, `help` its own line.
@@ -232,21 +241,22 @@ impl Context {
             transformers_version: std::sync::OnceLock::new(),
             recorder: Prober::new(Default::default()),
             run_inputs: std::sync::OnceLock::new(),
-            record_settings: std::sync::atomic::AtomicBool::new(false),
+            record_inputs: std::sync::atomic::AtomicBool::new(false),
             upstream: Default::default(),
             codegen: Default::default(),
         }
     }
 
-    /// Record ruff's settings in each [`Job::inputs`] (`on`) or not: only a
-    /// result cache needs them, and finding them costs ~10 % of generation.
-    pub fn record_settings(&self, on: bool) {
-        self.record_settings.store(on, std::sync::atomic::Ordering::Relaxed);
+    /// Record each [`Job::inputs`] in full (`on`: what evaluation looked
+    /// up and read, ruff's settings) or not: only a result cache needs
+    /// them, and finding them costs ~8 % of generation.
+    pub fn record_inputs(&self, on: bool) {
+        self.record_inputs.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether jobs generated now record ruff's settings.
-    pub fn records_settings(&self) -> bool {
-        self.record_settings.load(std::sync::atomic::Ordering::Relaxed)
+    /// Whether jobs generated now record their inputs in full.
+    pub fn records_inputs(&self) -> bool {
+        self.record_inputs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn transformers_version(&self) -> &str {
@@ -309,8 +319,18 @@ impl Context {
         }
     }
 
+    /// Where `plan`'s config names its upstream module: the
+    /// `source_module` argument of its `PatchConfig(...)` call, else the
+    /// call itself.
+    fn source_module_location(&self, plan: &PatchPlan) -> crate::diagnostics::Location {
+        let call = plan.created_at.location();
+        let Ok(file) = self.loader.parse_file(&plan.created_at.path) else { return call };
+        crate::pysource::call_argument_at(&file, (call.line, call.column), "source_module", 0)
+            .map_or(call, |range| file.location(range))
+    }
+
     fn read_upstream(&self, module: &str) -> Result<Upstream, Failure> {
-        let upstream = self.search.find_module(module).map_err(Failure::Upstream)?;
+        let upstream = self.search.find_module(module).map_err(|e| Failure::Upstream(e, None))?;
         let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| {
             Failure::UpstreamSyntax { origin: upstream.origin.clone(), line: e.line, message: e.message }
         })?;
@@ -321,13 +341,22 @@ impl Context {
     /// caller normalises `text` as the file at `abs_target` (one by one or
     /// in a batch) and hands the result to [`Raw::finish`].
     pub fn generate_raw(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Raw, Failure> {
-        let recording = Recording::new(&self.loader);
-        let (plan, config_path, warnings) = self.evaluate_with(&recording, module, config_name)?;
-        let mut own = recording.into_inputs();
+        let record = self.records_inputs();
+        let (plan, config_path, warnings, mut own) = if record {
+            let recording = Recording::new(&self.loader);
+            let (plan, path, warnings) = self.evaluate_with(&recording, module, config_name)?;
+            (plan, path, warnings, recording.into_inputs())
+        } else {
+            let (plan, path, warnings) = self.evaluate_with(&self.loader, module, config_name)?;
+            (plan, path, warnings, Vec::new())
+        };
         crate::normalize::inputs::dedup(&mut own);
         let (upstream_origin, parsed, upstream_inputs) = match self.upstream(&plan.source_module) {
-            Err(Failure::Upstream(UpstreamError::NotFound { .. })) if plan.optional => {
+            Err(Failure::Upstream(UpstreamError::NotFound { .. }, _)) if plan.optional => {
                 return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
+            }
+            Err(Failure::Upstream(e @ UpstreamError::NotFound { .. }, _)) => {
+                return Err(Failure::Upstream(e, Some(self.source_module_location(&plan))));
             }
             found => found?,
         };
@@ -353,11 +382,8 @@ impl Context {
         // on:`, the run's settings, and ruff's settings split into what
         // lies in the config's own directory and the rest (the same for
         // most configs of a project).
-        let settings = if self.records_settings() {
-            self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder)
-        } else {
-            Vec::new()
-        };
+        let settings =
+            if record { self.ruff.settings_inputs(&text, &abs_target, &self.cwd, &self.recorder) } else { Vec::new() };
         let config_dir = abs_target.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
         let (local, around): (Vec<Input>, Vec<Input>) =
             settings.into_iter().partition(|i| i.probe.path().is_some_and(|p| p.starts_with(config_dir)));
@@ -383,7 +409,7 @@ impl Context {
                 diagnostics: found,
                 injected: diagnosis.injected,
                 inputs,
-                settings_recorded: self.records_settings(),
+                inputs_recorded: record,
             },
             abs_target,
             text,

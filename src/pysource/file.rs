@@ -107,6 +107,12 @@ impl ParsedFile {
         Location::range(self.path.clone(), start, end)
     }
 
+    /// How many lines the text has (counted by `\n`; a last line without
+    /// one counts).
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
     /// Byte offset where 1-based `line` starts.
     pub fn line_start(&self, line: usize) -> usize {
         self.line_starts[line - 1] as usize

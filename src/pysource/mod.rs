@@ -10,7 +10,7 @@
 //!   line index: `line_of(offset)` (1-based), `line_column(offset)`
 //!   (1-based, column counts characters), `location(TextRange)` →
 //!   [`crate::diagnostics::Location`] (a range, end exclusive),
-//!   `line_start(line)`, `line_range(first, last)`; Python's line views:
+//!   `line_start(line)`, `line_count()`, `line_range(first, last)`; Python's line views:
 //!   `splitlines()`, `splitlines_keepends()`, `readlines()`,
 //!   `only_newline_breaks()`; `memo::<T>()`: a per-file slot of any
 //!   `Default` type, for data derived once from the file.
@@ -34,10 +34,14 @@
 //!   definition wins, as in the namespace), `methods(class)`,
 //!   `method(class, name)`, `dunder_all(body)` → `DunderAll { entries: [(name,
 //!   range)], complete }`.
+//! - [`calls`]: `call_argument_at(file, (line, column), keyword, position)`
+//!   → the range of one argument of the call starting there.
 
+pub mod calls;
 pub mod defs;
 mod file;
 pub mod names;
 pub mod signature;
 
+pub use calls::call_argument_at;
 pub use file::{ParsedFile, SyntaxProblem, keyword_line, line_starts};

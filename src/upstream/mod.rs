@@ -48,14 +48,20 @@ pub struct UpstreamSource {
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     #[error(
-        "upstream module `{module}` not found; searched:\n{}  help: put the package on PYTHONPATH (a site-packages directory, an unpacked wheel or a .whl file), or activate the virtualenv that has it",
-        searched.iter().map(|s| format!("    {}\n", s.display())).collect::<String>()
+        "upstream module `{module}` not found; searched:\n{}  help: {}",
+        searched.iter().map(|s| format!("    {}\n", s.display())).collect::<String>(),
+        UpstreamError::NOT_FOUND_HELP
     )]
     NotFound { module: String, searched: Vec<PathBuf> },
     #[error("{}:{line}: upstream file is not valid UTF-8", origin.display())]
     NotUtf8 { origin: PathBuf, line: usize },
     #[error("{}: {message}", origin.display())]
     Io { origin: PathBuf, message: String },
+}
+
+impl UpstreamError {
+    /// What to do about [`UpstreamError::NotFound`].
+    pub const NOT_FOUND_HELP: &str = "put the package on PYTHONPATH (a site-packages directory, an unpacked wheel or a .whl file), or activate the virtualenv that has it";
 }
 
 pub struct SearchPath {

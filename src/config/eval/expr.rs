@@ -137,7 +137,17 @@ impl Evaluator<'_> {
                 }
             }
             let l = frame.loc(expr);
-            self.call(frame, func, Args { positional: args, keywords: kwargs }, &l)?
+            self.call(frame, func, Args { positional: args, keywords: kwargs }, &l).map_err(|mut e| {
+                // An error about one keyword of this very call points at it.
+                if let Some(name) = e.keyword.take()
+                    && e.loc == l
+                    && let Some(kw) =
+                        call.arguments.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == name))
+                {
+                    e.loc = frame.loc(kw);
+                }
+                e
+            })?
         })
     }
 
