@@ -138,6 +138,11 @@ struct Project {
 }
 
 fn project() -> Project {
+    project_with(QWEN3_CONFIG)
+}
+
+/// The test project with another qwen3 template config.
+fn project_with(qwen3_config: &str) -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
     let files: [(&str, &str); 10] = [
@@ -147,7 +152,7 @@ fn project() -> Project {
         ("pkg/models/__init__.py", ""),
         ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
         ("pkg/models/qwen3/__init__.py", INIT),
-        ("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py", QWEN3_CONFIG),
+        ("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py", qwen3_config),
         ("pkg/models/qwen3_5/qwen3_5_gpu_patch_gen_config.py", QWEN3_5_CONFIG),
         ("pkg/models/olmo2/olmo2_gpu_patch_gen_config.py", OLMO2_CONFIG),
         ("pkg/models/qwen3_5/__init__.py", ""),
@@ -587,4 +592,131 @@ fn a_reuse_lint_rejects_is_dropped_unless_the_template_has_the_same_finding() {
         assert!(path.ends_with("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py"), "{e}");
         assert_eq!(e["location"]["line"], def, "{e}");
     }
+}
+
+/// The template's causal-LM forward shaped as VeOmni d9774494's qwen3 one:
+/// the fused loss gets the unsliced hidden states, `logits_to_keep` slices
+/// only in the `else:` branch (lint PG301 in the template's own config).
+const QWEN3_FORWARD_PG301: &str = r#"@config.override_method("Qwen3ForCausalLM.forward", description="Qwen3ForCausalLM with a fused loss")
+def qwen3_causal_lm_forward(
+    self,
+    input_ids=None,
+    attention_mask=None,
+    position_ids=None,
+    past_key_values=None,
+    inputs_embeds=None,
+    labels=None,
+    use_cache=None,
+    logits_to_keep=0,
+    **kwargs,
+):
+    outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    loss = None
+    if labels is not None:
+        if fused_loss.use_non_eager_impl:
+            loss, logits = fused_loss(labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight)
+        else:
+            logits = self.lm_head(hidden_states)
+            loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size, **kwargs)
+    else:
+        logits = self.lm_head(hidden_states[:, slice_indices, :])
+    return CausalLMOutputWithPast(
+        loss=loss,
+        logits=logits,
+        past_key_values=outputs.past_key_values,
+        hidden_states=outputs.hidden_states,
+        attentions=outputs.attentions,
+    )
+"#;
+
+/// What the copy's body must be: upstream's order (slice, then logits and
+/// loss), written by hand from the rule's "Use instead".
+const MISTRAL_FORWARD_FIXED: &str = r#"
+def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, inputs_embeds=None, labels=None, use_cache=None, logits_to_keep=0, **kwargs):
+    outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    hidden_states = hidden_states[:, slice_indices, :]
+    loss = None
+    if labels is not None:
+        if fused_loss.use_non_eager_impl:
+            loss, logits = fused_loss(labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight)
+        else:
+            logits = self.lm_head(hidden_states)
+            loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size, **kwargs)
+    else:
+        logits = self.lm_head(hidden_states)
+    return CausalLMOutputWithPast(
+        loss=loss,
+        logits=logits,
+        past_key_values=outputs.past_key_values,
+        hidden_states=outputs.hidden_states,
+        attentions=outputs.attentions,
+    )
+"#;
+
+#[test]
+fn an_inherited_pg301_is_fixed_in_a_copy_of_the_templates_forward() {
+    // The template's buggy forward, and the slot its fused loss calls.
+    let old_forward = &QWEN3_CONFIG[QWEN3_CONFIG.find("@config.override_method(\"Qwen3ForCausalLM.forward\"").unwrap()
+        ..QWEN3_CONFIG.find("@config.override_method(\"Qwen3Attention.describe\"").unwrap()];
+    let template = QWEN3_CONFIG
+        .replace(old_forward, &format!("{QWEN3_FORWARD_PG301}\n\n"))
+        .replace("    NORM_IN_FLOAT32 = True\n", "    NORM_IN_FLOAT32 = True\n    from pkg.ops import OpSlot\n    fused_loss = OpSlot(\"cross_entropy_loss\", \"causal\")\n");
+    let p = project_with(&template);
+    let wheel = TestEnv::get().transformers();
+    let lint = |module: &str| -> Vec<serde_json::Value> {
+        let out = TestEnv::get().patchgen(&p.root, &wheel.to_string_lossy(), &["lint", module, "--format", "json"]);
+        let report: serde_json::Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+        report["diagnostics"].as_array().unwrap().clone()
+    };
+    // The template's own config has the error, at its loss call.
+    let def = template.lines().position(|l| l.starts_with("def qwen3_causal_lm_forward(")).unwrap() + 1;
+    let loss = template.lines().position(|l| l.contains("loss, logits = fused_loss(")).unwrap() + 1;
+    let theirs = lint("pkg.models.qwen3.qwen3_gpu_patch_gen_config");
+    assert!(theirs.iter().any(|d| d["code"] == "PG301" && d["location"]["line"] == loss), "{theirs:?}");
+
+    let out = new(&p, &["mistral"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let from = format!("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py:{def}");
+    assert!(
+        out.stdout.contains(&format!("copy    MistralForCausalLM.forward ← {from} (PG301 fixed)")),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("inherited from"), "{}", out.stdout);
+
+    // The copy: in the config, fixed, renamed, re-aimed, said so; not imported.
+    let config = read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py");
+    assert!(!config.contains("qwen3_causal_lm_forward"), "{config}");
+    assert!(!config.contains("TODO(patchgen new): inherited"), "{config}");
+    let note =
+        config.find(&format!("# patchgen new: copied from {from}, not reused:")).unwrap_or_else(|| panic!("{config}"));
+    let decorator = "@config.override_method(\n    \"MistralForCausalLM.forward\",\n    description=\"MistralForCausalLM with a fused loss\",\n)\ndef mistral_causal_lm_forward(\n";
+    let at = config.find(decorator).unwrap_or_else(|| panic!("{config}"));
+    assert!(note < at && !config[note..at].contains("\n\n"), "{config}");
+    assert!(config[note..at].contains("Once fixed there, this copy can become a reuse again."), "{config}");
+
+    // Lint of what was written: no PG301, no error.
+    let ours = lint("pkg.models.mistral.mistral_gpu_patch_gen_config");
+    assert!(ours.iter().all(|d| d["code"] != "PG301" && d["severity"] != "error"), "{ours:?}");
+
+    // The generated forward is the hand-written fixed one (python3's ast).
+    let generated = p.root.join("pkg/models/mistral/generated/patched_modeling_mistral_gpu.py");
+    let expected = p.root.join("expected_forward.py");
+    std::fs::write(&expected, MISTRAL_FORWARD_FIXED).unwrap();
+    let ours = body_asts(&generated, None, "MistralForCausalLM.forward");
+    assert_eq!(ours, body_asts(&expected, None, "forward"));
+    assert!(ours.iter().any(|s| s.contains("Name(id='fused_loss'")), "{ours:?}");
+
+    let env = TestEnv::get();
+    let again =
+        env.patchgen(&p.root, &wheel.to_string_lossy(), &["pkg.models.mistral.mistral_gpu_patch_gen_config", "--diff"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let py = [p.root.join("pkg/models/mistral/mistral_gpu_patch_gen_config.py"), generated];
+    ruff_check(&p, &py);
+    py_compile(&py);
 }

@@ -80,7 +80,7 @@ fn map_report(r: &mut Report, copy: &Path, root: &Path, map: &dyn Fn(&str) -> St
             d.reason = map(&d.reason);
         }
         for c in &mut b.retargeted.carried {
-            for t in c.todos.iter_mut().chain(c.notes.iter_mut()) {
+            for t in c.todos.iter_mut().chain(c.notes.iter_mut()).chain(c.copy.iter_mut().map(|c| &mut c.note)) {
                 *t = map(t);
             }
         }

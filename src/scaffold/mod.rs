@@ -8,7 +8,8 @@
 //! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
 //! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
 //! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
-//! test entries; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
+//! test entries, `pg301_copy` a template forward with an inherited PG301
+//! copied and fixed instead of reused; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;
@@ -17,6 +18,7 @@ pub mod facts;
 pub mod init;
 pub mod kernels;
 pub mod moe;
+pub mod pg301_copy;
 pub mod render;
 pub mod retarget;
 pub mod ruff_findings;
@@ -898,12 +900,16 @@ fn lint_modules(modules: Vec<String>, cwd: &Path) -> Result<crate::lint::command
 /// dropped, whatever the rule. Except an error the template's own config
 /// has too (same rule, same place: the reused replacement's file and line):
 /// inherited, the reuse stays (the project's pattern), the finding is
-/// reported and marked with a `TODO(patchgen new): inherited …` at the reuse.
+/// reported and marked with a `TODO(patchgen new): inherited …` at the reuse
+/// — unless it is a PG301 the rule can fix: then the replacement is copied
+/// into the config with the fix (`pg301_copy`; `models`: the template's and
+/// the new HF model names).
 fn lint_rejected(
     plan: &mut BackendPlan,
     report: &crate::lint::command::LintReport,
     template_report: Option<&crate::lint::command::LintReport>,
     root: &Path,
+    models: (&str, &str),
 ) -> bool {
     use crate::diagnostics::Severity;
     let mut changed = false;
@@ -916,19 +922,25 @@ fn lint_rejected(
                 _ => false,
             }
     };
-    for d in report.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
-        let names = |t: &str| {
-            d.message.contains(&format!("`{t}`"))
-                || d.message.contains(&format!("`{t}("))
-                || d.message.contains(&format!("\"{t}\""))
-        };
-        // Or the error points into the reused replacement's definition.
-        let inside = |c: &retarget::Carried| match (&c.defined_at, &d.location) {
-            (Some((path, start, end)), Some(l)) => {
-                crate::project::resolve(path) == crate::project::resolve(&l.path) && (*start..=*end).contains(&l.line)
+    // An error names a carried patch's target, or points into the reused
+    // replacement's definition.
+    let hits = |d: &crate::diagnostics::Diagnostic, c: &retarget::Carried| {
+        let t = &c.target;
+        let names = d.message.contains(&format!("`{t}`"))
+            || d.message.contains(&format!("`{t}("))
+            || d.message.contains(&format!("\"{t}\""));
+        names
+            || match (&c.defined_at, &d.location) {
+                (Some((path, start, end)), Some(l)) => {
+                    crate::project::resolve(path) == crate::project::resolve(&l.path)
+                        && (*start..=*end).contains(&l.line)
+                }
+                _ => false,
             }
-            _ => false,
-        };
+    };
+    let errors: Vec<&crate::diagnostics::Diagnostic> =
+        report.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+    for &d in &errors {
         // The template's own finding: same rule, same place (a finding
         // located in the template's config, in the reused replacement). One
         // located in the written config (a PG102 at the new call) is ours.
@@ -940,13 +952,42 @@ fn lint_rejected(
                 .as_ref()
                 .map(|l| format!("{}:{}", l.path.strip_prefix(root).unwrap_or(&l.path).display(), l.line))
                 .unwrap_or_else(|| plan.template_config.clone().unwrap_or_default());
+            if d.code == "PG301" {
+                // Not when another error hits the same replacement: in a
+                // copy it would be the scaffold's own, and drop it.
+                let alone = |c: &retarget::Carried| !errors.iter().any(|o| o.code != "PG301" && hits(o, c));
+                let mut copied = false;
+                for c in plan.retargeted.carried.iter_mut().filter(|c| c.copy.is_none() && hits(d, c) && alone(c)) {
+                    let from = match &c.defined_at {
+                        Some((path, line, _)) => {
+                            format!("{}:{line}", path.strip_prefix(root).unwrap_or(path).display())
+                        }
+                        None => at.clone(),
+                    };
+                    if let Some(copy) = pg301_copy::copy_fixed(c, &from, models) {
+                        let (reused, renamed) =
+                            (format!("the reused `{}`", c.import_name), format!("the copied `{}`", copy.name));
+                        for t in &mut c.todos {
+                            *t = t.replace(&reused, &renamed);
+                        }
+                        c.copy = Some(copy);
+                        // The copy lives in the new config now.
+                        c.defined_at = None;
+                        copied = true;
+                    }
+                }
+                if copied {
+                    changed = true;
+                    continue;
+                }
+            }
             let line = format!("inherited from {at}: {} {} (the template has it too; fix it there)", d.code, d.message);
             if !plan.inherited.contains(&line) {
                 plan.inherited.push(line);
             }
             let todo =
                 format!("TODO(patchgen new): inherited {} from {at} (the template has it too; fix it there)", d.code);
-            for c in plan.retargeted.carried.iter_mut().filter(|c| names(&c.target) || inside(c)) {
+            for c in plan.retargeted.carried.iter_mut().filter(|c| hits(d, c)) {
                 if !c.todos.contains(&todo) {
                     c.todos.push(todo.clone());
                     changed = true;
@@ -955,7 +996,7 @@ fn lint_rejected(
             continue;
         }
         let (hit, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| names(&c.target) || inside(c));
+            std::mem::take(&mut plan.retargeted.carried).into_iter().partition(|c| hits(d, c));
         plan.retargeted.carried = kept;
         for c in hit {
             plan.retargeted.dropped.push(retarget::Dropped {
@@ -1021,7 +1062,15 @@ fn generate_pruning(
                 }
                 let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
                 if template.is_some()
-                    && lint.as_ref().is_some_and(|r| lint_rejected(plan, r, template_report, &project.root))
+                    && lint.as_ref().is_some_and(|r| {
+                        lint_rejected(
+                            plan,
+                            r,
+                            template_report,
+                            &project.root,
+                            (template.map_or("", |t| t.hf_name.as_str()), new.hf_name.as_str()),
+                        )
+                    })
                 {
                     continue;
                 }
@@ -1155,7 +1204,15 @@ pub fn render_text(r: &Report) -> String {
             rt.dropped.len()
         );
         for c in &rt.carried {
-            let _ = writeln!(out, "  reuse   {} ← {}.{}", c.target, c.import_module, c.import_name);
+            match &c.copy {
+                Some(copy) => {
+                    let _ =
+                        writeln!(out, "  copy    {} ← {} (PG301 fixed)\n          {}", c.target, copy.from, copy.note);
+                }
+                None => {
+                    let _ = writeln!(out, "  reuse   {} ← {}.{}", c.target, c.import_module, c.import_name);
+                }
+            }
             for n in &c.notes {
                 let _ = writeln!(out, "          note: {n}");
             }

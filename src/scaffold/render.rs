@@ -5,7 +5,9 @@
 
 use std::fmt::Write;
 
+use super::pg301_copy::Copied;
 use super::retarget::{Carried, Helper, Retargeted};
+use crate::codegen::text::apply_name_map;
 
 /// A Python string literal (JSON's escapes are Python's).
 pub fn py_str(s: &str) -> String {
@@ -51,6 +53,45 @@ fn render_call(out: &mut String, c: &Carried, alias: &str, shared_map: Option<&[
         let _ = writeln!(out, "    description={},", py_str(d));
     }
     let _ = writeln!(out, ")\n");
+}
+
+/// A carried replacement written out (`super::pg301_copy`): its header,
+/// notes and TODOs, why it is a copy, then the decorated function.
+fn render_copy(out: &mut String, c: &Carried, copy: &Copied) {
+    // Renamed as generation renames a reused replacement's comments.
+    for l in &c.header {
+        let _ = writeln!(out, "{}", apply_name_map(l, Some(&c.name_map)));
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "# patchgen new: {n}");
+    }
+    for t in &c.todos {
+        let _ = writeln!(out, "# {t}");
+    }
+    for l in wrap(&copy.note, 100) {
+        let _ = writeln!(out, "# {l}");
+    }
+    let _ = writeln!(out, "@config.{}(", c.patch_type);
+    let _ = writeln!(out, "    {},", py_str(&c.target));
+    if let Some(d) = &c.description {
+        let _ = writeln!(out, "    description={},", py_str(d));
+    }
+    let _ = writeln!(out, ")\n{}\n\n", copy.source.trim_end());
+}
+
+/// `text` in lines of at most `width` characters (words kept whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
 }
 
 fn dict(map: &[(String, String)]) -> String {
@@ -104,7 +145,8 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
         alias
     };
     for c in &r.carried {
-        aliases.push(import(&c.import_module, &c.import_name));
+        // A copy is written below, not imported.
+        aliases.push(if c.copy.is_some() { String::new() } else { import(&c.import_module, &c.import_name) });
     }
     let helper_aliases: Vec<Option<String>> = r
         .helpers
@@ -183,15 +225,19 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
     let shared = r
         .carried
         .iter()
+        .filter(|c| c.copy.is_none())
         .map(|c| &c.name_map)
         .filter(|m| !m.is_empty())
-        .max_by_key(|m| r.carried.iter().filter(|c| &c.name_map == *m).count())
+        .max_by_key(|m| r.carried.iter().filter(|c| c.copy.is_none() && &c.name_map == *m).count())
         .cloned();
     if let Some(m) = &shared {
         let _ = writeln!(out, "_NAME_MAP = {}\n\n", dict(m));
     }
     for (c, alias) in r.carried.iter().zip(&aliases) {
-        render_call(&mut out, c, alias, shared.as_deref());
+        match &c.copy {
+            Some(copy) => render_copy(&mut out, c, copy),
+            None => render_call(&mut out, c, alias, shared.as_deref()),
+        }
     }
     for o in &r.upstream_overrides {
         let _ = writeln!(out, "# Patch: {}\n# {}", o.target, o.todo);
@@ -213,6 +259,12 @@ pub fn config(head: &ConfigHead, r: &Retargeted) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notes_wrap_on_words() {
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("a-very-long-word b", 4), ["a-very-long-word", "b"]);
+    }
 
     #[test]
     fn blocks_keep_their_text() {

@@ -40,6 +40,10 @@ pub struct Carried {
     /// Where the replacement is defined: file and 1-based line range.
     #[serde(skip)]
     pub defined_at: Option<(std::path::PathBuf, usize, usize)>,
+    /// Written into the config instead of imported (an inherited PG301
+    /// fixed in a copy, `super::pg301_copy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy: Option<super::pg301_copy::Copied>,
 }
 
 /// A template patch left out, and why.
@@ -384,6 +388,7 @@ impl Retarget<'_> {
                 header,
                 todos,
                 notes,
+                copy: None,
             });
         }
         let mut extra_block = None;
@@ -567,6 +572,7 @@ impl Retarget<'_> {
                 "`{class}` computes `1 + weight`: the `1 + weight` norm of {} is reused (the template {} leaves its norm alone)",
                 donor.config_module, self.template.config_module
             )],
+            copy: None,
         });
         let has_opslot = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"));
         let mut block = String::from("# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n");

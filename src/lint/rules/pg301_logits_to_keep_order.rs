@@ -41,6 +41,24 @@
 //!         logits = self.lm_head(hidden_states)
 //! ```
 //!
+//! ## Fix
+//! The diagnostic's help spells out the edit when it is unambiguous, and
+//! `fix` computes it (there is no `lint --fix`; `patchgen new` applies it
+//! to a template forward it copies instead of reusing, see `docs/new.md`):
+//! right after the top-level statement binding the last of what the slice
+//! needs (`slice_indices = ...`, or the hidden states themselves when the
+//! function slices with `logits_to_keep` directly) it inserts
+//! `hidden_states = hidden_states[:, slice_indices, :]`, and each later
+//! `hidden_states[:, slice_indices, :]` becomes `hidden_states` — the
+//! "Use instead" above from the "Example". Same semantics as upstream
+//! (slice, then logits and loss); `logits_to_keep=0` slices
+//! `slice(-0, None)`, every position, so training is unchanged. Offered
+//! only when the unsliced argument of the loss is a plain name bound by
+//! top-level assignments before the loss, every slice of it has the same
+//! index and follows those bindings, and afterwards it is used only in
+//! those slices and as a direct argument of a loss or `*head*` call (not
+//! returned, not inspected); the fixed function is checked again.
+//!
 //! ## How it decides
 //! "Keep" values are the `logits_to_keep` parameter and every local computed
 //! from it (`slice_indices`, whatever it is called). A subscript whose index
@@ -107,11 +125,15 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 Problem::LossBeforeSlice { call, argument, slice } => {
                     let callee = &ctx.generated.text[call];
                     let arg = &ctx.generated.text[argument];
+                    let help = match fix(forward, &ctx.generated.text) {
+                        Some(f) => f.help(),
+                        None => "slice first (`hidden_states = hidden_states[:, slice_indices, :]` before `if labels is not None:`), then compute logits and loss from the sliced tensor".to_string(),
+                    };
                     let mut d = RULE
                         .diagnostic(format!(
                             "`{target}`: `{callee}(...)` receives `{arg}` before it is sliced with `{PARAM}`; with labels and `{PARAM} > 0` the loss covers every position"
                         ))
-                        .help("slice first (`hidden_states = hidden_states[:, slice_indices, :]` before `if labels is not None:`), then compute logits and loss from the sliced tensor");
+                        .help(help);
                     d = ctx.at_generated(d, call.start(), fallback.as_ref());
                     if let Some(slice) = slice {
                         let line = ctx.generated.line_of(slice.start());
@@ -533,6 +555,261 @@ fn is_loss_call(func: &Expr) -> bool {
     name.contains("loss") && !name.contains("balanc") && !name.contains("aux") && !name.contains("router")
 }
 
+/// A text edit: `range` of the source replaced by `content` (an empty
+/// range inserts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub range: TextRange,
+    pub content: String,
+}
+
+/// The fix of a [`Problem::LossBeforeSlice`]: slice first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fix {
+    /// The unsliced variable that reaches the loss (`hidden_states`).
+    pub var: String,
+    /// The index of its slices, as written (`:, slice_indices, :`).
+    pub index: String,
+    /// The statement the slice is inserted after (its first line, trimmed).
+    pub after: String,
+    /// The insertion, then one replacement per later slice, in source order.
+    pub edits: Vec<Edit>,
+}
+
+impl Fix {
+    /// The diagnostic's help line: what the fix does.
+    pub fn help(&self) -> String {
+        let Fix { var, index, after, .. } = self;
+        format!(
+            "fix: insert `{var} = {var}[{index}]` right after `{after}` and write `{var}` for each later `{var}[{index}]` \
+             (slice first, as upstream; `{PARAM}=0` keeps every position, so training is unchanged); \
+             `patchgen new` applies this fix to a template forward it copies"
+        )
+    }
+}
+
+/// `text` with `edits` applied (ranges into `text`, not overlapping).
+pub fn apply(text: &str, edits: &[Edit]) -> String {
+    let mut sorted: Vec<&Edit> = edits.iter().collect();
+    sorted.sort_by_key(|e| (e.range.start(), e.range.end()));
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut at = 0usize;
+    for e in sorted {
+        let (start, end) = (usize::from(e.range.start()), usize::from(e.range.end()));
+        out.push_str(&text[at..start]);
+        out.push_str(&e.content);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The fix of `func`'s loss-before-slice (`text`: the source `func` was
+/// parsed from), when it is unambiguous: the unsliced argument of the first
+/// loss call is a plain name `v`; every binding of `v` and of the names of
+/// its slice index is a top-level statement of the body before the loss
+/// statement; every slice of `v` (`v[<index>]`, the index mentioning a keep
+/// value) has the same index and comes after those bindings; after them
+/// `v` is used only in those slices and as a direct argument of a loss or
+/// `*head*` call. The fix inserts `v = v[<index>]` after the last of those
+/// bindings and writes `v` for each slice; the fixed function is checked
+/// again (no loss-before-slice left). `None` otherwise.
+pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
+    let params = pyfacts::param_names(&func.parameters);
+    let param = *params.iter().find(|p| **p == PARAM || p.ends_with(PARAM))?;
+    let Some(Problem::LossBeforeSlice { call, argument, .. }) = analyze(func, None).into_iter().next() else {
+        return None;
+    };
+    let var = text.get(argument.start().to_usize()..argument.end().to_usize())?.to_string();
+    let keep = keep_names(func, param);
+    if !is_identifier(&var) || keep.contains(&var) {
+        return None;
+    }
+    let body = &func.body;
+    let position = |at: ruff_text_size::TextSize| body.iter().position(|s| s.range().contains(at));
+    let loss_at = position(call.start())?;
+    // The slices of `var`.
+    let is_keep = |n: &str| keep.iter().any(|k| k == n);
+    let slices: Vec<&ruff_python_ast::ExprSubscript> = pyfacts::all_exprs(body)
+        .into_iter()
+        .filter_map(|e| match e {
+            Expr::Subscript(s) if matches!(&*s.value, Expr::Name(n) if n.id.as_str() == var) => Some(s),
+            _ => None,
+        })
+        .filter(|s| pyfacts::mentions(&s.slice, &is_keep))
+        .collect();
+    let first = slices.first()?;
+    let index = text[first.slice.range()].to_string();
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    if slices.iter().any(|s| {
+        squeeze(&text[s.slice.range()]) != squeeze(&index) || !matches!(s.ctx, ruff_python_ast::ExprContext::Load)
+    }) {
+        return None;
+    }
+    // Where the slice goes: after every binding of `var` and of the index's names.
+    let mut names = vec![var.clone()];
+    for e in pyfacts::all_exprs_of(&first.slice) {
+        if let Expr::Name(n) = e
+            && !names.iter().any(|x| x == n.id.as_str())
+        {
+            names.push(n.id.to_string());
+        }
+    }
+    let mut after: Option<usize> = None;
+    for name in &names {
+        for (i, stmt) in body.iter().enumerate() {
+            if binds(stmt, name) {
+                // A binding inside a block (an `if`, a loop) is not a
+                // single point to slice after.
+                if !matches!(stmt, Stmt::Assign(_) | Stmt::AnnAssign(_)) {
+                    return None;
+                }
+                after = after.max(Some(i));
+            }
+        }
+    }
+    let after = after?;
+    if !body.iter().take(after + 1).any(|s| binds(s, &var)) || after >= loss_at {
+        return None;
+    }
+    // Later uses of `var`: the slices, or direct arguments of a loss or head call.
+    let mut allowed: Vec<TextRange> = Vec::new();
+    for (i, stmt) in body.iter().enumerate() {
+        let exprs = pyfacts::all_exprs(std::slice::from_ref(stmt));
+        for s in &slices {
+            if stmt.range().contains_range(s.range()) {
+                if i <= after {
+                    return None;
+                }
+                allowed.push(s.value.range());
+            }
+        }
+        if i <= after {
+            continue;
+        }
+        for e in &exprs {
+            if let Expr::Call(c) = e
+                && (is_loss_call(&c.func) || pyfacts::last_ident(&c.func).is_some_and(|n| n.contains("head")))
+            {
+                let args = c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value));
+                allowed.extend(args.filter(|a| matches!(a, Expr::Name(n) if n.id.as_str() == var)).map(Ranged::range));
+            }
+        }
+        let stray =
+            exprs.iter().any(|e| matches!(e, Expr::Name(n) if n.id.as_str() == var && !allowed.contains(&n.range())));
+        if stray {
+            return None;
+        }
+    }
+    // The insertion: a line of its own after the statement, indented as the body.
+    let stmt = &body[after];
+    let line_end = text[stmt.end().to_usize()..].find('\n').map(|i| stmt.end().to_usize() + i + 1)?;
+    if body[after + 1].start().to_usize() < line_end {
+        return None;
+    }
+    let first_stmt = body.first()?.start().to_usize();
+    let line_start = text[..first_stmt].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..first_stmt];
+    if !indent.chars().all(|c| c == ' ' || c == '\t') {
+        return None;
+    }
+    let at = ruff_text_size::TextSize::try_from(line_end).ok()?;
+    let mut edits = vec![Edit { range: TextRange::empty(at), content: format!("{indent}{var} = {var}[{index}]\n") }];
+    edits.extend(slices.iter().map(|s| Edit { range: s.range(), content: var.clone() }));
+    let stmt_text = &text[stmt.range()];
+    let fix = Fix { after: stmt_text.lines().next().unwrap_or_default().trim().to_string(), var, index, edits };
+    // The fixed function must be clean.
+    let fixed = apply(text, &fix.edits);
+    let parsed = ruff_python_parser::parse_module(&fixed).ok()?;
+    let again = function_at(&parsed.syntax().body, func.start())?;
+    analyze(again, None).is_empty().then_some(fix)
+}
+
+/// The fixed text of a source holding one function definition (a
+/// replacement's dedented source, decorators and comments allowed), or
+/// `None` when [`fix`] offers no fix.
+pub fn fixed_function_source(source: &str) -> Option<(String, Fix)> {
+    let parsed = ruff_python_parser::parse_module(source).ok()?;
+    let func = parsed.syntax().body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) => Some(f),
+        _ => None,
+    })?;
+    let fix = fix(func, source)?;
+    Some((apply(source, &fix.edits), fix))
+}
+
+/// The function (or method) defined at `start` in a module body.
+fn function_at(body: &[Stmt], start: ruff_text_size::TextSize) -> Option<&StmtFunctionDef> {
+    body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.start() == start => Some(f),
+        Stmt::ClassDef(c) => function_at(&c.body, start),
+        _ => None,
+    })
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Whether `stmt` (or anything nested in it) binds `name`.
+fn binds(stmt: &Stmt, name: &str) -> bool {
+    use ruff_python_ast::visitor::{self, Visitor};
+    use ruff_python_ast::{ExceptHandler, Pattern};
+    struct Binds<'n> {
+        name: &'n str,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Binds<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            let hit = match stmt {
+                Stmt::FunctionDef(f) => f.name.as_str() == self.name,
+                Stmt::ClassDef(c) => c.name.as_str() == self.name,
+                Stmt::Import(i) => i.names.iter().any(|a| {
+                    a.asname
+                        .as_ref()
+                        .map_or(a.name.as_str().split('.').next() == Some(self.name), |n| n.as_str() == self.name)
+                }),
+                Stmt::ImportFrom(i) => {
+                    i.names.iter().any(|a| a.asname.as_ref().unwrap_or(&a.name).as_str() == self.name)
+                }
+                Stmt::Global(g) => g.names.iter().any(|n| n.as_str() == self.name),
+                Stmt::Nonlocal(g) => g.names.iter().any(|n| n.as_str() == self.name),
+                _ => false,
+            };
+            self.found |= hit;
+            visitor::walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Name(n) = expr
+                && n.id.as_str() == self.name
+                && !matches!(n.ctx, ruff_python_ast::ExprContext::Load)
+            {
+                self.found = true;
+            }
+            visitor::walk_expr(self, expr);
+        }
+        fn visit_except_handler(&mut self, handler: &'a ExceptHandler) {
+            let ExceptHandler::ExceptHandler(h) = handler;
+            self.found |= h.name.as_ref().is_some_and(|n| n.as_str() == self.name);
+            visitor::walk_except_handler(self, handler);
+        }
+        fn visit_pattern(&mut self, pattern: &'a Pattern) {
+            let bound = match pattern {
+                Pattern::MatchAs(p) => p.name.as_ref(),
+                Pattern::MatchStar(p) => p.name.as_ref(),
+                Pattern::MatchMapping(p) => p.rest.as_ref(),
+                _ => None,
+            };
+            self.found |= bound.is_some_and(|n| n.as_str() == self.name);
+            visitor::walk_pattern(self, pattern);
+        }
+    }
+    let mut b = Binds { name, found: false };
+    b.visit_stmt(stmt);
+    b.found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,6 +977,171 @@ def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
         assert_eq!(run(src, Some(true)).1, vec![Problem::MissingParameter]);
         assert_eq!(run(src, Some(false)).1, vec![]);
         assert_eq!(run(src, None).1, vec![]);
+    }
+
+    /// The python block after `heading` in the rule's documentation.
+    fn doc_block(heading: &str) -> String {
+        let doc: String = RULE
+            .doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let rest = &doc[doc.find(heading).expect("heading") + heading.len()..];
+        let start = rest.find("```python\n").expect("a python block") + "```python\n".len();
+        rest[start..start + rest[start..].find("```").unwrap()].to_string()
+    }
+
+    fn fixed(src: &str) -> Option<String> {
+        fixed_function_source(src).map(|(text, _)| text)
+    }
+
+    #[test]
+    fn the_fix_turns_the_doc_example_into_use_instead() {
+        let example = doc_block("## Example");
+        let (text, fix) = fixed_function_source(&example).expect("a fix");
+        assert_eq!(text, doc_block("## Use instead"));
+        assert_eq!((fix.var.as_str(), fix.index.as_str()), ("hidden_states", ":, slice_indices, :"));
+        assert!(fix.after.starts_with("slice_indices = slice(-logits_to_keep, None)"), "{}", fix.after);
+        assert!(fix.help().contains("insert `hidden_states = hidden_states[:, slice_indices, :]` right after"));
+    }
+
+    /// What `fix` must make of `VEOMNI_D977_SHAPE`, written by hand.
+    const VEOMNI_D977_SHAPE_FIXED: &str = r#"
+def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
+    outputs = self.model(input_ids=input_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = (
+        slice(-logits_to_keep, None) if isinstance(logits_to_keep, int)
+        else logits_to_keep
+    )
+    hidden_states = hidden_states[:, slice_indices, :]
+    loss = None
+    logits = None
+    if labels is not None:
+        if veomni_causal_lm_loss.use_non_eager_impl:
+            loss, logits, aux = veomni_causal_lm_loss(
+                logits=logits, labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight, **kwargs
+            )
+        else:
+            logits = self.lm_head(hidden_states)
+            loss, _, aux = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states, **kwargs)
+    else:
+        logits = self.lm_head(hidden_states)
+    return Out(loss=loss, logits=logits)
+"#;
+
+    /// python3's `ast.dump` of each source (formatting and comments aside).
+    fn python_ast(sources: &[&str]) -> Vec<String> {
+        let program = "import ast, sys\nfor src in sys.argv[1:]:\n    print(ast.dump(ast.parse(src)))\n";
+        let out = std::process::Command::new("python3").arg("-c").arg(program).args(sources).output().expect("python3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_fixed_veomni_shape_is_the_hand_written_one_and_clean() {
+        let text = fixed(VEOMNI_D977_SHAPE).expect("a fix");
+        let asts = python_ast(&[&text, VEOMNI_D977_SHAPE_FIXED]);
+        assert_eq!(asts[0], asts[1], "{text}");
+        assert_eq!(loss_before_slice(&text), None);
+        // Only the forward's own lines changed: one inserted, one slice replaced.
+        let before: Vec<&str> = VEOMNI_D977_SHAPE.lines().collect();
+        let after: Vec<&str> = text.lines().collect();
+        assert_eq!(after.len(), before.len() + 1);
+    }
+
+    #[test]
+    fn the_fix_slices_a_directly_used_keep_where_it_is_needed() {
+        // No keep local: `logits_to_keep` inline, the hidden states `h`.
+        let src = r#"
+def fwd(self, ids=None, labels=None, logits_to_keep: int = 0, **kw):
+    h = self.model(ids, **kw)[0]
+    if labels is not None:
+        loss = my_fused_loss(h, self.lm_head.weight, labels)
+        logits = None
+    else:
+        loss = None
+        logits = self.lm_head(h[:, -logits_to_keep:, :])
+    return loss, logits
+"#;
+        let want = src
+            .replace("[0]\n", "[0]\n    h = h[:, -logits_to_keep:, :]\n")
+            .replace("self.lm_head(h[:, -logits_to_keep:, :])", "self.lm_head(h)");
+        assert_eq!(fixed(src).as_deref(), Some(want.as_str()));
+        assert_eq!(loss_before_slice(&want), None);
+    }
+
+    #[test]
+    fn no_fix_when_it_is_not_unambiguous() {
+        // The slice only under an unrelated condition.
+        let src = r#"
+def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
+    hidden_states = self.model(input_ids).last_hidden_state
+    if self.training:
+        hidden_states = hidden_states[:, -logits_to_keep:, :]
+    loss = self.loss_function(hidden_states=hidden_states, labels=labels)
+    return loss
+"#;
+        assert_eq!(fixed(src), None);
+        // The unsliced value is an attribute, not a plain name.
+        let attr = r#"
+def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
+    outputs = self.model(input_ids)
+    loss = self.loss_function(hidden_states=outputs.last_hidden_state, labels=labels)
+    logits = self.lm_head(outputs.last_hidden_state[:, -logits_to_keep:, :])
+    return loss, logits
+"#;
+        assert_eq!(fixed(attr), None);
+        // Two slice forms.
+        let two = VEOMNI_D977_SHAPE.replace(
+            "            logits = self.lm_head(hidden_states)\n",
+            "            logits = self.lm_head(hidden_states[:, -logits_to_keep:, :])\n",
+        );
+        assert_eq!(fixed(&two), None);
+        // The hidden states also leave the function (slicing would change the output).
+        let out = VEOMNI_D977_SHAPE
+            .replace("Out(loss=loss, logits=logits)", "Out(loss=loss, logits=logits, last=hidden_states)");
+        assert_eq!(fixed(&out), None);
+        // The keep local bound inside a branch.
+        let branch = VEOMNI_D977_SHAPE.replace(
+            "    slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep\n",
+            "    if labels is None:\n        slice_indices = slice(-logits_to_keep, None)\n",
+        );
+        assert_eq!(fixed(&branch), None);
+        // Nothing to fix: clean, or the parameter dropped.
+        assert_eq!(
+            fixed(&VEOMNI_D977_SHAPE.replace(
+                "    loss = None\n",
+                "    hidden_states = hidden_states[:, slice_indices, :]\n    loss = None\n"
+            )),
+            None
+        );
+        assert_eq!(
+            fixed(
+                "def forward(self, input_ids=None, labels=None, **kwargs):\n    return self.loss_function(labels=labels)\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn the_fix_of_a_method_keeps_the_class_indentation() {
+        let src = format!(
+            "class Qwen3ForCausalLM:\n{}",
+            VEOMNI_D977_SHAPE
+                .lines()
+                .map(|l| if l.is_empty() { String::new() } else { format!("    {l}") })
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let file = ParsedFile::parse(PathBuf::from("c.py"), &src).expect("parses");
+        let Stmt::ClassDef(class) = &file.body()[0] else { unreachable!() };
+        let forward = pyfacts::method(class, "forward").unwrap();
+        let fix = fix(forward, &src).expect("a fix");
+        let text = apply(&src, &fix.edits);
+        assert!(text.contains("\n        slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep\n        hidden_states = hidden_states[:, slice_indices, :]\n"), "{text}");
     }
 
     #[test]
