@@ -233,3 +233,38 @@ fn docs_rules_match_the_code() {
     let wanted: BTreeSet<String> = files.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(listed, wanted, "docs/rules/ holds exactly the generated files");
 }
+
+/// A config lint cannot evaluate is `PG000` at the failing node: line,
+/// column and range of the unknown keyword (found in the text here).
+#[test]
+fn a_config_error_is_pg000_at_the_failing_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("toy");
+    copy_dir(&fixture(), &root);
+    let text = "from patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"transformers.models.toy.modeling_toy\",\n    target_file=\"patched_broken.py\",\n)\nconfig.add_import(\"os\", nmes=[\"path\"])\n";
+    std::fs::write(root.join("pkg/toy/broken_patch_gen_config.py"), text).unwrap();
+    let mut a = args("v1", None);
+    a.modules = vec!["pkg.toy.broken_patch_gen_config".into()];
+    let report = command::lint(&a, &root).expect("lint runs");
+    let d = report.errors.iter().find(|d| d.code == "PG000").unwrap_or_else(|| panic!("no PG000: {:?}", report.errors));
+    assert_eq!(d.message, "`add_import()` got an unexpected keyword argument `nmes`");
+    assert_eq!(d.help.as_deref(), Some("did you mean `names=`?"));
+    let at = d.location.as_ref().expect("located");
+    let (line, column) = text.lines().enumerate().find_map(|(i, l)| l.find("nmes=").map(|c| (i + 1, c + 1))).unwrap();
+    assert_eq!((at.line, at.column), (line, column), "{d:?}");
+    assert_eq!(at.end, Some((line, column + "nmes=[\"path\"]".len())));
+    assert_eq!(report.exit_code(), 2);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -220,11 +220,15 @@ pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, Usa
         .collect())
 }
 
+/// A config lint cannot see, as `PG000`: the failure's own diagnostic
+/// (message, help, and the place with its column and range where known)
+/// under lint's code.
 fn failure_diagnostic(module: &str, failure: &Failure) -> Diagnostic {
-    let d = Diagnostic::new("PG000", "config-error", Severity::Error, failure.to_string()).config(module.to_string());
-    match failure {
-        Failure::Eval(e) if e.loc.line > 0 => d.at(crate::diagnostics::Location::line(e.loc.path.clone(), e.loc.line)),
-        _ => d,
+    Diagnostic {
+        code: "PG000".to_string(),
+        name: "config-error".to_string(),
+        severity: Severity::Error,
+        ..failure.diagnostic(module)
     }
 }
 
