@@ -570,6 +570,29 @@ print("ok")
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );
-        compile_and_ruff(&p, &[config]);
+        compile_and_ruff(&p, &[config.clone()]);
+        // Lint's PG403 says the same of a config without that replacement.
+        let module = "pkg.models.gpt_oss.gpt_oss_gpu_patch_gen_config";
+        let pg403 = |p: &Project| -> Vec<String> {
+            let o = TestEnv::get().patchgen(
+                &p.root,
+                &wheel.to_string_lossy(),
+                &["lint", module, "--select", "PG403", "--no-cache", "--format", "json"],
+            );
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+            v["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap().to_string()).collect()
+        };
+        let hub = |m: &Vec<String>| m.iter().any(|m| m.starts_with("`GptOssMLP` is the MoE block"));
+        assert!(!hub(&pg403(&p)), "{version}");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let start = text.find("# Patch: GptOssMLP\n").unwrap();
+        let end = text[start..].find("\n\n\n# Patch:").map_or(text.len(), |e| start + e);
+        std::fs::write(&config, format!("{}{}", &text[..start], &text[end..])).unwrap();
+        let messages = pg403(&p);
+        assert!(hub(&messages), "{version}: {messages:?}");
+        assert!(
+            messages.iter().any(|m| m.contains("keeps `@use_kernel_forward_from_hub(\"MegaBlocksMoeMLP\")`")),
+            "{version}: {messages:?}"
+        );
     }
 }

@@ -22,17 +22,6 @@ use super::ruff_findings::UpstreamOverride;
 /// The decorator this module removes.
 pub const HUB_DECORATOR: &str = "use_kernel_forward_from_hub";
 
-/// `__init__` builds experts or a router: the class is the MoE block.
-pub fn builds_experts(class: &StmtClassDef, text: &str) -> bool {
-    class.body.iter().any(|s| match s {
-        Stmt::FunctionDef(f) if f.name.as_str() == "__init__" => {
-            let t: String = text[f.range()].chars().filter(|c| !c.is_whitespace()).collect();
-            t.contains("self.experts=") || t.contains("self.router=")
-        }
-        _ => false,
-    })
-}
-
 /// The hub decorator of a class, as written (`use_kernel_forward_from_hub("MegaBlocksMoeMLP")`).
 fn hub_decorator<'a>(class: &StmtClassDef, text: &'a str) -> Option<(&'a str, ruff_text_size::TextRange)> {
     class.decorator_list.iter().find_map(|d| {
@@ -75,7 +64,7 @@ pub fn undecorated_moe_blocks(new: &ModelFacts, targeted: &[String]) -> (Vec<Ups
     for stmt in new.file.body() {
         let Stmt::ClassDef(class) = stmt else { continue };
         let Some((deco, deco_range)) = hub_decorator(class, text) else { continue };
-        if !builds_experts(class, text) {
+        if !crate::lint::pyfacts::builds_experts(class, text) {
             continue;
         }
         let name = class.name.as_str();
