@@ -570,7 +570,7 @@ print("ok")
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );
-        compile_and_ruff(&p, &[config.clone()]);
+        compile_and_ruff(&p, std::slice::from_ref(&config));
         // Lint's PG403 says the same of a config without that replacement.
         let module = "pkg.models.gpt_oss.gpt_oss_gpu_patch_gen_config";
         let pg403 = |p: &Project| -> Vec<String> {
