@@ -7,7 +7,8 @@
 //! `retarget` moves the template's patches onto the new model, `render`
 //! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
 //! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
-//! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
+//! converter and `parallel_plan.py`, `hub` the MoE block kept behind a hub
+//! kernel (replaced without the decorator), `toy` the toy config, `tables` the
 //! test entries; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
