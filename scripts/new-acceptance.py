@@ -13,13 +13,15 @@ scaffold also patches, and the three exception decisions (rotary: is
 apply_rotary_pos_emb replaced; MLP: is the main MLP patched; norm: is the
 main RMSNorm patched and with which OpSlot variant).
 
+`leave-one-out TREE DIR...` runs only those model directories.
+
 `new-models TREE MODEL...`: in a fresh copy of the tree per model, run
 `patchgen new MODEL`; check generation, ruff and py_compile of every
 written file.
 
 usage: PATCHGEN=target/release/patchgen RUFF=.../ruff \\
        PYTHONPATH=/path/transformers-X-py3-none-any.whl \\
-       scripts/new-acceptance.py leave-one-out|new-models TREE [MODEL...] > table.md
+       scripts/new-acceptance.py leave-one-out|new-models TREE [MODEL...|DIR...] > table.md
 """
 
 import json
@@ -161,15 +163,15 @@ def main():
     ruff = os.environ.get("RUFF", "ruff")
     if mode == "new-models":
         return new_models(tree, sys.argv[3:], patchgen, ruff)
-    return leave_one_out(tree, patchgen, ruff)
+    return leave_one_out(tree, patchgen, ruff, sys.argv[3:])
 
 
-def leave_one_out(tree, patchgen, ruff):
+def leave_one_out(tree, patchgen, ruff, only=()):
     root = os.path.join(tree, "veomni/models/transformers")
     models = []
     for d in sorted(os.listdir(root)):
         gpu = [f for f in os.listdir(os.path.join(root, d)) if f.endswith("_gpu_patch_gen_config.py")] if os.path.isdir(os.path.join(root, d)) else []
-        if gpu:
+        if gpu and (not only or d in only):
             models.append((d, os.path.join(root, d, gpu[0])))
     rows = []
     for d, config in models:

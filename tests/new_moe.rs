@@ -434,3 +434,165 @@ fn dry_run_shows_the_final_plan_and_writes_nothing() {
     };
     assert_eq!(patches(&out.stdout), patches(&real.stdout));
 }
+
+/// DeepSeek-V4 (5.9.0): the recipe renames with regular expressions in the
+/// base model's namespace (`^layers\.(\d+)\.ffn\.` → `layers.\1.mlp.`),
+/// which transformers skips for the generated classes like the expert
+/// merge. PG401's decision (fused `DeepseekV4Experts`, per-expert w1/w3/w2
+/// recipe) does not depend on an experts patch being carried (the template's
+/// has no counterpart here): the converter is written, replays the
+/// renamings and the `model.` prefix, and `__init__.py` maps the base
+/// model's index keys without the prefix (as VeOmni's own deepseek_v4
+/// package does). The converter is run by python3 + numpy on raw-named keys
+/// whose expected names are written by hand from `conversion_mapping.py`
+/// (`tests/new/converter_renaming_check.py`).
+#[test]
+fn deepseek_v4_converter_replays_the_recipe_renamings() {
+    let Some(python) = oracle_python() else { return };
+    let Some(wheel) = wheel("5.9.0") else { return };
+    let p = project();
+    let out = new(&p, &wheel, &["deepseek_v4"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("lint: ") && !out.stdout.contains(": PG401 "), "{}", out.stdout);
+    assert!(out.stdout.contains("experts replacement: not carried"), "{}", out.stdout);
+    assert!(out.stdout.contains("checkpoint converter: needed"), "{}", out.stdout);
+    let dir = p.root.join("pkg/models/deepseek_v4");
+    let init = std::fs::read_to_string(dir.join("__init__.py")).unwrap();
+    assert!(init.contains("staticmethod(create_deepseek_v4_checkpoint_tensor_converter)"), "{init}");
+    // DeepseekV4Model holds no `self.model`: its index keys have no prefix.
+    assert!(
+        init.contains(
+            "DeepseekV4Model._convert_fqn_to_index_mapping = staticmethod(\n        partial(convert_deepseek_v4_fqn_to_index_mapping, target_model_prefix=\"\")\n    )"
+        ),
+        "{init}"
+    );
+    assert!(
+        !init.contains("DeepseekV4ForCausalLM._convert_fqn_to_index_mapping = staticmethod(\n        partial"),
+        "{init}"
+    );
+    let converter = dir.join("checkpoint_tensor_converter.py");
+    compile_and_ruff(&p, &[converter.clone(), dir.join("__init__.py")]);
+    let check = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/new/converter_renaming_check.py");
+    let (ok, msg) = run_py(&python, &check, &[converter.to_str().unwrap()]);
+    assert!(ok && msg.starts_with("ok: "), "{msg}");
+}
+
+/// python3's `ast` reading of a configuration class in the wheel: the
+/// annotated fields whose default is `None`.
+fn oracle_none_defaults(wheel: &Path, model: &str, class: &str) -> Vec<String> {
+    let script = r#"
+import ast, sys, zipfile
+m, cls = sys.argv[2], sys.argv[3]
+text = zipfile.ZipFile(sys.argv[1]).read(f"transformers/models/{m}/configuration_{m}.py").decode()
+for node in ast.parse(text).body:
+    if isinstance(node, ast.ClassDef) and node.name == cls:
+        for s in node.body:
+            if isinstance(s, ast.AnnAssign) and isinstance(s.value, ast.Constant) and s.value.value is None:
+                print(s.target.id)
+"#;
+    let out = Command::new("python3").arg("-c").arg(script).arg(wheel).arg(model).arg(class).output().expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// dots1 (5.16.1) leaves its MoE counts `None` (`n_routed_experts`,
+/// `num_experts_per_tok`, `n_shared_experts`: python3's `ast` of the
+/// wheel's configuration says so). A toy config gives each a small
+/// concrete value, listed in the README; with the experts count known, the
+/// converter (recipe `qwen2_moe` through the alias) is written and lint
+/// reports no PG401.
+#[test]
+fn dots1_toy_config_sets_the_moe_counts_upstream_leaves_none() {
+    let Some(wheel) = wheel("5.16.1") else { return };
+    let none = oracle_none_defaults(&wheel, "dots1", "Dots1Config");
+    for k in ["n_routed_experts", "num_experts_per_tok", "n_shared_experts"] {
+        assert!(none.iter().any(|n| n == k), "python3: Dots1Config's None defaults are {none:?}");
+    }
+    let p = project();
+    let out = new(&p, &wheel, &["dots1"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("lint: ") && !out.stdout.contains(": PG401 "), "{}", out.stdout);
+    let toy_dir = p.root.join("tests/toy_config/dots1_toy");
+    let toy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(toy_dir.join("config.json")).unwrap()).unwrap();
+    let int = |k: &str| toy[k].as_i64().unwrap_or_else(|| panic!("{k}: {}", toy[k]));
+    let (experts, top_k, shared) = (int("n_routed_experts"), int("num_experts_per_tok"), int("n_shared_experts"));
+    assert!(experts >= 2 && top_k >= 1 && top_k <= experts && shared >= 1, "{toy}");
+    // The MoE dims stay pairwise distinct, hidden != 2*I and != I.
+    let (h, i, d) = (int("hidden_size"), int("moe_intermediate_size"), int("intermediate_size"));
+    assert!(h != 2 * i && h != i && i != d, "{toy}");
+    let readme = std::fs::read_to_string(toy_dir.join("README.md")).unwrap();
+    for k in ["n_routed_experts", "num_experts_per_tok", "n_shared_experts"] {
+        assert!(readme.contains(&format!("- **{k}**: null → ")), "{k}: {readme}");
+    }
+    let converter = std::fs::read_to_string(p.root.join("pkg/models/dots1/checkpoint_tensor_converter.py")).unwrap();
+    assert!(converter.contains("num_experts=model.config.n_routed_experts"), "{converter}");
+}
+
+/// gpt_oss: `GptOssMLP` is the MoE block (its `__init__` builds
+/// `self.router` and `self.experts`) and upstream decorates it with
+/// `@use_kernel_forward_from_hub("MegaBlocksMoeMLP")`. The config replaces
+/// it with the upstream class verbatim minus that decorator, as VeOmni's
+/// gpt_oss config does; python3's `ast` compares the two class bodies
+/// (the upstream's with the hub decorator removed, the config's with its
+/// `config.replace_class` decorator removed, names aside). The MLP
+/// decision is then "patched", as in the real config.
+#[test]
+fn gpt_oss_moe_block_loses_the_hub_decorator() {
+    for version in ["5.9.0", "5.16.1"] {
+        let Some(wheel) = wheel(version) else { return };
+        let p = project();
+        let out = new(&p, &wheel, &["gpt_oss", "--format", "json"]);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(v["backends"][0]["decisions"]["mlp"], "patched", "{version}");
+        let config = p.root.join("pkg/models/gpt_oss/gpt_oss_gpu_patch_gen_config.py");
+        let script = r#"
+import ast, sys, zipfile
+up = ast.parse(zipfile.ZipFile(sys.argv[1]).read("transformers/models/gpt_oss/modeling_gpt_oss.py").decode())
+cfg = ast.parse(open(sys.argv[2]).read())
+def find(tree, pred):
+    return [n for n in tree.body if isinstance(n, ast.ClassDef) and pred(n)]
+(u,) = find(up, lambda n: n.name == "GptOssMLP")
+hub = [d for d in u.decorator_list if "use_kernel_forward_from_hub" in ast.unparse(d)]
+assert len(hub) == 1, "upstream GptOssMLP has no hub decorator"
+(c,) = find(cfg, lambda n: any(ast.unparse(d).startswith("config.replace_class('GptOssMLP'") for d in n.decorator_list))
+u.decorator_list = [d for d in u.decorator_list if d not in hub]
+c.decorator_list = [d for d in c.decorator_list if not ast.unparse(d).startswith("config.")]
+u.name = c.name
+assert ast.unparse(u) == ast.unparse(c), ast.unparse(c)
+print("ok")
+"#;
+        let o = Command::new("python3").arg("-c").arg(script).arg(&wheel).arg(&config).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{version}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        compile_and_ruff(&p, std::slice::from_ref(&config));
+        // Lint's PG403 says the same of a config without that replacement.
+        let module = "pkg.models.gpt_oss.gpt_oss_gpu_patch_gen_config";
+        let pg403 = |p: &Project| -> Vec<String> {
+            let o = TestEnv::get().patchgen(
+                &p.root,
+                &wheel.to_string_lossy(),
+                &["lint", module, "--select", "PG403", "--no-cache", "--format", "json"],
+            );
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+            v["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap().to_string()).collect()
+        };
+        let hub = |m: &Vec<String>| m.iter().any(|m| m.starts_with("`GptOssMLP` is the MoE block"));
+        assert!(!hub(&pg403(&p)), "{version}");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let start = text.find("# Patch: GptOssMLP\n").unwrap();
+        let end = text[start..].find("\n\n\n# Patch:").map_or(text.len(), |e| start + e);
+        std::fs::write(&config, format!("{}{}", &text[..start], &text[end..])).unwrap();
+        let messages = pg403(&p);
+        assert!(hub(&messages), "{version}: {messages:?}");
+        assert!(
+            messages.iter().any(|m| m.contains("keeps `@use_kernel_forward_from_hub(\"MegaBlocksMoeMLP\")`")),
+            "{version}: {messages:?}"
+        );
+    }
+}

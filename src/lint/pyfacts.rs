@@ -308,6 +308,19 @@ pub fn all_exprs_of(expr: &Expr) -> Vec<&Expr> {
     e.0
 }
 
+/// A class whose `__init__` builds experts or a router
+/// (`self.experts = ...`, `self.router = ...`): the MoE block, whatever its
+/// name (gpt_oss calls it `GptOssMLP`).
+pub fn builds_experts(class: &StmtClassDef, text: &str) -> bool {
+    class.body.iter().any(|s| match s {
+        Stmt::FunctionDef(f) if f.name.as_str() == "__init__" => {
+            let t: String = text[f.range()].chars().filter(|c| !c.is_whitespace()).collect();
+            t.contains("self.experts=") || t.contains("self.router=")
+        }
+        _ => false,
+    })
+}
+
 /// Python source parsed as a file `t.py` (unit tests of the rules).
 #[cfg(test)]
 pub fn parsed(src: &str) -> ParsedFile {

@@ -28,6 +28,10 @@ pub struct ConverterHook<'a> {
     pub create: &'a str,
     /// `convert_<m>_fqn_to_index_mapping`.
     pub fqn: &'a str,
+    /// Classes that are the base model themselves (no `self.<base_model_prefix>`):
+    /// their index mapping is called with `target_model_prefix=""` (a converter
+    /// that handles the base-model prefix, as VeOmni's deepseek_v4 package does).
+    pub unprefixed: &'a [String],
 }
 
 /// `__init__.py`: pattern A (one backend), C (`npu_import` set: NPU and
@@ -47,6 +51,9 @@ pub fn init_py(
     if !licence.is_empty() {
         out.push_str(licence.trim_end());
         out.push_str("\n\n");
+    }
+    if converter.is_some_and(|c| !c.unprefixed.is_empty()) {
+        let _ = writeln!(out, "from functools import partial\n");
     }
     if let Some(n) = npu_import {
         let _ = writeln!(out, "{n}");
@@ -84,6 +91,13 @@ pub fn init_py(
             let _ = writeln!(out, "    ):");
             let _ = writeln!(out, "        model_cls._create_checkpoint_tensor_converter = staticmethod({})", c.create);
             let _ = writeln!(out, "        model_cls._convert_fqn_to_index_mapping = staticmethod({})", c.fqn);
+            for class in reg.classes.iter().filter(|k| c.unprefixed.contains(k)) {
+                let _ = writeln!(
+                    out,
+                    "    {class}._convert_fqn_to_index_mapping = staticmethod(partial({}, target_model_prefix=\"\"))",
+                    c.fqn
+                );
+            }
         }
         out.push('\n');
         let mut tests: Vec<(&str, &String)> =
@@ -135,6 +149,7 @@ mod tests {
             module: "checkpoint_tensor_converter",
             create: "create_toy_checkpoint_tensor_converter",
             fqn: "convert_toy_fqn_to_index_mapping",
+            unprefixed: &[],
         };
         let text = init_py(
             "",

@@ -7,14 +7,17 @@
 //! `retarget` moves the template's patches onto the new model, `render`
 //! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
 //! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
-//! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
-//! test entries, `pg301_copy` a template forward with an inherited PG301
-//! copied and fixed instead of reused; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
+//! converter and `parallel_plan.py`, `hub` the MoE block kept behind a hub
+//! kernel (replaced without the decorator), `toy` the toy config, `tables`
+//! the test entries, `pg301_copy` a template forward with an inherited PG301
+//! copied and fixed instead of reused; `dry_run` runs all of it in a private
+//! copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;
 pub mod dry_run;
 pub mod facts;
+pub mod hub;
 pub mod init;
 pub mod kernels;
 pub mod moe;
@@ -537,7 +540,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let default_arch = default_architecture(&facts, &classes);
     let main_config = configuration.as_ref().and_then(|c| c.main(&facts.prefix, m));
     let toy = match (configuration.as_ref(), main_config) {
-        (Some(cm), Some(mc)) => Some(toy::toy_config(cm, mc, &default_arch)),
+        (Some(cm), Some(mc)) => Some(toy::toy_config(cm, mc, &default_arch, category.is_moe())),
         _ => None,
     };
     let template_dir = template
@@ -655,7 +658,20 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
                 .collect();
             let lic = files.first().map(|f| licence(&f.text)).unwrap_or_default();
             let (create, fqn) = moe::converter_functions(m);
-            let hook = init::ConverterHook { module: "checkpoint_tensor_converter", create: &create, fqn: &fqn };
+            // A converter handling the base-model prefix: the base model class
+            // maps index keys without it.
+            let unprefixed: Vec<String> = match moe_first.as_ref().and_then(|n| n.base_model.as_ref()) {
+                Some(b) if moe_first.as_ref().is_some_and(|n| !n.regex_renamings.is_empty()) => {
+                    classes.iter().filter(|c| !moe::holds(facts.file.body(), c, &b.prefix)).cloned().collect()
+                }
+                _ => Vec::new(),
+            };
+            let hook = init::ConverterHook {
+                module: "checkpoint_tensor_converter",
+                create: &create,
+                fqn: &fqn,
+                unprefixed: &unprefixed,
+            };
             let text = init::init_py(
                 &lic,
                 reg,

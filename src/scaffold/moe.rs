@@ -60,6 +60,15 @@ pub struct MoeNeeds {
     pub converter: Option<ConverterKind>,
     /// The recipe's plain renamings the converter replays.
     pub renamings: Vec<(String, String)>,
+    /// The recipe's `WeightRenaming`s with regular expressions (deepseek_v4:
+    /// `^layers\.(\d+)\.ffn\.` → `layers.\1.mlp.`), as transformers compiles
+    /// them (sources as one alternation, the first target with `\N` filled);
+    /// non-empty only when some renaming is not plain. The converter then
+    /// also handles the base-model prefix (`base_model`).
+    pub regex_renamings: Vec<(Vec<String>, String)>,
+    /// The base model: `base_model_prefix`, its class and its child
+    /// modules (`embed_tokens`, `layers`, ...), read from the upstream.
+    pub base_model: Option<BaseModel>,
     /// The fused expert parameters' FQN patterns (`model.layers.*.mlp.experts.gate_up_proj`).
     pub ep_model_keys: Vec<String>,
     /// The template's `parallel_plan.py` keys, when it has one.
@@ -78,6 +87,103 @@ impl MoeNeeds {
         b.sort();
         Some(a == b)
     }
+}
+
+/// Where the base model sits: transformers renames checkpoint keys in the
+/// base model's namespace and adds or strips `<prefix>.` afterwards.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BaseModel {
+    /// `base_model_prefix` of the `*PreTrainedModel` class (`model`).
+    pub prefix: String,
+    /// The class the architecture class's `self.<prefix>` instantiates.
+    pub class: String,
+    /// The modules its `__init__` assigns (`embed_tokens`, `layers`, `norm`).
+    pub children: Vec<String>,
+}
+
+/// A recipe's `WeightRenaming`s as transformers 5 compiles them
+/// (`WeightTransform.__init__`): a target loses `^`/`$` and `\.` becomes
+/// `.`; a source gets the target's anchors when sources and targets pair
+/// up, and `.*.` becomes `\..*\.`. `Err` for what is not replayed
+/// statically: a target with a group or lookaround, a source with `\1`,
+/// another renaming class.
+pub fn replayable_renamings(recipe: &crate::moe::recipes::Recipe) -> Result<Vec<(Vec<String>, String)>, String> {
+    use crate::moe::recipes::Item;
+    let mut out = Vec::new();
+    for item in &recipe.items {
+        let Item::Renaming { class, sources, targets, line } = item else { continue };
+        let what = || format!("{class} at line {line} ({sources:?} -> {targets:?})");
+        if class != "WeightRenaming" || targets.is_empty() || sources.is_empty() {
+            return Err(what());
+        }
+        let process_target = |t: &str| -> String {
+            let t = t.strip_prefix('^').unwrap_or(t);
+            let t = t.strip_suffix('$').unwrap_or(t);
+            t.replace("\\.", ".")
+        };
+        if targets.iter().any(|t| process_target(t).contains(['(', ')', '[', '*', '?', '|'])) {
+            return Err(what());
+        }
+        let mut srcs = Vec::new();
+        for (i, src) in sources.iter().enumerate() {
+            if src.contains("\\1") {
+                return Err(what());
+            }
+            let mut p = src.clone();
+            if sources.len() == targets.len() {
+                if targets[i].starts_with('^') && !p.starts_with('^') {
+                    p.insert(0, '^');
+                }
+                if targets[i].ends_with('$') && !p.ends_with('$') {
+                    p.push('$');
+                }
+            }
+            srcs.push(p.replace(".*.", "\\..*\\."));
+        }
+        out.push((srcs, process_target(&targets[0])));
+    }
+    Ok(out)
+}
+
+/// The upstream's base model (`base_model_prefix`, the class the
+/// architecture class holds there, that class's child modules).
+fn base_model(body: &[Stmt], root: &str) -> Option<BaseModel> {
+    let classes = class_index(body);
+    let prefix = classes.iter().filter(|c| c.name.as_str().ends_with("PreTrainedModel")).find_map(|c| {
+        c.body.iter().find_map(|s| match s {
+            Stmt::Assign(a)
+                if a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "base_model_prefix")) =>
+            {
+                match &*a.value {
+                    Expr::StringLiteral(l) => Some(l.value.to_str().to_string()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+    })?;
+    let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
+    let class = init_assignments(&classes, root, 3).into_iter().find(|(a, _)| *a == prefix).and_then(|(_, v)| {
+        let mut found = Vec::new();
+        instantiated(v, &names, &mut found);
+        found.into_iter().map(|(c, _)| c).find(|c| names.contains(&c.as_str()))
+    })?;
+    let mut children = Vec::new();
+    for (attr, v) in init_assignments(&classes, &class, 3) {
+        let mut found = Vec::new();
+        instantiated(v, &names, &mut found);
+        if !found.is_empty() && !children.contains(&attr) {
+            children.push(attr);
+        }
+    }
+    Some(BaseModel { prefix, class, children })
+}
+
+/// Whether `class`'s `__init__` (or an inherited one) assigns
+/// `self.<attr>`: an architecture class holding the base model there.
+pub fn holds(body: &[Stmt], class: &str, attr: &str) -> bool {
+    let classes = class_index(body);
+    init_assignments(&classes, class, 3).iter().any(|(a, _)| a == attr)
 }
 
 /// What [`analyse`] reads.
@@ -152,7 +258,29 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             needs.recipe_alias = recipe.and_then(|r| r.alias_of.clone());
             needs.converter_needed = !fused.is_empty() && kind.needs_conversion();
             let via = needs.recipe_alias.as_ref().map(|a| format!(" (through the `{a}` recipe)")).unwrap_or_default();
-            let renamings = recipe.map(|r| r.plain_renamings()).unwrap_or(Ok(Vec::new()));
+            let mut renamings = recipe.map(|r| r.plain_renamings()).unwrap_or(Ok(Vec::new()));
+            if needs.converter_needed
+                && renamings.is_err()
+                && let Some(r) = recipe
+            {
+                // Regular expressions: replayed as transformers compiles them,
+                // with the base-model prefix handled around them.
+                match (replayable_renamings(r), base_model(input.module_body, input.root_class)) {
+                    (Ok(regex), Some(base)) => {
+                        needs.regex_renamings = regex;
+                        needs.base_model = Some(base);
+                        renamings = Ok(Vec::new());
+                    }
+                    (Err(e), _) => renamings = Err(e),
+                    (Ok(_), None) => {
+                        renamings = Err(format!(
+                            "{} (no `base_model_prefix` and base model class found from {})",
+                            renamings.unwrap_err(),
+                            input.root_class
+                        ))
+                    }
+                }
+            }
             if needs.converter_needed {
                 needs.converter = match (&kind, &renamings) {
                     (_, Err(_)) => None,
@@ -170,7 +298,7 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
                 needs.renamings = renamings.clone().unwrap_or_default();
                 let what = match (&needs.converter, &renamings) {
                     (Some(_), _) => "a converter is written (checkpoint_tensor_converter.py) and __init__.py registers it (pattern B)".to_string(),
-                    (None, Err(r)) => format!("the recipe renames with a regular expression ({r}): write the converter by hand"),
+                    (None, Err(r)) => format!("the recipe renames with a regular expression that is not replayed ({r}): write the converter by hand"),
                     (None, Ok(_)) => "no converter template for this recipe: write it by hand".to_string(),
                 };
                 needs.lines.push(format!(
@@ -485,6 +613,12 @@ pub struct ConverterSpec<'a> {
     pub dims: &'a MoeDims,
 }
 
+/// A Python raw string literal where one can hold `s` (regular
+/// expressions read better so), else an escaped one.
+fn py_raw(s: &str) -> String {
+    if s.contains(['"', '\n']) || s.ends_with('\\') { super::render::py_str(s) } else { format!("r\"{s}\"") }
+}
+
 /// The names `__init__.py` imports from the converter module.
 pub fn converter_functions(hf_name: &str) -> (String, String) {
     (format!("create_{hf_name}_checkpoint_tensor_converter"), format!("convert_{hf_name}_fqn_to_index_mapping"))
@@ -529,10 +663,64 @@ pub fn converter_py(needs: &MoeNeeds, spec: &ConverterSpec<'_>) -> Result<String
         r = needs.recipe,
         imp = spec.converted_import,
     );
-    let _ = write!(out, "_RENAMES = (\n{})\n\n\n", renames.concat());
-    out.push_str(
-        "def _rename(name):\n    \"\"\"The recipe's renamings (transformers applies them at load, but not to custom-code classes).\"\"\"\n    for old, new in _RENAMES:\n        name = name.replace(old, new)\n    return name\n\n\ndef _rename_module(module):\n    return _rename(module + \".\")[:-1]\n\n\n",
-    );
+    let regex = !needs.regex_renamings.is_empty();
+    if regex {
+        let base = needs.base_model.as_ref().ok_or("no base model for the recipe's renamings")?;
+        if matches!(kind, ConverterKind::Transposed) {
+            return Err("a transposed recipe with regular-expression renamings is not written".into());
+        }
+        out.push_str("# The recipe's WeightRenamings as transformers compiles them: the sources as one alternation\n# of named groups, the first target with its `\\N` filled from the matched source.\n_RENAMINGS = tuple(\n    (re.compile(\"|\".join(f\"(?P<g{i}>{source})\" for i, source in enumerate(sources))), target)\n    for sources, target in (\n");
+        for (sources, target) in &needs.regex_renamings {
+            let srcs: Vec<String> = sources.iter().map(|x| py_raw(x)).collect();
+            let _ = writeln!(out, "        (({},), {}),", srcs.join(", "), py_raw(target));
+        }
+        out.push_str("    )\n)\n");
+        let children: Vec<String> = base.children.iter().map(|c| super::render::py_str(&format!("{c}."))).collect();
+        let _ = write!(
+            out,
+            "# The base model ({class}, `base_model_prefix` {prefix:?}): transformers renames in its namespace,\n# then adds or strips the prefix for the model it loads.\n_BASE_PREFIX = {p}\n_BASE_CHILDREN = ({c},)\n\n\n",
+            class = base.class,
+            prefix = base.prefix,
+            p = super::render::py_str(&format!("{}.", base.prefix)),
+            c = children.join(", "),
+        );
+        out.push_str(
+            r#"def _fill(target, match, start):
+    """The target's backreferences (backslash + group number) filled from the matched source's groups."""
+    return re.sub(r"\\(\d+)", lambda ref: match.group(start + int(ref.group(1))), target)
+
+
+def _rename(name):
+    """The recipe's renamings in order, each replacing its first match (transformers' rename_source_key)."""
+    for pattern, target in _RENAMINGS:
+        match = pattern.search(name)
+        if match is None:
+            continue
+        group = next(g for g, value in match.groupdict().items() if value is not None)
+        name = name.replace(match.group(0), _fill(target, match, pattern.groupindex[group]), 1)
+    return name
+
+
+def _convert_key(name, target_prefix):
+    """A checkpoint key renamed in the base model's namespace, then prefixed as the loaded model names it."""
+    has_prefix = name.startswith(_BASE_PREFIX)
+    source = name[len(_BASE_PREFIX) :] if has_prefix else name
+    converted = _rename(source)
+    if converted.startswith(_BASE_CHILDREN):
+        return target_prefix + converted
+    if has_prefix and converted == source:
+        return name
+    return converted
+
+
+"#,
+        );
+    } else {
+        let _ = write!(out, "_RENAMES = (\n{})\n\n\n", renames.concat());
+        out.push_str(
+            "def _rename(name):\n    \"\"\"The recipe's renamings (transformers applies them at load, but not to custom-code classes).\"\"\"\n    for old, new in _RENAMES:\n        name = name.replace(old, new)\n    return name\n\n\n",
+        );
+    }
     match kind {
         ConverterKind::PerExpert { gate, up, down } => {
             let _ = write!(
@@ -548,19 +736,24 @@ pub fn converter_py(needs: &MoeNeeds, spec: &ConverterSpec<'_>) -> Result<String
     are concatenated (gate first) once both are stacked. Other keys pass through renamed.
     """
 
-    def __init__(self, num_experts):
-        self.num_experts = num_experts
+    def __init__(self, num_experts{init_param}):
+        self.num_experts = num_experts{init_assign}
         self._experts = {{}}
         self._stacked = {{}}
 
+    def _key(self, name):
+        return {key_expr}
+
     def can_handle(self, name):
-        return _EXPERT_KEY.match(name) is not None or _rename(name) != name
+        key = self._key(name)
+        return _EXPERT_KEY.match(key) is not None or key != name
 
     def convert(self, name, tensor):
-        match = _EXPERT_KEY.match(name)
+        key = self._key(name)
+        match = _EXPERT_KEY.match(key)
         if match is None:
-            return ConvertedCheckpointTensor(name=_rename(name), tensor=tensor)
-        module, expert, role = _rename_module(match.group(1)), int(match.group(2)), _ROLE[match.group(3)]
+            return ConvertedCheckpointTensor(name=key, tensor=tensor)
+        module, expert, role = match.group(1), int(match.group(2)), _ROLE[match.group(3)]
         experts = self._experts.setdefault((module, role), {{}})
         experts[expert] = tensor
         if len(experts) < self.num_experts:
@@ -592,18 +785,19 @@ pub fn converter_py(needs: &MoeNeeds, spec: &ConverterSpec<'_>) -> Result<String
 
 def {create}(model):
     """Registered on the model classes as ``_create_checkpoint_tensor_converter`` (__init__.py)."""
-    return {class}(num_experts={experts})
+    return {class}(num_experts={experts}{factory_arg})
 
 
-def {fqn}(fqn_to_index_mapping):
+def {fqn}(fqn_to_index_mapping{fqn_param}):
     """The checkpoint index's keys as the converter emits them (a fused tensor in the first shard of its sources)."""
     converted = {{}}
     for name, index in fqn_to_index_mapping.items():
-        match = _EXPERT_KEY.match(name)
+        key = {fqn_key}
+        match = _EXPERT_KEY.match(key)
         if match is None:
-            converted[_rename(name)] = index
+            converted[key] = index
             continue
-        module = _rename_module(match.group(1))
+        module = match.group(1)
         proj = "down_proj" if _ROLE[match.group(3)] == "down" else "gate_up_proj"
         fused = f"{{module}}.experts.{{proj}}"
         converted[fused] = min(index, converted.get(fused, index))
@@ -611,6 +805,18 @@ def {fqn}(fqn_to_index_mapping):
 "#,
                 prefix = spec.prefix,
                 experts = config_attr(spec.dims, experts_key),
+                init_param = if regex { ", target_prefix=\"\"" } else { "" },
+                init_assign = if regex { "\n        self.target_prefix = target_prefix" } else { "" },
+                key_expr = if regex { "_convert_key(name, self.target_prefix)" } else { "_rename(name)" },
+                factory_arg = match &needs.base_model {
+                    Some(b) if regex => format!(
+                        ", target_prefix=_BASE_PREFIX if hasattr(model, {}) else \"\"",
+                        super::render::py_str(&b.prefix)
+                    ),
+                    _ => String::new(),
+                },
+                fqn_param = if regex { ", target_model_prefix=_BASE_PREFIX" } else { "" },
+                fqn_key = if regex { "_convert_key(name, target_model_prefix)" } else { "_rename(name)" },
             );
         }
         ConverterKind::Transposed => {

@@ -401,6 +401,18 @@ impl Retarget<'_> {
                 false => extra_block = Some(block),
             }
         }
+        // An MoE block behind a hub kernel: the upstream class without
+        // that decorator (`hub`), so the experts stay the MoE path.
+        let targeted: Vec<String> = out.carried.iter().map(|c| c.target.clone()).collect();
+        let (unhooked, kept) = super::hub::undecorated_moe_blocks(self.new, &targeted);
+        for o in unhooked {
+            if is_main(&o.target, to, "MLP") {
+                mlp = "patched".into();
+            }
+            out.exception_comments.push(format!("{}: {}.", o.target, o.todo.trim_start_matches("patchgen new: ")));
+            out.upstream_overrides.push(o);
+        }
+        out.warnings.extend(kept);
         // No kernel patch carried: the project's OpSlot guard over the new
         // model's own code (`kernels`), where the formulation fits.
         let mut slot_lines: Vec<String> = Vec::new();

@@ -66,6 +66,36 @@ fn set(obj: &mut Map<String, Value>, changes: &mut Vec<Change>, path: &str, fiel
     changes.push(Change { field: format!("{path}{field}"), old, new, reason: reason.to_string() });
 }
 
+/// [`set`], and also where the default is `None`: an MoE count the upstream
+/// leaves unset (dots1's `n_routed_experts: int | None = None`) must be a
+/// concrete value in a toy config, or the model cannot be built and nothing
+/// (converter, EP plan, tests) knows the experts count.
+fn set_required(
+    obj: &mut Map<String, Value>,
+    changes: &mut Vec<Change>,
+    path: &str,
+    field: &str,
+    new: Value,
+    reason: &str,
+) {
+    if obj.get(field).is_some_and(Value::is_null) {
+        obj.insert(field.to_string(), new.clone());
+        changes.push(Change {
+            field: format!("{path}{field}"),
+            old: Value::Null,
+            new,
+            reason: format!("{reason}; the default is None, a toy config needs a concrete value"),
+        });
+    } else {
+        set(obj, changes, path, field, new, reason);
+    }
+}
+
+/// The experts-count keys (`moe::config::MoeDims` reads the same ones).
+const EXPERTS_KEYS: [&str; 4] = ["num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"];
+/// The routed top-k keys (at most the toy's experts count).
+const TOP_K_KEYS: [&str; 5] = ["num_experts_per_tok", "moe_topk", "moe_k", "top_k_experts", "moe_top_k"];
+
 /// The largest `*_token_id` default (a vocabulary must cover it).
 fn max_token_id(obj: &Map<String, Value>) -> i64 {
     obj.iter()
@@ -80,6 +110,7 @@ fn shrink(
     module: &ConfigurationModule,
     path: &str,
     vision: bool,
+    moe_category: bool,
     depth: usize,
     changes: &mut Vec<Change>,
 ) -> Map<String, Value> {
@@ -100,12 +131,13 @@ fn shrink(
             continue;
         };
         let is_vision = key.contains("vision") || key.contains("audio") || key.contains("visual");
-        let inner = shrink(sub_class, module, &format!("{path}{key}."), is_vision, depth + 1, changes);
+        let inner = shrink(sub_class, module, &format!("{path}{key}."), is_vision, moe_category, depth + 1, changes);
         obj.insert(key.clone(), Value::Object(inner));
     }
-    let moe = ["num_experts", "n_routed_experts", "num_local_experts"]
-        .iter()
-        .any(|k| obj.get(*k).is_some_and(|v| v.as_i64().is_some()));
+    // An MoE config: an integer experts count, or (for a model `new`
+    // categorised as MoE) an experts-count key whose default is None.
+    let moe =
+        EXPERTS_KEYS.iter().any(|k| obj.get(*k).is_some_and(|v| v.as_i64().is_some() || (moe_category && v.is_null())));
     let o = &mut obj;
     if vision {
         set(o, changes, path, "depth", Value::from(2), "two blocks");
@@ -176,10 +208,33 @@ fn shrink(
         Value::from(SHARED_INTERMEDIATE),
         "distinct from the other dims",
     );
-    for k in ["num_experts", "n_routed_experts", "num_local_experts"] {
-        set(o, changes, path, k, Value::from(EXPERTS), "few experts");
+    for k in EXPERTS_KEYS {
+        if moe {
+            set_required(o, changes, path, k, Value::from(EXPERTS), "few experts");
+        } else {
+            set(o, changes, path, k, Value::from(EXPERTS), "few experts");
+        }
     }
-    set(o, changes, path, "num_experts_per_tok", Value::from(2), "top-2 of the few experts");
+    for k in TOP_K_KEYS {
+        // Top-2 of the few experts; a top-1 router stays top-1.
+        if o.get(k).and_then(Value::as_i64).is_some_and(|n| n <= 2) {
+            continue;
+        }
+        if moe {
+            set_required(o, changes, path, k, Value::from(2), "top-2 of the few experts");
+        } else {
+            set(o, changes, path, k, Value::from(2), "top-2 of the few experts");
+        }
+    }
+    if moe {
+        // A shared-experts count the upstream leaves None (dots1 multiplies
+        // `moe_intermediate_size * n_shared_experts`); a set one is kept.
+        for k in ["n_shared_experts", "num_shared_experts", "moe_num_shared_experts"] {
+            if o.get(k).is_some_and(Value::is_null) {
+                set_required(o, changes, path, k, Value::from(1), "one shared expert");
+            }
+        }
+    }
     set(o, changes, path, "n_group", Value::from(1), "one expert group");
     set(o, changes, path, "topk_group", Value::from(1), "one expert group");
     set(o, changes, path, "first_k_dense_replace", Value::from(1), "one dense layer, then sparse ones");
@@ -214,9 +269,13 @@ fn shrink(
 }
 
 /// The toy config of a configuration class, with `architectures`.
-pub fn toy_config(module: &ConfigurationModule, main: &ConfigClass, architecture: &str) -> Toy {
+///
+/// `moe_category`: the model was categorised as MoE (experts classes
+/// upstream); then experts counts, top-k and shared-experts counts whose
+/// default is None are set too (and listed in the README).
+pub fn toy_config(module: &ConfigurationModule, main: &ConfigClass, architecture: &str, moe_category: bool) -> Toy {
     let mut changes = Vec::new();
-    let mut obj = shrink(main, module, "", false, 0, &mut changes);
+    let mut obj = shrink(main, module, "", false, moe_category, 0, &mut changes);
     // Top-level token ids must fit the (unshrunk) text vocabulary.
     if let Some(Value::Object(text)) = obj.get("text_config")
         && max_token_id(&obj) >= 1024
@@ -263,7 +322,7 @@ mod tests {
     fn moe_dims_are_pairwise_distinct_and_patterns_kept() {
         let src = "class MConfig(PreTrainedConfig):\n    model_type = \"m\"\n    hidden_size: int = 2048\n    moe_intermediate_size: int = 1024\n    intermediate_size: int = 6144\n    num_experts: int = 128\n    num_hidden_layers: int = 48\n    num_attention_heads: int = 32\n    num_key_value_heads: int = 4\n    vocab_size: int = 151936\n    def __post_init__(self, **kwargs):\n        kwargs.pop(\"full_attention_interval\", 4)\n";
         let m = ConfigurationModule::parse("c.py".into(), src).unwrap();
-        let toy = toy_config(&m, m.class("MConfig").unwrap(), "MForCausalLM");
+        let toy = toy_config(&m, m.class("MConfig").unwrap(), "MForCausalLM", true);
         let c = &toy.config;
         let (h, i) = (c["hidden_size"].as_i64().unwrap(), c["moe_intermediate_size"].as_i64().unwrap());
         assert!(h != 2 * i && h != i && i != c["intermediate_size"].as_i64().unwrap());
@@ -272,5 +331,22 @@ mod tests {
         assert_eq!(c["vocab_size"], 1024);
         assert_eq!(c["architectures"][0], "MForCausalLM");
         assert!(readme("m", "MConfig", "x", "5", &toy).contains("- **hidden_size**: 2048 → 64 (small)"));
+    }
+
+    #[test]
+    fn moe_counts_defaulting_to_none_get_values() {
+        // dots1's shape (transformers 5.16.1): counts annotated `int | None = None`.
+        let src = "class DConfig(PreTrainedConfig):\n    model_type = \"d\"\n    hidden_size: int = 4608\n    moe_intermediate_size: int = 1408\n    n_shared_experts: int | None = None\n    n_routed_experts: int | None = None\n    num_experts_per_tok: int | None = None\n    moe_topk: int = 1\n";
+        let m = ConfigurationModule::parse("c.py".into(), src).unwrap();
+        let toy = toy_config(&m, m.class("DConfig").unwrap(), "DForCausalLM", true);
+        let c = &toy.config;
+        assert_eq!((c["n_routed_experts"].as_i64(), c["num_experts_per_tok"].as_i64()), (Some(EXPERTS), Some(2)));
+        assert_eq!(c["n_shared_experts"], 1);
+        assert_eq!(c["moe_topk"], 1, "a top-1 router stays top-1");
+        let text = readme("d", "DConfig", "x", "5", &toy);
+        assert!(text.contains("- **n_routed_experts**: null → 4 (few experts; the default is None"), "{text}");
+        // Not categorised MoE: a None count stays None.
+        let toy = toy_config(&m, m.class("DConfig").unwrap(), "DForCausalLM", false);
+        assert!(toy.config["n_routed_experts"].is_null());
     }
 }

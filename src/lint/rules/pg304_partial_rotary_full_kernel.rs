@@ -11,7 +11,9 @@
 //! slot is fine). It fires when the upstream configuration module defaults
 //! `partial_rotary_factor` below 1 (`kwargs.setdefault("partial_rotary_factor", 0.25)`,
 //! `default_partial_rotary_factor = 64 / 512`, a class default, a rope-parameters
-//! dict entry) or turns `mrope_interleaved` on.
+//! dict entry) or turns `mrope_interleaved` on. Of several `setdefault`s of
+//! one key on one object only the first counts, as in Python (solar_open
+//! sets `partial_rotary_factor` to 1.0, then "to 0.5" with a no-op).
 //!
 //! ## Why is this bad?
 //! A full-head rotary kernel rotates every channel of the head; partial
@@ -58,6 +60,10 @@ pub const RULE: Rule = Rule {
 /// Why the configuration module makes rotary partial, if it does.
 pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
     let mut found: Option<String> = None;
+    // (receiver, key) of the setdefaults seen: only the first one for a key
+    // sets it (solar_open: `kwargs.setdefault("partial_rotary_factor", 1.0)`
+    // then `(..., 0.5)`, a no-op).
+    let mut set: Vec<(Option<String>, String)> = Vec::new();
     for expr in pyfacts::all_exprs(configuration.body()) {
         if found.is_some() {
             break;
@@ -66,6 +72,15 @@ pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
             // kwargs.setdefault("partial_rotary_factor", 0.25), rope_parameters.setdefault(..., kwargs.pop("x", 0.25))
             Expr::Call(c) if pyfacts::last_ident(&c.func) == Some("setdefault") => {
                 if let [Expr::StringLiteral(k), v, ..] = &*c.arguments.args {
+                    let receiver = match &*c.func {
+                        Expr::Attribute(a) => pyfacts::dotted(&a.value),
+                        _ => None,
+                    };
+                    let key = (receiver, k.value.to_str().to_string());
+                    if set.contains(&key) {
+                        continue;
+                    }
+                    set.push(key);
                     found = factor_or_flag(k.value.to_str(), v);
                 }
             }
@@ -341,5 +356,18 @@ def d(q, k, cos, sin):\n    rot = cos.shape[-1]\n    return my_rope_kernel(q[...
         assert!(full_head_call(&f, get("b")).is_none());
         assert_eq!(full_head_call(&f, get("c")).unwrap().1, "liger_rotary_pos_emb");
         assert!(full_head_call(&f, get("d")).is_none());
+    }
+
+    #[test]
+    fn the_first_setdefault_of_a_key_wins() {
+        // solar_open (transformers 5.16.1): the second setdefault is a no-op in Python.
+        let full = pyfacts::parsed(
+            "class C:\n    def __post_init__(self, **kwargs):\n        kwargs.setdefault(\"partial_rotary_factor\", 1.0)\n        kwargs.setdefault(\"partial_rotary_factor\", 0.5)\n",
+        );
+        assert_eq!(partial_rotary(&full), None);
+        let partial = pyfacts::parsed(
+            "class C:\n    def __post_init__(self, **kwargs):\n        kwargs.setdefault(\"partial_rotary_factor\", 0.5)\n        kwargs.setdefault(\"partial_rotary_factor\", 1.0)\n        other.setdefault(\"partial_rotary_factor\", 1.0)\n",
+        );
+        assert_eq!(partial_rotary(&partial).as_deref(), Some("`partial_rotary_factor` defaults to 0.5"));
     }
 }
