@@ -8,10 +8,10 @@ use super::plan::Loc;
 pub struct EvalError {
     pub loc: Loc,
     pub message: String,
-    pub help: Option<String>,
+    pub help: Option<Box<str>>,
     /// The keyword argument the error is about (`bind`'s unknown or
     /// repeated keyword): the call site narrows `loc` to that keyword.
-    pub keyword: Option<String>,
+    pub keyword: Option<Box<str>>,
 }
 
 impl EvalError {
@@ -21,12 +21,12 @@ impl EvalError {
 
     /// The error is about keyword argument `name` of the call at `loc`.
     pub fn about_keyword(mut self, name: &str) -> Self {
-        self.keyword = Some(name.to_string());
+        self.keyword = Some(name.into());
         self
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(help.into().into_boxed_str());
         self
     }
 }

@@ -115,7 +115,7 @@ pub enum Failure {
     /// The upstream module cannot be read; located (the config's
     /// `source_module=`) when the module is not found.
     #[error("{0}")]
-    Upstream(UpstreamError, Option<crate::diagnostics::Location>),
+    Upstream(UpstreamError, Option<Box<crate::diagnostics::Location>>),
     #[error("{}:{line}: syntax error in the upstream module: {message}", origin.display())]
     UpstreamSyntax { origin: PathBuf, line: usize, message: String },
     #[error("{module}: code generation error: {error}")]
@@ -158,7 +158,7 @@ impl Failure {
             Failure::Upstream(UpstreamError::NotFound { module, searched }, Some(at)) => {
                 let searched: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
                 code.diagnostic(format!("upstream module `{module}` not found (searched: {})", searched.join(", ")))
-                    .at(at.clone())
+                    .at((**at).clone())
                     .help(UpstreamError::NOT_FOUND_HELP)
             }
             Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
@@ -356,7 +356,7 @@ impl Context {
                 return Err(Failure::OptionalSkipped { source_module: plan.source_module.clone() });
             }
             Err(Failure::Upstream(e @ UpstreamError::NotFound { .. }, _)) => {
-                return Err(Failure::Upstream(e, Some(self.source_module_location(&plan))));
+                return Err(Failure::Upstream(e, Some(Box::new(self.source_module_location(&plan)))));
             }
             found => found?,
         };

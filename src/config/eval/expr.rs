@@ -142,7 +142,7 @@ impl Evaluator<'_> {
                 if let Some(name) = e.keyword.take()
                     && e.loc == l
                     && let Some(kw) =
-                        call.arguments.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == name))
+                        call.arguments.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == &*name))
                 {
                     e.loc = frame.loc(kw);
                 }
