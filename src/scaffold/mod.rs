@@ -799,6 +799,12 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         report.backends[i].retargeted.settle_decisions(&facts.prefix);
         report.generation.push(result);
         last_lint = lint;
+        // What the pruning rounds said (helpers dropped, overrides written).
+        for w in &report.backends[i].retargeted.warnings {
+            if !report.warnings.contains(w) {
+                report.warnings.push(w.clone());
+            }
+        }
     }
     // One backend: the pruning loop's last lint is the lint of what was written.
     let single = report.backends.len() == 1 && report.generation.iter().all(|g| g.ok);
@@ -994,6 +1000,7 @@ fn generate_pruning(
         // Round 0: `run` wrote this very text, normalised, already.
         if round > 0 {
             plan.retargeted.fall_back();
+            plan.retargeted.prune_helpers();
             let raw = render::config(&plan.head, &plan.retargeted);
             let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
             if let Err(e) = crate::atomic::write(&plan.path, &text) {
