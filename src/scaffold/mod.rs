@@ -16,6 +16,7 @@ pub mod dry_run;
 pub mod facts;
 pub mod init;
 pub mod kernels;
+pub mod lint_fixes;
 pub mod moe;
 pub mod render;
 pub mod retarget;
@@ -333,12 +334,14 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
         NewError::failed(format!("{e}\n  help: put the {} package (or its wheel) on PYTHONPATH; `patchgen reference {m}` names the nearest models", args.package))
     })?;
-    let configuration = version
-        .upstream
-        .search
-        .find_module(&format!("{}.models.{m}.configuration_{m}", args.package))
-        .ok()
-        .and_then(|s| ConfigurationModule::parse(s.origin.clone(), &s.text).ok());
+    let configuration_source =
+        version.upstream.search.find_module(&format!("{}.models.{m}.configuration_{m}", args.package)).ok();
+    let configuration =
+        configuration_source.as_ref().and_then(|s| ConfigurationModule::parse(s.origin.clone(), &s.text).ok());
+    // The same module as the lint rules read it (PG306's `sub_configs`).
+    let configuration_file = configuration_source
+        .as_ref()
+        .and_then(|s| crate::config::source::ParsedFile::parse(s.origin.clone(), &s.text).ok());
     let (detected, mut evidence) = facts.category();
     let category = match args.category {
         CategoryArg::Auto => detected,
@@ -794,8 +797,14 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     }
     let mut last_lint = None;
     for i in 0..report.backends.len() {
-        let (result, lint) =
-            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts);
+        let (result, lint) = generate_pruning(
+            &project,
+            &opts.cwd,
+            &mut report.backends[i],
+            template_facts.as_ref(),
+            &facts,
+            configuration_file.as_ref(),
+        );
         report.backends[i].retargeted.settle_decisions(&facts.prefix);
         report.generation.push(result);
         last_lint = lint;
@@ -990,6 +999,7 @@ fn generate_pruning(
     plan: &mut BackendPlan,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
+    configuration: Option<&crate::config::source::ParsedFile>,
 ) -> (GenerationResult, Option<crate::lint::command::LintReport>) {
     let fail =
         |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);
@@ -1020,16 +1030,43 @@ fn generate_pruning(
                     return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
                 }
                 let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
-                let has_errors = lint
+                // Errors in upstream code a rule names the fix for: the
+                // scaffold writes that fix (`lint_fixes`); the rest may drop
+                // reuses.
+                let fixes = lint
+                    .as_ref()
+                    .map(|r| lint_fixes::fixes(&r.diagnostics, configuration, new, &plan.retargeted))
+                    .unwrap_or_default();
+                let fixed = !fixes.overrides.is_empty();
+                for o in fixes.overrides {
+                    plan.retargeted.warnings.push(o.todo.clone());
+                    plan.retargeted.upstream_overrides.push(o);
+                }
+                let rest = lint.as_ref().map(|r| crate::lint::command::LintReport {
+                    upstream: r.upstream.clone(),
+                    configs: r.configs,
+                    rules: r.rules.clone(),
+                    diagnostics: r
+                        .diagnostics
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !fixes.handled.contains(i))
+                        .map(|(_, d)| d.clone())
+                        .collect(),
+                    errors: r.errors.clone(),
+                    suppressed: r.suppressed,
+                    cache_note: None,
+                });
+                let has_errors = rest
                     .as_ref()
                     .is_some_and(|r| r.diagnostics.iter().any(|d| d.severity == crate::diagnostics::Severity::Error));
                 if has_errors && template_lint.is_none() {
                     template_lint = Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd).ok()));
                 }
                 let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
-                if template.is_some()
-                    && lint.as_ref().is_some_and(|r| lint_rejected(plan, r, template_report, &project.root))
-                {
+                let rejected = template.is_some()
+                    && rest.as_ref().is_some_and(|r| lint_rejected(plan, r, template_report, &project.root));
+                if fixed || rejected {
                     continue;
                 }
                 let message = format!("generated {}", g.py_path.display());

@@ -203,7 +203,7 @@ impl<'a> Visitor<'a> for SignatureNames {
     }
 }
 
-fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
+pub(super) fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
     let mut v = SignatureNames(Vec::new());
     let p = &def.parameters;
     for param in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
@@ -228,7 +228,7 @@ fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
 /// The statement that binds `name` as the upstream module `facts` binds it
 /// at top level: its own import, or an import from the module itself for
 /// what it defines. `None` for a builtin (or anything else it does not bind).
-fn binding_import(facts: &ModelFacts, name: &str) -> Option<String> {
+pub(super) fn binding_import(facts: &ModelFacts, name: &str) -> Option<String> {
     for stmt in facts.file.body() {
         match stmt {
             Stmt::ImportFrom(i) => {
