@@ -8,7 +8,9 @@
 //! writes the config, `init` the `__init__.py` (patterns A, B, C), `moe`
 //! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
 //! converter and `parallel_plan.py`, `toy` the toy config, `tables` the
-//! test entries; `dry_run` runs all of it in a private copy. This module finds the template, plans the files (never
+//! test entries, `ruff_findings` and `lint_fixes` what is written for
+//! ruff findings and lint errors in unpatched upstream code; `dry_run`
+//! runs all of it in a private copy. This module finds the template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;

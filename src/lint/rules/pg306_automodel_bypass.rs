@@ -350,6 +350,20 @@ class Composite(PreTrained):\n    def __init__(self, config):\n        self.visu
     }
 
     #[test]
+    fn an_automodel_for_a_head_builds_that_head() {
+        let module = parse(
+            "class TxtModel(P):\n    config: TxtCfg\nclass TxtForCausalLM(P):\n    config: TxtCfg\n\
+class C(P):\n    def __init__(self, config):\n        self.a = AutoModel.from_config(config.text_config)\n        self.b = AutoModelForCausalLM.from_config(config.text_config)\n        self.c = AutoModelForImageClassification.from_config(config.text_config)\n",
+        );
+        let holder = pyfacts::class(module.body(), "C").unwrap();
+        let built: Vec<Option<String>> = automodel_calls(holder)
+            .into_iter()
+            .map(|(call, _)| model_class_for_call(module.body(), "TxtCfg", call).map(|c| c.name.id.to_string()))
+            .collect();
+        assert_eq!(built, [Some("TxtModel".into()), Some("TxtForCausalLM".into()), None]);
+    }
+
+    #[test]
     fn registry_returns_names() {
         let init = parse(
             "@MODELING_REGISTRY.register(\"gemma3_text\")\ndef register(architecture):\n    from .generated.x import A, B\n    if \"Model\" in architecture:\n        return B\n    return A\n",
