@@ -357,3 +357,58 @@ print(sorted(names))
     let errors = lint_errors(&p, &wheel, "pkg.models.olmo2.olmo2_gpu_patch_gen_config");
     assert!(!errors.iter().any(|e| e.starts_with("PG103")), "{errors:?}");
 }
+
+#[test]
+fn a_branch_on_torch_layers_initialises_as_transformers_does() {
+    let Some(wheel) = wheel("5.16.1") else { return };
+    let p = project();
+    // NanoChat's `_init_weights` scales `module.o_proj.weight` under
+    // `isinstance(module, NanoChatAttention)`; the attention owns no tensor
+    // and `o_proj` is an `nn.Linear`: no class of the module to re-key on.
+    let facts = python(
+        r#"
+import ast, sys, zipfile
+src = zipfile.ZipFile(sys.argv[1]).read("transformers/models/nanochat/modeling_nanochat.py").decode()
+classes = {n.name: n for n in ast.parse(src).body if isinstance(n, ast.ClassDef)}
+init = next(f for f in classes["NanoChatAttention"].body if getattr(f, "name", "") == "__init__")
+print(next(ast.unparse(s.value.func) for s in ast.walk(init) if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) == "self.o_proj"))
+"#,
+        &[&wheel.to_string_lossy()],
+    );
+    assert_eq!(facts.trim(), "nn.Linear");
+    let out = patchgen(&p, &wheel, &["new", "nanochat"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let qual = "NanoChatPreTrainedModel._initialize_weights";
+    assert!(out.stdout.contains(&format!("own     {qual} (own code)")), "{}", out.stdout);
+    // `_init_weights` is upstream's; `_initialize_weights` only passes
+    // `is_custom_code=False` on.
+    let generated = p.root.join("pkg/models/nanochat/generated/patched_modeling_nanochat_gpu.py");
+    let same = "def transform(f):\n    return f\n";
+    let (ours, upstream) =
+        generated_and_expected(&generated, &wheel, "nanochat", "NanoChatPreTrainedModel._init_weights", same);
+    assert_eq!(ours, upstream);
+    let body = python(
+        r#"
+import ast, sys
+for n in ast.parse(open(sys.argv[1]).read()).body:
+    if isinstance(n, ast.ClassDef) and n.name == "NanoChatPreTrainedModel":
+        f = next(f for f in n.body if getattr(f, "name", "") == "_initialize_weights")
+        print(ast.unparse(f.body))
+"#,
+        &[&generated.to_string_lossy()],
+    );
+    assert_eq!(body.trim(), "super()._initialize_weights(module, is_custom_code=False)");
+
+    let module = "pkg.models.nanochat.nanochat_gpu_patch_gen_config";
+    assert!(!lint_errors(&p, &wheel, module).iter().any(|e| e.starts_with("PG305")));
+    let path = "pkg/models/nanochat/nanochat_gpu_patch_gen_config.py";
+    let config = read(&p, path);
+    std::fs::write(p.root.join(path), without_override(&config, qual)).unwrap();
+    let errors = lint_errors(&p, &wheel, module);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("PG305 `NanoChatPreTrainedModel._init_weights` branches on `NanoChatAttention`")),
+        "{errors:?}"
+    );
+}

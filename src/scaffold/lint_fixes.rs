@@ -16,6 +16,11 @@
 //!   with `self.gate = <Router>(...)` in the container's `__init__` →
 //!   `isinstance(module, <Router>)`, `module.weight`; one branch per owning
 //!   class), as VeOmni's qwen3_omni_moe config did after the 5.16 bump.
+//!   A branch that cannot be re-keyed (the tensors of a torch layer such
+//!   as `nn.Linear`: no class tells that layer from the others) gets
+//!   `<PreTrained>._initialize_weights` passing `is_custom_code=False`
+//!   instead: the generated module is transformers' own code, initialised
+//!   as transformers initialises its own classes (the branch runs).
 //!
 //! The facts are the rules' own (`pg306_automodel_bypass`,
 //! `pg305_init_weights_container`), read from the generated file at the
@@ -23,9 +28,7 @@
 //! location). Not handled here, so still reported: a finding inside a
 //! reused replacement (the pruning drops the reuse), a method the scaffold
 //! already overrides, a call whose class the generated module lacks, a
-//! branch that cannot be re-keyed (a tensor of a torch layer such as
-//! `nn.Linear`, a statement not about exactly one owning sub-module, an
-//! owning class another branch already tests).
+//! class defining `_initialize_weights` itself.
 
 use std::path::PathBuf;
 
@@ -112,12 +115,61 @@ pub fn fixes(
     }
     for (fi, site, flags) in groups {
         let file = &files[fi];
+        let mut answered = Vec::new();
         if let Some((o, handled)) = override_method(file, &site, &flags, configuration, new) {
             out.overrides.push(o);
-            out.handled.extend(handled);
+            answered = handled;
+        }
+        // PG305 branches that cannot be re-keyed (a torch layer's tensor):
+        // the class initialises as transformers' own classes do.
+        let rest: Vec<&Flag> = flags.iter().filter(|f| f.code == "PG305" && !answered.contains(&f.index)).collect();
+        out.handled.extend(answered);
+        if let (Site::Method { class, .. }, false) = (&site, rest.is_empty())
+            && let Some(o) = non_custom_init(file, class, rt)
+        {
+            out.overrides.push(o);
+            out.handled.extend(rest.iter().map(|f| f.index));
         }
     }
     out
+}
+
+/// `<class>._initialize_weights` passing `is_custom_code=False` on (what
+/// PG305 accepts instead of re-keyed branches): transformers skips modules
+/// owning no tensors only for custom code, because remote code may write
+/// loaded tensors in place; the generated module is transformers' own
+/// code, initialising through `transformers.initialization` (each tensor
+/// guarded by its `_is_hf_initialized`), so it is initialised as
+/// transformers initialises its own classes. `None` when the class (or a
+/// base in the module) defines `_initialize_weights`, or the scaffold
+/// already writes one.
+fn non_custom_init(file: &ParsedFile, class: &str, rt: &Retargeted) -> Option<UpstreamOverride> {
+    let c = pyfacts::class(file.body(), class)?;
+    if pyfacts::local_lineage(file.body(), c).iter().any(|k| pyfacts::method(k, "_initialize_weights").is_some()) {
+        return None;
+    }
+    let target = format!("{class}._initialize_weights");
+    if rt.carried.iter().any(|c| c.target == target) || rt.upstream_overrides.iter().any(|o| o.target == target) {
+        return None;
+    }
+    let function = format!("{}_initialize_weights_patched", snake(class));
+    let source = format!(
+        "def {function}(self, module, is_custom_code: bool = False):\n    super()._initialize_weights(module, is_custom_code=False)\n"
+    );
+    Some(UpstreamOverride {
+        patch_type: "override_method",
+        todo: format!(
+            "patchgen new: `{class}._init_weights` branches on modules owning no tensors whose tensors belong to torch layers (no class to re-key them on): transformers 5.16+ skips such modules in custom code, so `{target}` initialises as transformers does its own classes (`is_custom_code=False`; the generated code initialises through `transformers.initialization`, each tensor guarded) (lint PG305)"
+        ),
+        target,
+        function,
+        codes: Vec::new(),
+        description:
+            "Initialise as transformers' own code, so container branches of _init_weights run (patchgen new, PG305)"
+                .into(),
+        source,
+        imports: Vec::new(),
+    })
 }
 
 /// The 1-based row of `offset` in `text`.
