@@ -9,9 +9,11 @@
 //! the MoE needs (from `moe inspect`'s and PG401's facts), the checkpoint
 //! converter and `parallel_plan.py`, `hub` the MoE block kept behind a hub
 //! kernel (replaced without the decorator), `toy` the toy config, `tables`
-//! the test entries, `pg301_copy` a template forward with an inherited PG301
-//! copied and fixed instead of reused; `dry_run` runs all of it in a private
-//! copy. This module finds the template, plans the files (never
+//! the test entries, `ruff_findings` and `lint_fixes` what is written for
+//! ruff findings and lint errors in unpatched upstream code, `pg301_copy` a
+//! template forward with an inherited PG301 copied and fixed instead of
+//! reused; `dry_run` runs all of it in a private copy. This module finds the
+//! template, plans the files (never
 //! overwriting one), writes them, and runs generation on the result.
 
 pub mod configuration;
@@ -20,6 +22,7 @@ pub mod facts;
 pub mod hub;
 pub mod init;
 pub mod kernels;
+pub mod lint_fixes;
 pub mod moe;
 pub mod pg301_copy;
 pub mod render;
@@ -338,12 +341,14 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
         NewError::failed(format!("{e}\n  help: put the {} package (or its wheel) on PYTHONPATH; `patchgen reference {m}` names the nearest models", args.package))
     })?;
-    let configuration = version
-        .upstream
-        .search
-        .find_module(&format!("{}.models.{m}.configuration_{m}", args.package))
-        .ok()
-        .and_then(|s| ConfigurationModule::parse(s.origin.clone(), &s.text).ok());
+    let configuration_source =
+        version.upstream.search.find_module(&format!("{}.models.{m}.configuration_{m}", args.package)).ok();
+    let configuration =
+        configuration_source.as_ref().and_then(|s| ConfigurationModule::parse(s.origin.clone(), &s.text).ok());
+    // The same module as the lint rules read it (PG306's `sub_configs`).
+    let configuration_file = configuration_source
+        .as_ref()
+        .and_then(|s| crate::config::source::ParsedFile::parse(s.origin.clone(), &s.text).ok());
     let (detected, mut evidence) = facts.category();
     let category = match args.category {
         CategoryArg::Auto => detected,
@@ -812,11 +817,23 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     }
     let mut last_lint = None;
     for i in 0..report.backends.len() {
-        let (result, lint) =
-            generate_pruning(&project, &opts.cwd, &mut report.backends[i], template_facts.as_ref(), &facts);
+        let (result, lint) = generate_pruning(
+            &project,
+            &opts.cwd,
+            &mut report.backends[i],
+            template_facts.as_ref(),
+            &facts,
+            configuration_file.as_ref(),
+        );
         report.backends[i].retargeted.settle_decisions(&facts.prefix);
         report.generation.push(result);
         last_lint = lint;
+        // What the pruning rounds said (helpers dropped, overrides written).
+        for w in &report.backends[i].retargeted.warnings {
+            if !report.warnings.contains(w) {
+                report.warnings.push(w.clone());
+            }
+        }
     }
     // One backend: the pruning loop's last lint is the lint of what was written.
     let single = report.backends.len() == 1 && report.generation.iter().all(|g| g.ok);
@@ -1041,6 +1058,7 @@ fn generate_pruning(
     plan: &mut BackendPlan,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
+    configuration: Option<&crate::config::source::ParsedFile>,
 ) -> (GenerationResult, Option<crate::lint::command::LintReport>) {
     let fail =
         |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);
@@ -1051,6 +1069,7 @@ fn generate_pruning(
         // Round 0: `run` wrote this very text, normalised, already.
         if round > 0 {
             plan.retargeted.fall_back();
+            plan.retargeted.prune_helpers();
             let raw = render::config(&plan.head, &plan.retargeted);
             let text = ctx.ruff.normalize(&raw, &plan.path).unwrap_or(raw);
             if let Err(e) = crate::atomic::write(&plan.path, &text) {
@@ -1070,15 +1089,42 @@ fn generate_pruning(
                     return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
                 }
                 let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
-                let has_errors = lint
+                // Errors in upstream code a rule names the fix for: the
+                // scaffold writes that fix (`lint_fixes`); the rest may drop
+                // reuses.
+                let fixes = lint
+                    .as_ref()
+                    .map(|r| lint_fixes::fixes(&r.diagnostics, configuration, new, &plan.retargeted))
+                    .unwrap_or_default();
+                let fixed = !fixes.overrides.is_empty();
+                for o in fixes.overrides {
+                    plan.retargeted.warnings.push(o.todo.clone());
+                    plan.retargeted.upstream_overrides.push(o);
+                }
+                let rest = lint.as_ref().map(|r| crate::lint::command::LintReport {
+                    upstream: r.upstream.clone(),
+                    configs: r.configs,
+                    rules: r.rules.clone(),
+                    diagnostics: r
+                        .diagnostics
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !fixes.handled.contains(i))
+                        .map(|(_, d)| d.clone())
+                        .collect(),
+                    errors: r.errors.clone(),
+                    suppressed: r.suppressed,
+                    cache_note: None,
+                });
+                let has_errors = rest
                     .as_ref()
                     .is_some_and(|r| r.diagnostics.iter().any(|d| d.severity == crate::diagnostics::Severity::Error));
                 if has_errors && template_lint.is_none() {
                     template_lint = Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd).ok()));
                 }
                 let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
-                if template.is_some()
-                    && lint.as_ref().is_some_and(|r| {
+                let rejected = template.is_some()
+                    && rest.as_ref().is_some_and(|r| {
                         lint_rejected(
                             plan,
                             r,
@@ -1086,8 +1132,8 @@ fn generate_pruning(
                             &project.root,
                             (template.map_or("", |t| t.hf_name.as_str()), new.hf_name.as_str()),
                         )
-                    })
-                {
+                    });
+                if fixed || rejected {
                     continue;
                 }
                 let message = format!("generated {}", g.py_path.display());

@@ -99,6 +99,10 @@ pub struct Retargeted {
     pub imports: Vec<crate::config::plan::ImportSpec>,
     /// Helpers, in the template's order.
     pub helpers: Vec<Helper>,
+    /// Per helper (same order): its name and source under the new names,
+    /// and whether something of the template used it (see `prune_helpers`).
+    #[serde(skip)]
+    helper_uses: Vec<HelperUse>,
     pub drop_import_names: Vec<String>,
     pub exclude: Vec<String>,
     pub warnings: Vec<String>,
@@ -113,6 +117,19 @@ pub struct Retargeted {
     /// the carried rotary reuse (the slot is declared by the template).
     #[serde(skip)]
     rotary_fallback: Option<super::ruff_findings::UpstreamOverride>,
+}
+
+/// What `prune_helpers` knows of a carried helper.
+#[derive(Clone, Debug, Default)]
+struct HelperUse {
+    /// The name the generated module defines (a copied helper renamed).
+    name: String,
+    /// Its source under the new names.
+    source: String,
+    /// A template patch or helper used it: once none of its users is
+    /// carried, it goes. A helper nothing of the template uses (read from
+    /// outside the generated module) always stays.
+    had_users: bool,
 }
 
 /// Inputs of a retargeting.
@@ -509,18 +526,38 @@ impl Retarget<'_> {
                 aliases.join("\n")
             ));
         }
+        // What used each helper in the template: its patches' replacements
+        // (under their name maps, as generated) and its other helpers.
+        let template_users: Vec<Vec<String>> = self
+            .template
+            .patches
+            .iter()
+            .filter_map(|p| {
+                p.replacement.as_ref().map(|r| loaded_names(&apply_name_map(&r.source, p.name_map.as_deref())))
+            })
+            .collect();
+        let template_helpers: Vec<&crate::config::plan::SourceObject> =
+            self.template.helpers.iter().filter_map(|h| h.object.as_ref()).collect();
         for h in &self.template.helpers {
-            match &h.object {
-                // add_helper has no name_map: a helper written for the
-                // template's names is copied, renamed (a helper is small; a
-                // reused one would define the template's names).
-                Some(o) if from != to && o.source.contains(from) => {
-                    let source = crate::pytext::dedent(&strip_patch_decorators(&o.source));
-                    out.helpers
-                        .push(Helper::Copy { name: o.name.clone(), source: apply_name_map(&source, Some(&map)) });
-                }
-                Some(o) => out.helpers.push(Helper::Import { module: o.module.clone(), name: o.name.clone() }),
-                None => out.warnings.push("a template helper has no source; not carried".into()),
+            let Some(o) = &h.object else {
+                out.warnings.push("a template helper has no source; not carried".into());
+                continue;
+            };
+            let had_users = template_users.iter().any(|s| s.contains(&o.name))
+                || template_helpers.iter().any(|t| t.name != o.name && loaded_names(&t.source).contains(&o.name));
+            let source = apply_name_map(&crate::pytext::dedent(&strip_patch_decorators(&o.source)), Some(&map));
+            out.helper_uses.push(HelperUse {
+                name: apply_name_map(&o.name, Some(&map)),
+                source: source.clone(),
+                had_users,
+            });
+            // add_helper has no name_map: a helper written for the
+            // template's names is copied, renamed (a helper is small; a
+            // reused one would define the template's names).
+            if from != to && o.source.contains(from) {
+                out.helpers.push(Helper::Copy { name: o.name.clone(), source });
+            } else {
+                out.helpers.push(Helper::Import { module: o.module.clone(), name: o.name.clone() });
             }
         }
         if !self.template.positioned_helpers.is_empty() {
@@ -538,6 +575,7 @@ impl Retarget<'_> {
             .filter(|e| self.new.has_class(e) || self.new.has_function(e))
             .collect();
         out.decisions = Decisions { rotary, mlp, norm };
+        out.prune_helpers();
         out
     }
 }
@@ -612,6 +650,42 @@ fn uses_name(text: &str, word: &str) -> bool {
     })
 }
 
+/// The names a piece of Python source reads (`Name` loads: calls,
+/// attribute bases, arguments; not comments or strings). Text that does
+/// not parse falls back to its identifiers.
+fn loaded_names(source: &str) -> Vec<String> {
+    use ruff_python_ast::visitor::{self, Visitor};
+    struct Loads(Vec<String>);
+    impl<'a> Visitor<'a> for Loads {
+        fn visit_expr(&mut self, expr: &'a ruff_python_ast::Expr) {
+            if let ruff_python_ast::Expr::Name(n) = expr
+                && n.ctx == ruff_python_ast::ExprContext::Load
+                && !self.0.iter().any(|x| x == n.id.as_str())
+            {
+                self.0.push(n.id.to_string());
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let text = crate::pytext::dedent(source);
+    match ruff_python_parser::parse_module(&text) {
+        Ok(parsed) => {
+            let mut v = Loads(Vec::new());
+            v.visit_body(&parsed.syntax().body);
+            v.0
+        }
+        Err(_) => {
+            let mut out: Vec<String> = Vec::new();
+            for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {
+                if !out.iter().any(|x| x == w) {
+                    out.push(w.to_string());
+                }
+            }
+            out
+        }
+    }
+}
+
 /// Where the template's upstream module gets `name` from: the absolute
 /// module of an import binding it, or the module itself when it defines it.
 fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
@@ -634,6 +708,46 @@ fn template_binding(template: &ModelFacts, name: &str) -> Option<String> {
 }
 
 impl Retargeted {
+    /// Drop the helpers the template's patches or helpers used when none
+    /// of those users is carried any more (pruned, or without counterpart),
+    /// to a fixpoint: a dropped helper's own helpers may go next. A copied
+    /// helper names the new model's classes (`_Llama4FakeForPosID` calls
+    /// `Llama4Model`), which the new module may lack (lint PG103). Users
+    /// are what the generated module holds: carried replacements, kept
+    /// helpers, post-import blocks, the scaffold's own overrides. `true`
+    /// when a helper was dropped.
+    pub fn prune_helpers(&mut self) -> bool {
+        let mut changed = false;
+        let others: Vec<Vec<String>> = self
+            .carried
+            .iter()
+            .map(|c| c.source.as_str())
+            .chain(self.post_import_blocks.iter().map(String::as_str))
+            .chain(self.upstream_overrides.iter().map(|o| o.source.as_str()))
+            .map(loaded_names)
+            .collect();
+        let mut helpers: Vec<Vec<String>> = self.helper_uses.iter().map(|h| loaded_names(&h.source)).collect();
+        loop {
+            let used = |i: usize, helpers: &[Vec<String>]| {
+                let name = &self.helper_uses[i].name;
+                others
+                    .iter()
+                    .chain(helpers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, h)| h))
+                    .any(|n| n.contains(name))
+            };
+            let Some(i) = (0..self.helper_uses.len()).find(|&i| self.helper_uses[i].had_users && !used(i, &helpers))
+            else {
+                return changed;
+            };
+            helpers.remove(i);
+            let h = self.helper_uses.remove(i);
+            self.helpers.remove(i);
+            self.warnings
+                .push(format!("helper `{}` not carried: every template patch or helper using it was dropped", h.name));
+            changed = true;
+        }
+    }
+
     /// After a pruning round: a dropped rotary reuse is replaced by the
     /// project's OpSlot guard over the new model's own function, when the
     /// template declares the slot. `true` when that happened.

@@ -203,7 +203,7 @@ impl<'a> Visitor<'a> for SignatureNames {
     }
 }
 
-fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
+pub(super) fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
     let mut v = SignatureNames(Vec::new());
     let p = &def.parameters;
     for param in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {

@@ -10,7 +10,10 @@
 //! (`nn.Linear`, `nn.Embedding`, `nn.LayerNorm`, `nn.Conv*`, ...). Classes
 //! imported from elsewhere, or with bases that cannot be followed, are
 //! given the benefit of the doubt. Runs only when the upstream version is
-//! 5.16 or newer.
+//! 5.16 or newer. A class whose `_initialize_weights` (its own or a base's
+//! in the module) passes `is_custom_code=False` to the next one is not
+//! checked: its modules are initialised as transformers' own classes are,
+//! parameter-less ones included.
 //!
 //! ## Why is this bad?
 //! From transformers 5.16, `_initialize_weights` skips every module of
@@ -37,6 +40,15 @@
 //!     super()._init_weights(module)
 //!     if isinstance(module, Qwen3OmniMoeThinkerTextExperts):  # owns gate_up_proj
 //!         init.normal_(module.gate_up_proj, std=self.config.initializer_range)
+//! ```
+//! or, where the tensors belong to torch layers (`module.o_proj.weight`, an
+//! `nn.Linear`: no class to key on), initialise the generated code as
+//! transformers' own (it initialises through `transformers.initialization`,
+//! which skips loaded tensors):
+//! ```python
+//! @config.override_method("NanoChatPreTrainedModel._initialize_weights")
+//! def _initialize_weights(self, module, is_custom_code: bool = False):
+//!     super()._initialize_weights(module, is_custom_code=False)
 //! ```
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef};
@@ -175,6 +187,26 @@ pub fn isinstance_checks(body: &[Stmt]) -> Vec<(&ExprCall, Vec<&str>)> {
     out
 }
 
+/// Whether `class` (or a base of it in `body`) defines
+/// `_initialize_weights` passing `is_custom_code=False` (keyword, or
+/// `False` as the second argument) to another `_initialize_weights`.
+pub fn initialises_as_transformers(body: &[Stmt], class: &StmtClassDef) -> bool {
+    pyfacts::local_lineage(body, class).iter().any(|c| {
+        pyfacts::method(c, "_initialize_weights").is_some_and(|f| {
+            pyfacts::body_exprs(&f.body).iter().any(|e| {
+                let Expr::Call(call) = e else { return false };
+                let named = matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "_initialize_weights");
+                let is_false = |e: &Expr| matches!(e, Expr::BooleanLiteral(b) if !b.value);
+                named
+                    && (call.arguments.args.get(1).is_some_and(is_false)
+                        || call.arguments.keywords.iter().any(|k| {
+                            k.arg.as_ref().is_some_and(|a| a.id.as_str() == "is_custom_code") && is_false(&k.value)
+                        }))
+            })
+        })
+    })
+}
+
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if major_minor(&ctx.shared.upstream.upstream.version).is_none_or(|v| v < SINCE) {
@@ -189,6 +221,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         let Some(init) = pyfacts::method(class, "_init_weights") else {
             continue;
         };
+        if initialises_as_transformers(body, class) {
+            continue;
+        }
         for (call, names) in isinstance_checks(&init.body) {
             for name in names {
                 if is_param_less(body, name) != Some(true) {
@@ -247,6 +282,26 @@ class Layer(GradientCheckpointingLayer):\n    def __init__(self):\n        self.
         let Stmt::FunctionDef(fd) = &f.body()[0] else { panic!() };
         let names: Vec<Vec<&str>> = isinstance_checks(&fd.body).into_iter().map(|(_, n)| n).collect();
         assert_eq!(names, vec![vec!["A"], vec!["B", "C"], vec!["D"]]);
+    }
+
+    #[test]
+    fn initialising_as_transformers_is_recognised() {
+        let src = concat!(
+            "class Pre(PreTrainedModel):\n    def _init_weights(self, module):\n        pass\n",
+            "    def _initialize_weights(self, module, is_custom_code=False):\n",
+            "        super()._initialize_weights(module, is_custom_code=False)\n",
+            "class Sub(Pre):\n    pass\n",
+            "class Positional(PreTrainedModel):\n    def _initialize_weights(self, module, is_custom_code=False):\n",
+            "        super()._initialize_weights(module, False)\n",
+            "class Passes(PreTrainedModel):\n    def _initialize_weights(self, module, is_custom_code=False):\n",
+            "        super()._initialize_weights(module, is_custom_code)\n",
+            "class Plain(PreTrainedModel):\n    def _init_weights(self, module):\n        pass\n",
+        );
+        let f = ParsedFile::parse(PathBuf::from("t.py"), src).unwrap();
+        let b = f.body();
+        let yes = |n: &str| initialises_as_transformers(b, pyfacts::class(b, n).unwrap());
+        assert!(yes("Pre") && yes("Sub") && yes("Positional"));
+        assert!(!yes("Passes") && !yes("Plain"));
     }
 
     #[test]

@@ -56,32 +56,41 @@ pub const RULE: Rule = Rule {
     check_project: None,
 };
 
-/// `AutoModel*.from_config(<config>.<attr>)`: the call and `<attr>`.
+/// `AutoModel*.from_config(<config>.<attr>)` in the methods of a class:
+/// the call and `<attr>`.
 pub fn automodel_calls(class: &StmtClassDef) -> Vec<(&ExprCall, String)> {
     let mut out = Vec::new();
     for stmt in &class.body {
         let Stmt::FunctionDef(f) = stmt else { continue };
-        for expr in pyfacts::body_exprs(&f.body) {
-            let Expr::Call(c) = expr else { continue };
-            let Expr::Attribute(a) = &*c.func else {
-                continue;
-            };
-            if a.attr.id.as_str() != "from_config" && a.attr.id.as_str() != "_from_config" {
-                continue;
-            }
-            if !matches!(&*a.value, Expr::Name(n) if n.id.as_str().starts_with("AutoModel")) {
-                continue;
-            }
-            let arg = c.arguments.args.first().or_else(|| {
-                c.arguments
-                    .keywords
-                    .iter()
-                    .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config"))
-                    .map(|k| &k.value)
-            });
-            if let Some(Expr::Attribute(sub)) = arg {
-                out.push((c, sub.attr.id.to_string()));
-            }
+        out.extend(automodel_calls_in(&f.body));
+    }
+    out
+}
+
+/// `AutoModel*.from_config(<config>.<attr>)` in a function body: the call
+/// and `<attr>`.
+pub fn automodel_calls_in(body: &[Stmt]) -> Vec<(&ExprCall, String)> {
+    let mut out = Vec::new();
+    for expr in pyfacts::body_exprs(body) {
+        let Expr::Call(c) = expr else { continue };
+        let Expr::Attribute(a) = &*c.func else {
+            continue;
+        };
+        if a.attr.id.as_str() != "from_config" && a.attr.id.as_str() != "_from_config" {
+            continue;
+        }
+        if !matches!(&*a.value, Expr::Name(n) if n.id.as_str().starts_with("AutoModel")) {
+            continue;
+        }
+        let arg = c.arguments.args.first().or_else(|| {
+            c.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config"))
+                .map(|k| &k.value)
+        });
+        if let Some(Expr::Attribute(sub)) = arg {
+            out.push((c, sub.attr.id.to_string()));
         }
     }
     out
@@ -120,19 +129,7 @@ pub fn sub_config_class(configuration: &ParsedFile, attr: &str) -> Option<String
 /// The class a generated module declares for a configuration class
 /// (`config: X` or `config_class = X` in its body), preferring a `…Model`.
 pub fn model_class_for<'a>(body: &'a [Stmt], config_class: &str) -> Option<&'a StmtClassDef> {
-    let declares = |c: &StmtClassDef| {
-        c.body.iter().any(|s| match s {
-            Stmt::AnnAssign(a) => {
-                matches!(&*a.target, Expr::Name(n) if n.id.as_str() == "config")
-                    && matches!(&*a.annotation, Expr::Name(n) if n.id.as_str() == config_class)
-            }
-            Stmt::Assign(a) => {
-                a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "config_class"))
-                    && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == config_class)
-            }
-            _ => false,
-        })
-    };
+    let declares = |c: &StmtClassDef| model_class_declares(c, config_class);
     let candidates: Vec<&StmtClassDef> = body
         .iter()
         .filter_map(|s| match s {
@@ -145,6 +142,42 @@ pub fn model_class_for<'a>(body: &'a [Stmt], config_class: &str) -> Option<&'a S
         .find(|c| c.name.id.as_str().ends_with("Model") && !c.name.id.as_str().contains("PreTrained"))
         .or(candidates.first())
         .copied()
+}
+
+/// The class `AutoModel*.from_config` builds for `config_class` when the
+/// generated module has it: for `AutoModel`, [`model_class_for`]; for
+/// `AutoModelFor<Head>` (`AutoModelForCausalLM`), the declaring class named
+/// `…For<Head>` (none: `None`, the head is not in the module).
+pub fn model_class_for_call<'a>(body: &'a [Stmt], config_class: &str, call: &ExprCall) -> Option<&'a StmtClassDef> {
+    let auto = match &*call.func {
+        Expr::Attribute(a) => match &*a.value {
+            Expr::Name(n) => n.id.as_str(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let Some(head) = auto.strip_prefix("AutoModel").filter(|h| !h.is_empty()) else {
+        return model_class_for(body, config_class);
+    };
+    body.iter().find_map(|s| match s {
+        Stmt::ClassDef(c) if c.name.id.as_str().ends_with(head) && model_class_declares(c, config_class) => Some(c),
+        _ => None,
+    })
+}
+
+/// Whether a class body declares `config_class` (`config: X`, `config_class = X`).
+fn model_class_declares(c: &StmtClassDef, config_class: &str) -> bool {
+    c.body.iter().any(|s| match s {
+        Stmt::AnnAssign(a) => {
+            matches!(&*a.target, Expr::Name(n) if n.id.as_str() == "config")
+                && matches!(&*a.annotation, Expr::Name(n) if n.id.as_str() == config_class)
+        }
+        Stmt::Assign(a) => {
+            a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "config_class"))
+                && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == config_class)
+        }
+        _ => false,
+    })
 }
 
 /// Top-level definitions of the module that `start` uses, transitively
@@ -254,7 +287,10 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
         for (call, attr) in calls {
             let config_class = ctx.upstream_configuration().and_then(|c| sub_config_class(c, &attr));
-            let Some(model) = config_class.as_deref().and_then(|cc| model_class_for(body, cc)) else {
+            let Some(model) = config_class
+                .as_deref()
+                .and_then(|cc| model_class_for_call(body, cc, call).or_else(|| model_class_for(body, cc)))
+            else {
                 continue;
             };
             let model_name = model.name.id.as_str();
@@ -311,6 +347,20 @@ class Composite(PreTrained):\n    def __init__(self, config):\n        self.visu
         let mut used = closure(module.body(), &["VisModel"]);
         used.sort();
         assert_eq!(used, ["Block", "PreTrained", "VisModel", "helper"]);
+    }
+
+    #[test]
+    fn an_automodel_for_a_head_builds_that_head() {
+        let module = parse(
+            "class TxtModel(P):\n    config: TxtCfg\nclass TxtForCausalLM(P):\n    config: TxtCfg\n\
+class C(P):\n    def __init__(self, config):\n        self.a = AutoModel.from_config(config.text_config)\n        self.b = AutoModelForCausalLM.from_config(config.text_config)\n        self.c = AutoModelForImageClassification.from_config(config.text_config)\n",
+        );
+        let holder = pyfacts::class(module.body(), "C").unwrap();
+        let built: Vec<Option<String>> = automodel_calls(holder)
+            .into_iter()
+            .map(|(call, _)| model_class_for_call(module.body(), "TxtCfg", call).map(|c| c.name.id.to_string()))
+            .collect();
+        assert_eq!(built, [Some("TxtModel".into()), Some("TxtForCausalLM".into()), None]);
     }
 
     #[test]
