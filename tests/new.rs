@@ -607,6 +607,7 @@ def qwen3_causal_lm_forward(
     inputs_embeds=None,
     labels=None,
     use_cache=None,
+    cache_position=None,
     logits_to_keep=0,
     **kwargs,
 ):
@@ -688,6 +689,12 @@ fn an_inherited_pg301_is_fixed_in_a_copy_of_the_templates_forward() {
         out.stdout
     );
     assert!(!out.stdout.contains("inherited from"), "{}", out.stdout);
+    // Nothing printed (the "Next:" list included) still names the template's
+    // function as reused.
+    // (`cache_position`, which the upstream forward lacks, makes one.)
+    assert!(!out.stdout.contains("the reused `qwen3_causal_lm_forward`"), "{}", out.stdout);
+    let next = &out.stdout[out.stdout.find("\nNext:").expect("a Next: list")..];
+    assert!(next.contains("the copied `mistral_causal_lm_forward`"), "{}", out.stdout);
 
     // The copy: in the config, fixed, renamed, re-aimed, said so; not imported.
     let config = read(&p, "pkg/models/mistral/mistral_gpu_patch_gen_config.py");

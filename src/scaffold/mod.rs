@@ -771,13 +771,6 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         "add `{m}` to `from . import (...)` and `__all__` in {}",
         rel(&project.settings.search_root.join("__init__.py"))
     ));
-    for p in &plans {
-        for c in &p.retargeted.carried {
-            for t in &c.todos {
-                next_steps.push(format!("{}: {t}", p.module));
-            }
-        }
-    }
     let mut report = Report {
         model: m.to_string(),
         prefix: facts.prefix.clone(),
@@ -832,6 +825,15 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         for w in &report.backends[i].retargeted.warnings {
             if !report.warnings.contains(w) {
                 report.warnings.push(w.clone());
+            }
+        }
+    }
+    // The TODOs of what was finally written (pruning rounds add, reword
+    // and drop them).
+    for p in &report.backends {
+        for c in &p.retargeted.carried {
+            for t in &c.todos {
+                report.next_steps.push(format!("{}: {t}", p.module));
             }
         }
     }
