@@ -5,6 +5,8 @@
 //! rendered diagnostics are insta snapshots; plus selection, suppression,
 //! formats, exit codes, `patchgen rule` and the generated `docs/rules/`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -240,7 +242,7 @@ fn docs_rules_match_the_code() {
 fn a_config_error_is_pg000_at_the_failing_node() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("toy");
-    copy_dir(&fixture(), &root);
+    common::copy_tree(&fixture(), &root);
     let text = "from patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"transformers.models.toy.modeling_toy\",\n    target_file=\"patched_broken.py\",\n)\nconfig.add_import(\"os\", nmes=[\"path\"])\n";
     std::fs::write(root.join("pkg/toy/broken_patch_gen_config.py"), text).unwrap();
     let mut a = args("v1", None);
@@ -254,17 +256,4 @@ fn a_config_error_is_pg000_at_the_failing_node() {
     assert_eq!((at.line, at.column), (line, column), "{d:?}");
     assert_eq!(at.end, Some((line, column + "nmes=[\"path\"]".len())));
     assert_eq!(report.exit_code(), 2);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }

@@ -11,6 +11,8 @@
 //! text), same errors, same exit code. Expected values come from the
 //! uncached run, an independent path (nothing is read from the cache).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use patchgen::lint::command::{self, LintArgs};
@@ -19,19 +21,6 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/toy")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn args(upstream: &str, no_cache: bool) -> LintArgs {
@@ -165,7 +154,7 @@ impl Project {
 fn case(ops: &[Op], hits: &std::sync::Mutex<(usize, usize)>) -> Result<(), TestCaseError> {
     let top = tempfile::tempdir().unwrap();
     let root = top.path().join("toy");
-    copy_dir(&fixture(), &root);
+    common::copy_tree(&fixture(), &root);
     let mut p = Project { _top: top, root, upstream: "v1" };
     let _ = p.lint(false);
     for (i, op) in ops.iter().enumerate() {

@@ -114,21 +114,6 @@ fn project() -> Project {
     Project { _dir: dir, root }
 }
 
-/// The wheel of a version, or None (skipped) when the environment lacks it.
-fn wheel(version: &str) -> Option<PathBuf> {
-    let var = if version == "5.9.0" { "PATCHGEN_TEST_TRANSFORMERS" } else { "PATCHGEN_TEST_TRANSFORMERS_5_16" };
-    match std::env::var_os(var) {
-        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{var} must point at the transformers {version} wheel")
-        }
-        _ => {
-            eprintln!("skipping: {var} is not set (run through scripts/test.sh)");
-            None
-        }
-    }
-}
-
 fn patchgen(p: &Project, wheel: &Path, args: &[&str]) -> common::Output {
     TestEnv::get().patchgen(&p.root, &wheel.to_string_lossy(), args)
 }
@@ -212,7 +197,7 @@ print(ast.dump(theirs))
 
 #[test]
 fn a_composite_constructor_builds_the_generated_text_model() {
-    let Some(wheel) = wheel("5.9.0") else { return };
+    let Some(wheel) = common::wheel("5.9.0") else { return };
     let p = project();
     // Gemma3's RoPE gets the project's OpSlot guard; `Gemma3Model.__init__`
     // builds its language model with `AutoModel.from_config`, and
@@ -259,7 +244,7 @@ def transform(f):
 
 #[test]
 fn an_init_weights_branch_on_a_container_is_keyed_on_the_owner() {
-    let Some(wheel) = wheel("5.16.1") else { return };
+    let Some(wheel) = common::wheel("5.16.1") else { return };
     let p = project();
     // Qwen3-Next's `_init_weights` initialises `module.gate.weight` under
     // `isinstance(module, Qwen3NextSparseMoeBlock)`; the block owns no
@@ -315,7 +300,7 @@ def transform(f):
 
 #[test]
 fn helpers_whose_users_were_all_dropped_go_too() {
-    let Some(wheel) = wheel("5.9.0") else { return };
+    let Some(wheel) = common::wheel("5.9.0") else { return };
     let p = project();
     // olmo2 has no question-answering head (its `__all__`).
     let all = python(
@@ -360,7 +345,7 @@ print(sorted(names))
 
 #[test]
 fn a_branch_on_torch_layers_initialises_as_transformers_does() {
-    let Some(wheel) = wheel("5.16.1") else { return };
+    let Some(wheel) = common::wheel("5.16.1") else { return };
     let p = project();
     // NanoChat's `_init_weights` scales `module.o_proj.weight` under
     // `isinstance(module, NanoChatAttention)`; the attention owns no tensor

@@ -87,21 +87,6 @@ fn project() -> Project {
     Project { _dir: dir, root }
 }
 
-/// The wheel of a version, or None (skipped) when the environment lacks it.
-fn wheel(version: &str) -> Option<PathBuf> {
-    let var = if version == "5.9.0" { "PATCHGEN_TEST_TRANSFORMERS" } else { "PATCHGEN_TEST_TRANSFORMERS_5_16" };
-    match std::env::var_os(var) {
-        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{var} must point at the transformers {version} wheel")
-        }
-        _ => {
-            eprintln!("skipping: {var} is not set (run through scripts/test.sh)");
-            None
-        }
-    }
-}
-
 fn oracle_python() -> Option<String> {
     match std::env::var("PATCHGEN_TEST_PYTHON") {
         Ok(p) if !p.is_empty() => Some(p),
@@ -233,7 +218,7 @@ fn moe_needs_of_real_modules_match_the_upstream_sources() {
         },
     ];
     for c in cases {
-        let Some(wheel) = wheel(c.version) else { return };
+        let Some(wheel) = common::wheel(c.version) else { return };
         let p = project();
         // qwen3_vl_moe has no VLM template here: the built-in skeleton, no plan to compare.
         let like: &[&str] = if c.model == "qwen3_vl_moe" { &[] } else { &["--like", "qwen3_moe"] };
@@ -302,7 +287,7 @@ fn run_py(python: &str, script: &Path, args: &[&str]) -> (bool, String) {
 #[test]
 fn the_written_converter_agrees_with_moe_convert() {
     let Some(python) = oracle_python() else { return };
-    let Some(wheel) = wheel("5.16.1") else { return };
+    let Some(wheel) = common::wheel("5.16.1") else { return };
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let ckpt = manifest.join("tests/moe/ckpt.py");
     let check = manifest.join("tests/new/converter_check.py");
@@ -449,7 +434,7 @@ fn dry_run_shows_the_final_plan_and_writes_nothing() {
 #[test]
 fn deepseek_v4_converter_replays_the_recipe_renamings() {
     let Some(python) = oracle_python() else { return };
-    let Some(wheel) = wheel("5.9.0") else { return };
+    let Some(wheel) = common::wheel("5.9.0") else { return };
     let p = project();
     let out = new(&p, &wheel, &["deepseek_v4"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -503,7 +488,7 @@ for node in ast.parse(text).body:
 /// reports no PG401.
 #[test]
 fn dots1_toy_config_sets_the_moe_counts_upstream_leaves_none() {
-    let Some(wheel) = wheel("5.16.1") else { return };
+    let Some(wheel) = common::wheel("5.16.1") else { return };
     let none = oracle_none_defaults(&wheel, "dots1", "Dots1Config");
     for k in ["n_routed_experts", "num_experts_per_tok", "n_shared_experts"] {
         assert!(none.iter().any(|n| n == k), "python3: Dots1Config's None defaults are {none:?}");
@@ -540,7 +525,7 @@ fn dots1_toy_config_sets_the_moe_counts_upstream_leaves_none() {
 #[test]
 fn gpt_oss_moe_block_loses_the_hub_decorator() {
     for version in ["5.9.0", "5.16.1"] {
-        let Some(wheel) = wheel(version) else { return };
+        let Some(wheel) = common::wheel(version) else { return };
         let p = project();
         let out = new(&p, &wheel, &["gpt_oss", "--format", "json"]);
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);

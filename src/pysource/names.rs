@@ -610,6 +610,24 @@ impl<'a> Visitor<'a> for FreeNames {
     }
 }
 
+/// Every name the visited nodes read (`Load` context), first use each, in
+/// order, whatever the scope (no binding analysis: what a copied
+/// definition's text mentions). Visit statements or expressions with it.
+#[derive(Default)]
+pub struct LoadedNames(pub Vec<String>);
+
+impl<'a> ruff_python_ast::visitor::Visitor<'a> for LoadedNames {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Name(n) = expr
+            && n.ctx == ruff_python_ast::ExprContext::Load
+            && !self.0.iter().any(|x| x == n.id.as_str())
+        {
+            self.0.push(n.id.to_string());
+        }
+        ruff_python_ast::visitor::walk_expr(self, expr);
+    }
+}
+
 /// The global names `body` reads, with the offset of the first read.
 /// Module-level bindings of `body` itself count as defined.
 pub fn free_names(body: &[Stmt]) -> BTreeMap<String, TextSize> {

@@ -12,12 +12,13 @@
 //! block's math is upstream's, only the dispatch point is closed. A class
 //! another carried patch already targets is left alone (reported).
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprContext, Stmt, StmtClassDef};
+use ruff_python_ast::visitor::Visitor;
+use ruff_python_ast::{Expr, Stmt, StmtClassDef};
 use ruff_text_size::Ranged;
 
 use super::facts::ModelFacts;
 use super::ruff_findings::UpstreamOverride;
+use crate::pysource::names::LoadedNames;
 
 /// The decorator this module removes.
 pub const HUB_DECORATOR: &str = "use_kernel_forward_from_hub";
@@ -36,21 +37,6 @@ fn hub_decorator<'a>(class: &StmtClassDef, text: &'a str) -> Option<(&'a str, ru
         };
         (name == HUB_DECORATOR).then(|| (&text[d.expression.range()], d.range()))
     })
-}
-
-/// Names a class reads (bases, decorators kept, bodies), in order.
-struct Loads(Vec<String>);
-
-impl<'a> Visitor<'a> for Loads {
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Name(n) = expr
-            && n.ctx == ExprContext::Load
-            && !self.0.iter().any(|x| x == n.id.as_str())
-        {
-            self.0.push(n.id.to_string());
-        }
-        visitor::walk_expr(self, expr);
-    }
 }
 
 /// The MoE blocks of the new module kept behind a hub kernel, each as a
@@ -88,7 +74,8 @@ pub fn undecorated_moe_blocks(new: &ModelFacts, targeted: &[String]) -> (Vec<Ups
         source = source.replacen(&format!("class {name}:"), &format!("class {function}:"), 1);
         source.push('\n');
         let Ok(parsed) = ruff_python_parser::parse_module(&source) else { continue };
-        let mut loads = Loads(Vec::new());
+        // Names the class reads (bases, decorators kept, bodies), in order.
+        let mut loads = LoadedNames::default();
         for s in parsed.syntax().body.iter() {
             loads.visit_stmt(s);
         }

@@ -17,12 +17,13 @@
 //! that reuse instead; one outside any function cannot be overridden and
 //! makes generation fail with ruff's message.
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprContext, Stmt};
+use ruff_python_ast::visitor::Visitor;
+use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 use serde::Serialize;
 
 use super::facts::ModelFacts;
+use crate::pysource::names::LoadedNames;
 
 /// One finding of `ruff check --output-format json` (rows 1-based).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,22 +190,8 @@ pub fn with_noqa(text: &str, def_row: usize, end_row: usize, noqa: &[(usize, Str
 
 /// Names a definition reads when it is defined: parameter annotations and
 /// defaults, the return annotation.
-struct SignatureNames(Vec<String>);
-
-impl<'a> Visitor<'a> for SignatureNames {
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Name(n) = expr
-            && n.ctx == ExprContext::Load
-            && !self.0.iter().any(|x| x == n.id.as_str())
-        {
-            self.0.push(n.id.to_string());
-        }
-        visitor::walk_expr(self, expr);
-    }
-}
-
 pub(super) fn signature_names(def: &ruff_python_ast::StmtFunctionDef) -> Vec<String> {
-    let mut v = SignatureNames(Vec::new());
+    let mut v = LoadedNames::default();
     let p = &def.parameters;
     for param in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
         if let Some(a) = &param.parameter.annotation {

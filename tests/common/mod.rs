@@ -233,3 +233,18 @@ pub fn toy_config(body: &str) -> String {
         "from patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"toylib.modeling_toy\",\n    target_file=\"patched_toy.py\",\n    transformers_version=\"0.0.0\",\n)\n\n{body}"
     )
 }
+
+/// The wheel of a version, or None (skipped) when the environment lacks it.
+pub fn wheel(version: &str) -> Option<PathBuf> {
+    let var = if version == "5.9.0" { "PATCHGEN_TEST_TRANSFORMERS" } else { "PATCHGEN_TEST_TRANSFORMERS_5_16" };
+    match std::env::var_os(var) {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{var} must point at the transformers {version} wheel")
+        }
+        _ => {
+            eprintln!("skipping: {var} is not set (run through scripts/test.sh)");
+            None
+        }
+    }
+}
