@@ -33,7 +33,8 @@ usage:
       what they name), the rest of stdout (drift diffs, failure text) and
       stderr, after replacing the tree's path with <tree> and removing
       timings. Warnings that say the same in the first release's form and in
-      the coded diagnostics' form (issue 11) agree.
+      the coded diagnostics' form (issue 11) agree, and so do the FAILs of
+      the same configs shown also as located PGE diagnostics with an excerpt.
         --add-section  a tree from before patchgen-pkg stops both binaries at
                        the missing [tool.patchgen] table (exit 2; only the new
                        binary names the values): append the table the new
@@ -363,6 +364,30 @@ def warnings(stderr):
     return sorted(out)
 
 
+FAILURE = re.compile(r"^(?:<tree>/)?\S+?:\d+:\d+: PGE\d{3} .* \[([\w.]+)\]$")
+EXCERPT = re.compile(r"^(?:\s*\d*\s*\||\.\.\.\s+\||\s+= help: )")
+
+
+def without_failures(stderr):
+    """`stderr` without the located failure diagnostics (issue 11: a FAIL
+    that points into a file is also shown with its source excerpt), and the
+    config modules they name."""
+    kept, modules = [], []
+    lines = stderr.splitlines()
+    i = 0
+    while i < len(lines):
+        m = FAILURE.match(lines[i])
+        if m:
+            modules.append(m.group(1))
+            i += 1
+            while i < len(lines) and EXCERPT.match(lines[i]):
+                i += 1
+            continue
+        kept.append(lines[i])
+        i += 1
+    return "\n".join(kept), modules
+
+
 def check(binary, tree, env):
     p = subprocess.run([binary, "--check"], cwd=tree, env=env, capture_output=True, text=True)
     return {
@@ -397,7 +422,13 @@ def compare(a, b):
         # The warnings' form changed in issue 11 (coded diagnostics with a
         # source excerpt); what they say must not.
         same = warnings(a["stderr"]) == warnings(b["stderr"]) != []
-        diffs.append("stderr-form" if same else "stderr")
+        # A config that FAILs (the same verdict in both) may also be shown
+        # located, with its source; nothing else may change.
+        rest_a, _ = without_failures(a["stderr"])
+        rest_b, failed = without_failures(b["stderr"])
+        fails = {m for m, v, _ in b["verdicts"] if v == "FAIL"}
+        located = failed != [] and set(failed) <= fails and (rest_a.strip() == rest_b.strip() or same)
+        diffs.append("stderr-form" if same or located else "stderr")
     return diffs
 
 
@@ -503,7 +534,7 @@ def cmd_run(args):
     note = f" ({tabled} of them with the [tool.patchgen] table added)" if tabled else ""
     print(f"veomni-corpus: {len(corpus)} trees, {agree} agree{note}, {len(differ)} differ")
     if reworded:
-        print(f"  {reworded} of the agreeing trees print the same warnings in the diagnostics' form (issue 11)")
+        print(f"  {reworded} of the agreeing trees print the same warnings in the diagnostics' form, or their FAILs also located with a source excerpt (issue 11)")
     for commit, name, diffs in differ:
         print(f"  {commit[:8]} {name}: {', '.join(diffs)}")
     return 0 if not differ else 1
