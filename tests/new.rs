@@ -111,24 +111,7 @@ class FusedOlmo2MLP(torch.nn.Module):
         self.hidden_size = config.hidden_size
 "#;
 
-const QWEN2_CONFIG: &str = r#""""A project config declaring the kernel slots (no kernel patch)."""
-
-from patchgen import PatchConfig
-
-
-config = PatchConfig(
-    source_module="transformers.models.qwen2.modeling_qwen2",
-    target_file="patched_modeling_qwen2_gpu.py",
-)
-
-config.add_post_import_block(
-    """
-    from pkg.ops import OpSlot
-    veomni_rms_norm = OpSlot("rms_norm", "standard")
-    veomni_apply_rotary_pos_emb = OpSlot("rotary_pos_emb", "full")
-    """
-)
-"#;
+const QWEN2_CONFIG: &str = include_str!("new/qwen2_slots_config.py");
 
 const INIT: &str = "# Test licence header.\n\nfrom ..registry import MODELING_REGISTRY\n\n\n@MODELING_REGISTRY.register(\"qwen3\")\ndef register(architecture):\n    return None\n";
 
@@ -157,11 +140,7 @@ fn project_with(qwen3_config: &str) -> Project {
         ("pkg/models/olmo2/olmo2_gpu_patch_gen_config.py", OLMO2_CONFIG),
         ("pkg/models/qwen3_5/__init__.py", ""),
     ];
-    for (rel, text) in files {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    common::write_files(&root, &files);
     std::fs::write(root.join("pkg/models/olmo2/__init__.py"), "").unwrap();
     Project { _dir: dir, root }
 }

@@ -19,24 +19,7 @@ const PYPROJECT: &str = include_str!("new/pyproject.toml");
 
 /// Declares the kernel slots, patches nothing: `new --like` it writes the
 /// OpSlot guards over the new model's own norm and RoPE.
-const SLOTS_CONFIG: &str = r#""""A project config declaring the kernel slots (no kernel patch)."""
-
-from patchgen import PatchConfig
-
-
-config = PatchConfig(
-    source_module="transformers.models.qwen2.modeling_qwen2",
-    target_file="patched_modeling_qwen2_gpu.py",
-)
-
-config.add_post_import_block(
-    """
-    from pkg.ops import OpSlot
-    veomni_rms_norm = OpSlot("rms_norm", "standard")
-    veomni_apply_rotary_pos_emb = OpSlot("rotary_pos_emb", "full")
-    """
-)
-"#;
+const SLOTS_CONFIG: &str = include_str!("new/qwen2_slots_config.py");
 
 /// A template whose helpers serve patches the new model (olmo2) has no
 /// target for: `_qwen3_qa_helper` (copied: it spells the prefix) calls the
@@ -97,20 +80,19 @@ struct Project {
 fn project() -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
-    for (rel, text) in [
-        ("pyproject.toml", PYPROJECT),
-        ("pkg/__init__.py", ""),
-        ("pkg/models/__init__.py", ""),
-        ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
-        ("pkg/models/qwen2/__init__.py", INIT),
-        ("pkg/models/qwen2/qwen2_gpu_patch_gen_config.py", SLOTS_CONFIG),
-        ("pkg/models/qwen3/__init__.py", ""),
-        ("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py", HELPERS_CONFIG),
-    ] {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    common::write_files(
+        &root,
+        &[
+            ("pyproject.toml", PYPROJECT),
+            ("pkg/__init__.py", ""),
+            ("pkg/models/__init__.py", ""),
+            ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
+            ("pkg/models/qwen2/__init__.py", INIT),
+            ("pkg/models/qwen2/qwen2_gpu_patch_gen_config.py", SLOTS_CONFIG),
+            ("pkg/models/qwen3/__init__.py", ""),
+            ("pkg/models/qwen3/qwen3_gpu_patch_gen_config.py", HELPERS_CONFIG),
+        ],
+    );
     Project { _dir: dir, root }
 }
 

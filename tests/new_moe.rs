@@ -69,21 +69,20 @@ struct Project {
 fn project() -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
-    for (rel, text) in [
-        ("pyproject.toml", PYPROJECT),
-        ("pkg/__init__.py", ""),
-        ("pkg/checkpoint_tensor_loading.py", "class ConvertedCheckpointTensor:\n    pass\n"),
-        ("pkg/models/__init__.py", ""),
-        ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
-        ("pkg/models/qwen3_moe/__init__.py", INIT),
-        ("pkg/models/qwen3_moe/qwen3_moe_gpu_patch_gen_config.py", QWEN3_MOE_CONFIG),
-        ("pkg/models/qwen3_moe/parallel_plan.py", QWEN3_MOE_PLAN),
-        ("pkg/models/qwen3_moe/checkpoint_tensor_converter.py", QWEN3_MOE_CONVERTER),
-    ] {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    common::write_files(
+        &root,
+        &[
+            ("pyproject.toml", PYPROJECT),
+            ("pkg/__init__.py", ""),
+            ("pkg/checkpoint_tensor_loading.py", "class ConvertedCheckpointTensor:\n    pass\n"),
+            ("pkg/models/__init__.py", ""),
+            ("pkg/models/registry.py", "MODELING_REGISTRY = None\n"),
+            ("pkg/models/qwen3_moe/__init__.py", INIT),
+            ("pkg/models/qwen3_moe/qwen3_moe_gpu_patch_gen_config.py", QWEN3_MOE_CONFIG),
+            ("pkg/models/qwen3_moe/parallel_plan.py", QWEN3_MOE_PLAN),
+            ("pkg/models/qwen3_moe/checkpoint_tensor_converter.py", QWEN3_MOE_CONVERTER),
+        ],
+    );
     Project { _dir: dir, root }
 }
 

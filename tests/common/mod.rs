@@ -248,3 +248,12 @@ pub fn wheel(version: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// Write `files` (paths relative to `root`, directories made as needed).
+pub fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
