@@ -29,6 +29,7 @@ pub mod render;
 pub mod retarget;
 pub mod ruff_findings;
 pub mod tables;
+pub mod test_rows;
 pub mod toy;
 
 use std::path::{Path, PathBuf};
@@ -148,6 +149,8 @@ pub struct Report {
     pub generation: Vec<GenerationResult>,
     pub lint: String,
     pub tables: Vec<tables::Entry>,
+    /// Phase 6: the rows written into the project's test tables; phase 7: their commands.
+    pub test_rows: Option<test_rows::TestRows>,
     pub next_steps: Vec<String>,
     pub warnings: Vec<String>,
     pub dry_run: bool,
@@ -179,7 +182,7 @@ impl std::fmt::Display for NewError {
 
 /// A project config: its module, file, backend and HF model.
 #[derive(Clone, Debug)]
-struct ProjectConfig {
+pub(crate) struct ProjectConfig {
     module: String,
     path: PathBuf,
     backend: String,
@@ -766,7 +769,34 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         }
     }
     let causal = default_arch.clone();
-    let tables = tables::entries(m, category, &causal);
+    // Phase 6: decided (and checked) before anything is written; a test
+    // table that does not parse stops `new` here.
+    let test_rows = test_rows::project::plan(&test_rows::project::Input {
+        project: &project,
+        version: &version,
+        package: &args.package,
+        configs: &configs,
+        template: template.as_deref(),
+        category,
+        facts: &facts,
+        registry_key: &registry_key,
+        configuration: configuration.as_ref(),
+        converter: converter_written
+            .then(|| files.iter().find(|f| f.path.ends_with("checkpoint_tensor_converter.py")))
+            .flatten()
+            .zip(moe_first.as_ref())
+            .and_then(|(f, n)| {
+                Some(test_rows::converter_group::Written {
+                    text: &f.text,
+                    kind: n.converter.clone()?,
+                    renamings: n.renamings.clone(),
+                })
+            }),
+        ruff: &ctx.ruff,
+    })
+    .map_err(|e| NewError::failed(e.to_string()))?;
+    let mut tables = tables::entries(m, category, &causal);
+    tables.retain(|e| !test_rows::handles(e.file));
     next_steps.push(format!(
         "add `{m}` to `from . import (...)` and `__all__` in {}",
         rel(&project.settings.search_root.join("__init__.py"))
@@ -786,6 +816,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         generation: Vec::new(),
         lint: String::new(),
         tables,
+        test_rows: Some(test_rows),
         next_steps,
         warnings,
         dry_run: args.dry_run,
@@ -807,6 +838,9 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     for f in &report.files {
         crate::atomic::write(&f.path, &f.text)
             .map_err(|e| NewError::failed(format!("{}: cannot write: {e}", f.path.display())))?;
+    }
+    if let Some(rows) = &report.test_rows {
+        test_rows::write_all(rows).map_err(|e| NewError::failed(format!("test tables: cannot write: {e}")))?;
     }
     let mut last_lint = None;
     for i in 0..report.backends.len() {
@@ -1319,7 +1353,12 @@ pub fn render_text(r: &Report) -> String {
     if !r.lint.is_empty() {
         let _ = writeln!(out, "lint: {}", r.lint);
     }
-    let _ = writeln!(out, "\nTest-table entries to add:");
+    if let Some(rows) = &r.test_rows {
+        out.push_str(&test_rows::render::text(rows, r.dry_run));
+    }
+    if !r.tables.is_empty() {
+        let _ = writeln!(out, "\nOther test entries to add by hand:");
+    }
     for t in &r.tables {
         let _ = writeln!(out, "  {} — {}:\n{}", t.file, t.table, t.text);
     }
