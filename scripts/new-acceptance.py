@@ -19,11 +19,23 @@ main RMSNorm patched and with which OpSlot variant).
 `patchgen new MODEL`; check generation, ruff and py_compile of every
 written file.
 
+`rows TREE [DIR...]`: phase 6 leave-one-out. For each model with rows in the
+test tables today, in a copy of the tree without its directory, toy config,
+rows and converter test group (all found with python3's `ast`,
+scripts/new_rows_check.py), run `patchgen new <hf>` (default template, the
+sibling) and compare the rows written with the real ones in the model's own
+fields (toy path, class, ids, is_moe); check every touched test file parses,
+passes ruff (check and format) and has only added lines.
+
+`rows-new-models TREE MODEL...`: the same checks for models VeOmni does not
+ship, plus `patchgen lint --select PG503` naming the new model.
+
 usage: PATCHGEN=target/release/patchgen RUFF=.../ruff \\
        PYTHONPATH=/path/transformers-X-py3-none-any.whl \\
        scripts/new-acceptance.py leave-one-out|new-models TREE [MODEL...|DIR...] > table.md
 """
 
+import ast
 import json
 import os
 import re
@@ -32,6 +44,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import difflib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import new_rows_check as rc  # noqa: E402
+
+
+def yes(b):
+    return "yes" if b else "**no**"
 
 
 def header_targets(py_path):
@@ -139,7 +159,6 @@ def new_models(tree, models, patchgen, ruff):
         row, _ = run_new(copy, hf, patchgen, ruff)
         rows.append(row)
         shutil.rmtree(work)
-    yes = lambda b: "yes" if b else "**no**"
     print("| model | category | template | carried / dropped | generates | ruff | py_compile | lint errors | rotary | MLP | norm | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -163,6 +182,10 @@ def main():
     ruff = os.environ.get("RUFF", "ruff")
     if mode == "new-models":
         return new_models(tree, sys.argv[3:], patchgen, ruff)
+    if mode == "rows":
+        return rows_leave_one_out(tree, patchgen, ruff, sys.argv[3:])
+    if mode == "rows-new-models":
+        return rows_new_models(tree, sys.argv[3:], patchgen, ruff)
     return leave_one_out(tree, patchgen, ruff, sys.argv[3:])
 
 
@@ -219,13 +242,273 @@ def leave_one_out(tree, patchgen, ruff, only=()):
             # both sides (or the real one leaving it alone) is no conflict.
             if real != "upstream" and real != ours:
                 agree = False
-        yes = lambda b: "yes" if b else "**no**"
-        print("| %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
+            print("| %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |" % (
             r["dir"], r["hf"], r["category"], r["template"], yes(r["generates"]), yes(r["ruff"]), yes(r["py_compile"]),
             lint_cell(r), share, cells[0], cells[1], cells[2], yes(agree), r["seconds"]))
     bad = [r for r in rows if "error" in r or not (r["generates"] and r["ruff"] and r["py_compile"])]
     for r in bad:
         print("\n<!-- %s: %s -->" % (r["dir"], r.get("error") or r.get("ruff_out")), file=sys.stderr)
+    return 1 if bad else 0
+
+
+def squash(s):
+    return s.replace("_", "")
+
+
+def registered_keys(init_path):
+    try:
+        return re.findall(r'\.register\(\s*"([^"]+)"', open(init_path).read())
+    except OSError:
+        return []
+
+
+def toy_dirs(tree, keys, names):
+    out = []
+    root = os.path.join(tree, "tests/toy_config")
+    for d in sorted(os.listdir(root)):
+        try:
+            mt = json.load(open(os.path.join(root, d, "config.json"))).get("model_type")
+        except (OSError, ValueError):
+            mt = None
+        if mt in keys or any(d in (n + "_toy", squash(n) + "_toy") for n in names):
+            out.append(d)
+    return out
+
+
+def model_names(tree):
+    """{dir: (hf, names, toys, is_moe_dir)} of the tree's models with a GPU config."""
+    root = os.path.join(tree, "veomni/models/transformers")
+    out = {}
+    for d in sorted(os.listdir(root)):
+        path = os.path.join(root, d)
+        gpu = [f for f in os.listdir(path) if f.endswith("_gpu_patch_gen_config.py")] if os.path.isdir(path) else []
+        if not gpu:
+            continue
+        hf = source_module(os.path.join(path, gpu[0]))
+        keys = registered_keys(os.path.join(path, "__init__.py")) or [hf]
+        base = [hf, d] + keys
+        names = list(dict.fromkeys(base + [squash(n) for n in base]))
+        out[d] = (hf, names, toy_dirs(tree, keys, [hf, d]))
+    return out
+
+
+def ruff_ok(copy, rel, ruff):
+    check = subprocess.run([ruff, "check", "--quiet", rel], cwd=copy, capture_output=True, text=True)
+    fmt = subprocess.run([ruff, "format", "--check", "--quiet", rel], cwd=copy, capture_output=True, text=True)
+    return check.returncode == 0 and fmt.returncode == 0
+
+
+def file_checks(copy, before, ruff, baseline=None):
+    """Per touched table file: (parses, ruff check+format, only added lines).
+    A file ruff already rejected before `new` (`baseline`: the left-out
+    copy, where removing rows can leave an empty list) counts as None."""
+    out = {}
+    for rel, old in before.items():
+        path = os.path.join(copy, rel)
+        new = open(path).read()
+        if new == old:
+            continue
+        try:
+            ast.parse(new)
+            parses = True
+        except SyntaxError:
+            parses = False
+        ok = ruff_ok(copy, rel, ruff)
+        if not ok and baseline is not None and not baseline.get(rel, True):
+            ok = None
+        diff = [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+                if line.startswith("-") and not line.startswith("---")]
+        out[rel] = (parses, ok, not diff)
+    return out
+
+
+def compare(real, ours):
+    """Agreement of one table's rows in the model's own fields."""
+    cell = {}
+    for k in ("toy", "class", "id", "is_moe"):
+        rv = sorted({json.dumps(f[k]) for f in real})
+        ov = sorted({json.dumps(f[k]) for f in ours})
+        cell[k] = rv == ov
+    return cell
+
+
+def toy_key(paths, toys):
+    """Toy paths with the toy directory itself replaced (the directory name
+    `new` writes is `<hf>_toy`; VeOmni's are named freely)."""
+    return [json.dumps([re.sub("|".join(map(re.escape, toys)) or "$^", "<toy>", p) for p in json.loads(x)]) for x in paths]
+
+
+def rows_leave_one_out(tree, patchgen, ruff, only=()):
+    models = model_names(tree)
+    all_names = sorted({n for (_, names, _) in models.values() for n in names})
+    results = []
+    for d, (hf, names, toys) in models.items():
+        if only and d not in only:
+            continue
+        real = {}
+        for rel in rc.TABLE_FILES:
+            path = os.path.join(tree, rel)
+            if os.path.exists(path):
+                rows = rc.rows_of(open(path).read(), toys, names, all_names)
+                if rows:
+                    real[rel] = rows
+        conv_path = os.path.join(tree, "tests/models/test_checkpoint_tensor_converter.py")
+        real_group = rc.converter_group(open(conv_path).read(), d)[0] is not None if os.path.exists(conv_path) else False
+        if not real and not real_group:
+            continue
+        work = tempfile.mkdtemp(prefix="rows-")
+        copy = os.path.join(work, "tree")
+        shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.rmtree(os.path.join(copy, "veomni/models/transformers", d))
+        for t in toys:
+            shutil.rmtree(os.path.join(copy, "tests/toy_config", t), ignore_errors=True)
+        before = {}
+        for rel in rc.TABLE_FILES + ["tests/models/test_checkpoint_tensor_converter.py"]:
+            path = os.path.join(copy, rel)
+            if not os.path.exists(path):
+                continue
+            text = open(path).read()
+            text = rc.remove_rows(text, toys, names, all_names)
+            if rel.endswith("test_checkpoint_tensor_converter.py"):
+                text = rc.remove_converter_group(text, d)
+            open(path, "w").write(text)
+            before[rel] = text
+        baseline = {rel: ruff_ok(copy, rel, ruff) for rel in before}
+        t0 = time.perf_counter()
+        p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
+        seconds = time.perf_counter() - t0
+        r = {"dir": d, "hf": hf, "seconds": seconds, "tables": {}}
+        try:
+            report = json.loads(p.stdout)
+        except ValueError:
+            r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+            results.append(r)
+            shutil.rmtree(work)
+            continue
+        r["template"] = report.get("template")
+        r["category"] = report.get("category")
+        new_toys = [hf + "_toy"]
+        new_names = list(dict.fromkeys([hf, squash(hf)] + names))
+        for rel in rc.TABLE_FILES:
+            path = os.path.join(copy, rel)
+            if not os.path.exists(path):
+                continue
+            ours = rc.rows_of(open(path).read(), new_toys, new_names, all_names)
+            tables = sorted({t for t, *_ in real.get(rel, [])} | {t for t, *_ in ours})
+            for t in tables:
+                rf = [f for tt, _, _, f in real.get(rel, []) if tt == t]
+                of = [f for tt, _, _, f in ours if tt == t]
+                cell = compare(rf, of)
+                cell["toy_dir"] = toy_key([json.dumps(f["toy"]) for f in rf], toys) == toy_key([json.dumps(f["toy"]) for f in of], new_toys)
+                r["tables"][(rel, t)] = (len(rf), len(of), cell)
+        if os.path.exists(os.path.join(copy, "tests/models/test_checkpoint_tensor_converter.py")):
+            ours_group = rc.converter_group(open(os.path.join(copy, "tests/models/test_checkpoint_tensor_converter.py")).read(), hf)[0] is not None
+            r["group"] = (real_group, ours_group)
+        r["files"] = file_checks(copy, before, ruff, baseline)
+        results.append(r)
+        shutil.rmtree(work)
+    print("| model (dir → HF) | sibling | table | real rows | written | toy path (dir name aside) | class | ids | is_moe |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    agg = {}
+    for r in results:
+        if "error" in r:
+            print("| %s → %s | error: %s | | | | | | | |" % (r["dir"], r["hf"], r["error"].replace("|", "/")))
+            continue
+        for (rel, t), (nr, no, c) in sorted(r["tables"].items()):
+            short = "%s `%s`" % (os.path.basename(rel), t)
+            if nr == 0 and no == 0:
+                continue
+            both = nr > 0 and no > 0
+
+            def fmt(k, c=c, both=both):
+                return yes(c[k]) if both else "–"
+
+            toy = ("yes" if c["toy"] else ("yes (%s)" % "dir name differs" if c["toy_dir"] else "**no**")) if both else "–"
+            print("| %s → %s | %s | %s | %d | %d | %s | %s | %s | %s |" % (
+                r["dir"], r["hf"], r["template"], short, nr, no, toy, fmt("class"), fmt("id"), fmt("is_moe")))
+            a = agg.setdefault(short, {"real": 0, "written": 0, "both": 0, "toy": 0, "toy_dir": 0, "class": 0, "id": 0, "is_moe": 0})
+            a["real"] += nr > 0
+            a["written"] += no > 0
+            if both:
+                a["both"] += 1
+                for k in ("toy", "toy_dir", "class", "id", "is_moe"):
+                    a[k] += c[k]
+        if "group" in r and any(r["group"]):
+            print("| %s → %s | %s | converter test group | %s | %s | | | | |" % (
+                r["dir"], r["hf"], r["template"], "yes" if r["group"][0] else "no", "yes" if r["group"][1] else "no"))
+    print()
+    print("| table | models with real rows | models given rows | both | toy path | toy path (dir name aside) | class | ids | is_moe |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for short, a in sorted(agg.items()):
+        n = a["both"]
+        print("| %s | %d | %d | %d | %d/%d | %d/%d | %d/%d | %d/%d | %d/%d |" % (
+            short, a["real"], a["written"], n, a["toy"], n, a["toy_dir"], n, a["class"], n, a["id"], n, a["is_moe"], n))
+    print()
+    bad = []
+    for r in results:
+        for rel, (parses, ruff_pass, added) in r.get("files", {}).items():
+            if not (parses and ruff_pass is not False and added):
+                bad.append((r["dir"], rel, parses, ruff_pass, added))
+    touched = sum(len(r.get("files", {})) for r in results)
+    unclean = sum(1 for r in results for x in r.get("files", {}).values() if x[1] is None)
+    print("Touched test files: %d; parse, ruff (check + format) and only added lines: %d/%d "
+          "(ruff not counted for %d file(s) the left-out copy already fails: removing the model's rows left an empty "
+          "list or extra blank lines)." % (touched, touched - len(bad), touched, unclean))
+    for b in bad:
+        print("- %s %s: parses %s, ruff %s, only added %s" % b)
+    return 1 if bad or any("error" in r for r in results) else 0
+
+
+def rows_new_models(tree, models, patchgen, ruff):
+    rows = []
+    for hf in models:
+        work = tempfile.mkdtemp(prefix="rowsm-")
+        copy = os.path.join(work, "tree")
+        shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        before = {}
+        for rel in rc.TABLE_FILES + ["tests/models/test_checkpoint_tensor_converter.py"]:
+            path = os.path.join(copy, rel)
+            if os.path.exists(path):
+                before[rel] = open(path).read()
+        t0 = time.perf_counter()
+        p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
+        r = {"hf": hf, "seconds": time.perf_counter() - t0}
+        try:
+            report = json.loads(p.stdout)
+        except ValueError:
+            r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+            rows.append(r)
+            shutil.rmtree(work)
+            continue
+        tr = report.get("test_rows") or {}
+        r["template"] = report.get("template")
+        r["category"] = report.get("category")
+        r["rows"] = sum(len(t["rows"]) for f in tr.get("files", []) for t in f["tables"])
+        r["todos"] = sum(len(x["todos"]) for f in tr.get("files", []) for t in f["tables"] for x in t["rows"])
+        r["files"] = file_checks(copy, before, ruff)
+        lint = subprocess.run([patchgen, "lint", "--select", "PG503", "--format", "json"], cwd=copy, capture_output=True, text=True)
+        try:
+            diags = json.loads(lint.stdout).get("diagnostics", [])
+        except ValueError:
+            diags = None
+        keys = registered_keys(os.path.join(copy, "veomni/models/transformers", hf, "__init__.py")) or [hf]
+        r["pg503"] = None if diags is None else [d["message"] for d in diags if any("`%s`" % k in d["message"] for k in keys)]
+        rows.append(r)
+        shutil.rmtree(work)
+    print("| model | category | template | test files touched | rows | TODOs | parse | ruff (check + format) | only added lines | PG503 for the model |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    bad = 0
+    for r in rows:
+        if "error" in r:
+            print("| %s | error: %s | | | | | | | | |" % (r["hf"], r["error"].replace("|", "/")))
+            bad += 1
+            continue
+        f = r["files"].values()
+        ok = [all(x[i] for x in f) for i in range(3)]
+        pg = "not run" if r["pg503"] is None else ("none" if not r["pg503"] else "**" + "; ".join(r["pg503"]) + "**")
+        bad += (not all(ok)) or (r["pg503"] != [])
+        print("| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s |" % (
+            r["hf"], r["category"], r["template"], len(r["files"]), r["rows"], r["todos"], yes(ok[0]), yes(ok[1]), yes(ok[2]), pg))
     return 1 if bad else 0
 
 

@@ -390,7 +390,7 @@ pub(crate) fn plan(
             .unwrap_or_else(|| src.line_of(usize::from(import_range.end())) + 1);
         let import_text = format!("{new_import}\n");
         let insertions = vec![
-            write::Insertion { before: import_before, text: import_text },
+            write::Insertion { before: import_before, text: import_text.clone() },
             write::Insertion { before: after + 1, text: text.clone() },
         ];
         let class_names: Vec<String> = group
@@ -410,7 +410,10 @@ pub(crate) fn plan(
             table: format!("the {} converter test group", donor.hf),
             after_line: after + 1,
             donor: donor.hf.clone(),
-            rows: vec![RowCopy { id: Some(id), text, todos, resets: Vec::new() }],
+            rows: vec![
+                RowCopy { id: None, text: import_text.clone(), todos: Vec::new(), resets: Vec::new() },
+                RowCopy { id: Some(id), text, todos, resets: Vec::new() },
+            ],
             tests: class_names,
             other_ids: Vec::new(),
         };

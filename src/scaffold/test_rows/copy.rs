@@ -300,7 +300,7 @@ impl Context<'_> {
         }
         // An id that does not name the sibling would be copied as is.
         if let Some((arg, old)) = &id
-            && !self.renamer.mentions(old)
+            && self.renamer.rename(old).is_none()
         {
             let r = arg.value.range();
             let quoted = self.text(r);

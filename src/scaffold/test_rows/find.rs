@@ -1,7 +1,8 @@
 //! The test tables of a Python test file, found structurally (no table
 //! name or shape is known in advance): a module-level `NAME = [...]` (or a
 //! tuple) whose elements are all calls (`pytest.param(...)`, `Case(...)`)
-//! or tuples. For each table: the test functions that take it through
+//! or tuples, and that a test takes through
+//! `@pytest.mark.parametrize(argnames, NAME, ...)`. For each table: the test functions that take it through
 //! `@pytest.mark.parametrize(argnames, NAME, ...)`, the names of its
 //! positional slots (the parametrize argnames, or the fields of the
 //! dataclass the rows construct), and where each row's pytest id comes
@@ -241,6 +242,10 @@ pub fn tables(body: &[Stmt]) -> Vec<Table<'_>> {
         };
         let name = name.id.as_str().to_string();
         let uses: Vec<_> = params.iter().filter(|p| p.2 == name).collect();
+        // A test table is what a test is parametrized with.
+        if uses.is_empty() {
+            continue;
+        }
         let tests = uses.iter().map(|p| p.0.clone()).collect();
         // Slot names: the dataclass's fields when the rows construct one,
         // else the parametrize argnames.
@@ -320,6 +325,7 @@ CASES = [Case("a-eager", "A", "k"), Case(case_id="b", arch="B")]
 P = [pytest.param("./t/a_toy", False, id="a")]
 T = [("a", 1), ("b", 2)]
 NOT = ["a", "b"]
+UNUSED = [("a", 1)]
 
 @pytest.mark.parametrize("case", CASES, ids=[c.case_id for c in CASES])
 def test_case(case): ...

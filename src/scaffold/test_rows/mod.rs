@@ -535,7 +535,7 @@ fn command(file: &str, t: &TableRows, applies: Applies) -> Vec<String> {
     if applies == Applies::Converter {
         return vec![format!(
             "pytest {file} -k \"{}\" -v",
-            t.rows.first().and_then(|r| r.id.clone()).unwrap_or_default()
+            t.rows.iter().find_map(|r| r.id.clone()).unwrap_or_default()
         )];
     }
     let ids: Vec<String> = t.rows.iter().filter_map(|r| r.id.clone()).collect();

@@ -95,18 +95,27 @@ impl<'a> Renamer<'a> {
         Renamer { from, to, pairs, project }
     }
 
-    /// The longest model name that starts `s` as a word, of any project model.
-    fn owner_prefix<'s>(&self, s: &'s str) -> Option<&'s str> {
+    /// The longest model name that starts `s` as a word, of any project
+    /// model; `strict`: not followed by `_` either (`qwen3_next-eager` may be
+    /// another model's, one the project does not have).
+    fn owner_prefix<'s>(&self, s: &'s str, strict: bool) -> Option<&'s str> {
         self.project
             .iter()
             .chain(self.pairs.iter().map(|(a, _)| a))
-            .filter(|a| s.starts_with(a.as_str()) && !continues_word(s[a.len()..].chars().next()))
+            .filter(|a| {
+                let next = s.strip_prefix(a.as_str()).map(|r| r.chars().next());
+                next.is_some_and(|c| !continues_word(c) && !(strict && c == Some('_')))
+            })
             .max_by_key(|a| a.len())
             .map(|a| &s[..a.len()])
     }
 
     /// `s` under the new model's names, when it names the sibling.
     pub fn rename(&self, s: &str) -> Option<(String, Renamed)> {
+        self.rename_as(s, false)
+    }
+
+    fn rename_as(&self, s: &str, strict: bool) -> Option<(String, Renamed)> {
         let toy_dir = self.to.toy_dirs.first()?;
         if s.contains('/') || self.from.toy_dirs.iter().any(|d| d == s) {
             let parts: Vec<&str> = s.split('/').collect();
@@ -126,14 +135,16 @@ impl<'a> Renamer<'a> {
             let exists = self.to.classes.contains(&new);
             return Some((new, Renamed::Class { exists }));
         }
-        let owner = self.owner_prefix(s)?;
+        let owner = self.owner_prefix(s, strict)?;
         let (_, new) = self.pairs.iter().find(|(a, _)| a == owner)?;
         Some((format!("{new}{}", &s[owner.len()..]), Renamed::Name))
     }
 
-    /// Whether a string names the sibling.
+    /// Whether a string names the sibling for certain (a row that does is
+    /// the sibling's): its toy directory, one of its classes, or its name
+    /// alone or followed by a non-word character other than `_`.
     pub fn mentions(&self, s: &str) -> bool {
-        self.rename(s).is_some()
+        self.rename_as(s, true).is_some()
     }
 
     /// Whether an identifier spells one of the sibling's names
@@ -197,6 +208,8 @@ mod tests {
         let to = names("olmo3", "olmo3", "Olmo3", "olmo3_toy", &[]);
         let r = Renamer::new(&from, &to, vec!["qwen3_5_moe".into()]);
         assert_eq!(r.rename("qwen3_5-text-eager").unwrap().0, "olmo3-text-eager");
+        assert_eq!(r.rename("qwen3_5_vl-sdpa").unwrap().0, "olmo3_vl-sdpa");
+        assert!(!r.mentions("qwen3_5_vl-sdpa") && !r.mentions("qwen3_5_next-eager") && r.mentions("qwen3_5-fa2"));
         assert_eq!(r.rename("qwen3_5_moe-text-eager"), None);
         assert!(r.identifier_mentions("_qwen3_5_npu_skip"));
         assert!(!r.identifier_mentions("_qwen3_5_moe_npu_skip"));
