@@ -271,10 +271,15 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
         let path = req.root.join(spec.path);
         if !spec.applies.admits(req.category, req.converter.is_some()) {
             if path.is_file() {
+                let why = if spec.applies == Applies::Converter {
+                    format!("no checkpoint converter was written for {}", req.new.hf)
+                } else {
+                    format!("{} is {}", req.new.hf, req.category.as_str())
+                };
                 out.skipped.push(Skipped {
                     file: spec.path.into(),
                     reason: SkipReason::Category,
-                    message: format!("{} ({} is {})", spec.applies.rule(), req.new.hf, req.category.as_str()),
+                    message: format!("{} ({why})", spec.applies.rule()),
                 });
             }
             continue;
@@ -326,10 +331,10 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
                         }
                     }
                 }
-                let fallback = (donor != req.donors[0].hf).then(|| {
+                let fallback = req.donors.first().filter(|t| t.hf != donor).map(|t| {
                     format!(
                         "{} has no row here: copied from {donor}, the next reference model for {}",
-                        req.donors[0].hf,
+                        t.hf,
                         req.category.as_str()
                     )
                 });
@@ -457,8 +462,16 @@ fn plan_tables(req: &Request<'_>, p: &Parsed, donors: &[&ModelNames], file: &str
             return Planned::Edit { insertions, tables: planned, donor: donor.hf.clone(), notes };
         }
     }
+    Planned::Skip(SkipReason::NoSiblingRow, no_donor_row(donors, "row", "in any table"))
+}
+
+/// Why nothing was copied: none of the donors has one (or there is no donor).
+pub(crate) fn no_donor_row(donors: &[&ModelNames], what: &str, place: &str) -> String {
+    if donors.is_empty() {
+        return format!("no project model to copy a {what} from (no template): no {what} written");
+    }
     let names: Vec<&str> = donors.iter().map(|d| d.hf.as_str()).collect();
-    Planned::Skip(SkipReason::NoSiblingRow, format!("no row for {} in any table: no row written", names.join(" or ")))
+    format!("no {what} for {} {place}: no {what} written", names.join(" or "))
 }
 
 /// Comparisons outside the tables that single the sibling out

@@ -104,7 +104,7 @@ impl<'a> Renamer<'a> {
             .chain(self.pairs.iter().map(|(a, _)| a))
             .filter(|a| {
                 let next = s.strip_prefix(a.as_str()).map(|r| r.chars().next());
-                next.is_some_and(|c| !continues_word(c) && !(strict && c == Some('_')))
+                next.is_some_and(|c| !(continues_word(c) || strict && c == Some('_')))
             })
             .max_by_key(|a| a.len())
             .map(|a| &s[..a.len()])
