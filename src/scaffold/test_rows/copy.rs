@@ -360,3 +360,93 @@ impl Context<'_> {
 pub fn field_ids(table: &Table<'_>) -> bool {
     matches!(table.id_source, IdSource::Field { .. })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scaffold::test_rows::find;
+    use crate::scaffold::test_rows::rename::ModelNames;
+
+    fn names(hf: &str, prefix: &str, classes: &[&str]) -> ModelNames {
+        ModelNames {
+            hf: hf.into(),
+            dir: hf.into(),
+            prefix: prefix.into(),
+            keys: vec![hf.into()],
+            toy_dirs: vec![format!("{hf}_toy")],
+            classes: classes.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    /// The copy of the rows of `table` naming `from`, for `to`.
+    fn copy_rows(src_text: &str, attn: AttnSupport, to_classes: &[&str]) -> Vec<Copied> {
+        let parsed = ruff_python_parser::parse_module(src_text).unwrap();
+        let mut line_starts = vec![0];
+        line_starts.extend(src_text.match_indices('\n').map(|(i, _)| i + 1));
+        let comment_lines: std::collections::HashSet<usize> =
+            src_text.lines().enumerate().filter(|(_, l)| l.trim_start().starts_with('#')).map(|(i, _)| i).collect();
+        let module_names = find::module_names(&parsed.syntax().body);
+        let src = Source {
+            text: src_text,
+            line_starts: &line_starts,
+            comment_lines: &comment_lines,
+            module_names: &module_names,
+        };
+        let tables = find::tables(&parsed.syntax().body);
+        let from = names("qwen3", "Qwen3", &["Qwen3ForCausalLM"]);
+        let to = names("olmo3", "Olmo3", to_classes);
+        let renamer = Renamer::new(&from, &to, vec![]);
+        let table = &tables[0];
+        let rows: Vec<usize> = table
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| strings(r.expr).iter().any(|(_, s)| renamer.mentions(s)))
+            .map(|(i, _)| i)
+            .collect();
+        let cx = Context { src: &src, table, donor_rows: &rows, renamer: &renamer, new_is_moe: true, attn: &attn };
+        rows.iter().map(|&i| cx.copy(&table.rows[i], span(&src, table.rows[i].range()).unwrap())).collect()
+    }
+
+    const TABLE: &str = r#"import pytest
+
+_RTOL = 1e-2
+
+T = [
+    pytest.param("./t/a_toy", False, _RTOL, 4, "x", id="a"),
+    pytest.param("./t/b_toy", False, _RTOL, 4, "x", id="b"),
+    pytest.param(
+        "./t/qwen3_toy",
+        False,  # is_moe
+        # qwen3 is noisier
+        0.5,
+        8,
+        "Qwen3ForCausalLM",
+        "flash_attention_2",
+        id="qwen3",
+    ),
+]
+
+
+@pytest.mark.parametrize("path, is_moe, rtol, n, arch, attn", T)
+def test(path, is_moe, rtol, n, arch, attn): ...
+"#;
+
+    #[test]
+    fn resets_renames_and_marks_what_is_the_siblings() {
+        let c = &copy_rows(TABLE, AttnSupport::default(), &[])[0];
+        assert_eq!(c.id.as_deref(), Some("olmo3"));
+        assert_eq!(c.resets, ["rtol: 0.5 → _RTOL"]);
+        assert_eq!(c.dropped_comments, 1);
+        assert!(c.text.contains("        \"./t/olmo3_toy\",\n        True,  # is_moe\n        _RTOL,\n"), "{}", c.text);
+        let todos = c.todos.join("\n");
+        assert!(todos.contains("`n` is 8 as for qwen3 (most rows: 4)"), "{todos}");
+        assert!(todos.contains("the new module has no `Olmo3ForCausalLM`"), "{todos}");
+        assert!(todos.contains("`_supports_flash_attn = True`"), "{todos}");
+        // Each TODO sits on its own line above the value, indented like it.
+        assert!(c.text.contains("        # TODO(patchgen new): `n` is 8"), "{}", c.text);
+        let supported = AttnSupport { flash: true, sdpa: true, flex: true };
+        let c = &copy_rows(TABLE, supported, &["Olmo3ForCausalLM"])[0];
+        assert_eq!(c.todos.len(), 1, "{:?}", c.todos);
+    }
+}
