@@ -338,6 +338,32 @@ def toy_key(paths, toys):
     return [json.dumps([re.sub("|".join(map(re.escape, toys)) or "$^", "<toy>", p) for p in json.loads(x)]) for x in paths]
 
 
+def table_texts(copy, edit=None):
+    """{file: text} of the table files in `copy`, each first rewritten by `edit(rel, text)`."""
+    out = {}
+    for rel in rc.TABLE_FILES + ["tests/models/test_checkpoint_tensor_converter.py"]:
+        path = os.path.join(copy, rel)
+        if os.path.exists(path):
+            text = open(path).read()
+            if edit is not None:
+                text = edit(rel, text)
+                open(path, "w").write(text)
+            out[rel] = text
+    return out
+
+
+def new_json(copy, hf, patchgen):
+    """`patchgen new hf --format json` in `copy`: ({hf, seconds[, error]}, report or None)."""
+    t0 = time.perf_counter()
+    p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
+    r = {"hf": hf, "seconds": time.perf_counter() - t0}
+    try:
+        return r, json.loads(p.stdout)
+    except ValueError:
+        r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+        return r, None
+
+
 def rows_leave_one_out(tree, patchgen, ruff, only=()):
     models = model_names(tree)
     all_names = sorted({n for (_, names, _) in models.values() for n in names})
@@ -362,26 +388,15 @@ def rows_leave_one_out(tree, patchgen, ruff, only=()):
         shutil.rmtree(os.path.join(copy, "veomni/models/transformers", d))
         for t in toys:
             shutil.rmtree(os.path.join(copy, "tests/toy_config", t), ignore_errors=True)
-        before = {}
-        for rel in rc.TABLE_FILES + ["tests/models/test_checkpoint_tensor_converter.py"]:
-            path = os.path.join(copy, rel)
-            if not os.path.exists(path):
-                continue
-            text = open(path).read()
+        def leave_out(rel, text, d=d, toys=toys, names=names):
             text = rc.remove_rows(text, toys, names, all_names)
-            if rel.endswith("test_checkpoint_tensor_converter.py"):
-                text = rc.remove_converter_group(text, d)
-            open(path, "w").write(text)
-            before[rel] = text
+            return rc.remove_converter_group(text, d) if rel.endswith("test_checkpoint_tensor_converter.py") else text
+
+        before = table_texts(copy, leave_out)
         baseline = {rel: ruff_ok(copy, rel, ruff) for rel in before}
-        t0 = time.perf_counter()
-        p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
-        seconds = time.perf_counter() - t0
-        r = {"dir": d, "hf": hf, "seconds": seconds, "tables": {}}
-        try:
-            report = json.loads(p.stdout)
-        except ValueError:
-            r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+        r, report = new_json(copy, hf, patchgen)
+        r.update({"dir": d, "tables": {}})
+        if report is None:
             results.append(r)
             shutil.rmtree(work)
             continue
@@ -465,18 +480,9 @@ def rows_new_models(tree, models, patchgen, ruff):
         work = tempfile.mkdtemp(prefix="rowsm-")
         copy = os.path.join(work, "tree")
         shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-        before = {}
-        for rel in rc.TABLE_FILES + ["tests/models/test_checkpoint_tensor_converter.py"]:
-            path = os.path.join(copy, rel)
-            if os.path.exists(path):
-                before[rel] = open(path).read()
-        t0 = time.perf_counter()
-        p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
-        r = {"hf": hf, "seconds": time.perf_counter() - t0}
-        try:
-            report = json.loads(p.stdout)
-        except ValueError:
-            r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+        before = table_texts(copy)
+        r, report = new_json(copy, hf, patchgen)
+        if report is None:
             rows.append(r)
             shutil.rmtree(work)
             continue
@@ -484,7 +490,7 @@ def rows_new_models(tree, models, patchgen, ruff):
         r["template"] = report.get("template")
         r["category"] = report.get("category")
         r["rows"] = sum(len(t["rows"]) for f in tr.get("files", []) for t in f["tables"])
-        r["todos"] = sum(len(x["todos"]) for f in tr.get("files", []) for t in f["tables"] for x in t["rows"])
+        r["todos"] = sum(len(x.get("todos", [])) for f in tr.get("files", []) for t in f["tables"] for x in t["rows"])
         r["files"] = file_checks(copy, before, ruff)
         lint = subprocess.run([patchgen, "lint", "--select", "PG503", "--format", "json"], cwd=copy, capture_output=True, text=True)
         try:

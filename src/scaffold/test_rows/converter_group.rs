@@ -30,7 +30,7 @@ use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
 use super::copy::Source;
-use super::find::{str_value, strings};
+use super::find::{stmt_identifiers, str_value, strings};
 use super::rename::ModelNames;
 use super::{Planned, Request, RowCopy, SkipReason, TableRows, write};
 use crate::pysource::ParsedFile;
@@ -48,18 +48,7 @@ pub struct Written<'a> {
 
 /// Names a statement loads.
 fn loaded(stmt: &Stmt) -> BTreeSet<String> {
-    struct V(BTreeSet<String>);
-    impl<'a> Visitor<'a> for V {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::Name(n) = expr {
-                self.0.insert(n.id.as_str().to_string());
-            }
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let mut v = V(BTreeSet::new());
-    v.visit_stmt(stmt);
-    v.0
+    stmt_identifiers(stmt, false).into_iter().map(|(_, n)| n).collect()
 }
 
 /// The names a module-level statement defines (not imports).
@@ -129,30 +118,6 @@ impl Renames {
         }
         None
     }
-}
-
-/// Identifier ranges in a statement: names, and the def/class names.
-fn identifier_ranges(stmt: &Stmt) -> Vec<(TextRange, String)> {
-    struct V(Vec<(TextRange, String)>);
-    impl<'a> Visitor<'a> for V {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::Name(n) = expr {
-                self.0.push((expr.range(), n.id.as_str().to_string()));
-            }
-            visitor::walk_expr(self, expr);
-        }
-        fn visit_stmt(&mut self, stmt: &'a Stmt) {
-            match stmt {
-                Stmt::FunctionDef(f) => self.0.push((f.name.range(), f.name.as_str().to_string())),
-                Stmt::ClassDef(c) => self.0.push((c.name.range(), c.name.as_str().to_string())),
-                _ => {}
-            }
-            visitor::walk_stmt(self, stmt);
-        }
-    }
-    let mut v = V(Vec::new());
-    v.visit_stmt(stmt);
-    v.0
 }
 
 fn apply(text: &str, base: usize, mut edits: Vec<(TextRange, String)>) -> String {
@@ -355,8 +320,10 @@ pub(crate) fn plan(
         for &i in &group {
             let s = &body[i];
             let r = s.range();
-            let edits: Vec<(TextRange, String)> =
-                identifier_ranges(s).into_iter().filter_map(|(r, id)| renames.rename(&id).map(|n| (r, n))).collect();
+            let edits: Vec<(TextRange, String)> = stmt_identifiers(s, true)
+                .into_iter()
+                .filter_map(|(r, id)| renames.rename(&id).map(|n| (r, n)))
+                .collect();
             let start = src.line_starts[src.line_of(usize::from(r.start()))];
             let stmt_text = apply(&file.text[start..usize::from(r.end())], start, edits);
             // Adjacent statements keep their spacing (constants stay

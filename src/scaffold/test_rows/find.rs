@@ -284,21 +284,47 @@ pub fn strings(e: &Expr) -> Vec<(TextRange, String)> {
     v.0
 }
 
+/// Identifiers with their ranges: every `Name`, and with `defs` also the
+/// names of the functions and classes a statement defines.
+struct Identifiers {
+    out: Vec<(TextRange, String)>,
+    defs: bool,
+}
+
+impl<'a> ruff_python_ast::visitor::Visitor<'a> for Identifiers {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Name(n) = expr {
+            self.out.push((expr.range(), n.id.as_str().to_string()));
+        }
+        ruff_python_ast::visitor::walk_expr(self, expr);
+    }
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if self.defs {
+            match stmt {
+                Stmt::FunctionDef(f) => self.out.push((f.name.range(), f.name.as_str().to_string())),
+                Stmt::ClassDef(c) => self.out.push((c.name.range(), c.name.as_str().to_string())),
+                _ => {}
+            }
+        }
+        ruff_python_ast::visitor::walk_stmt(self, stmt);
+    }
+}
+
 /// Every identifier (`Name`) inside `e`, with its range.
 pub fn names(e: &Expr) -> Vec<(TextRange, String)> {
-    use ruff_python_ast::visitor::{self, Visitor};
-    struct V(Vec<(TextRange, String)>);
-    impl<'a> Visitor<'a> for V {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::Name(n) = expr {
-                self.0.push((expr.range(), n.id.as_str().to_string()));
-            }
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let mut v = V(Vec::new());
+    use ruff_python_ast::visitor::Visitor;
+    let mut v = Identifiers { out: Vec::new(), defs: false };
     v.visit_expr(e);
-    v.0
+    v.out
+}
+
+/// Every identifier of a statement with its range: its `Name`s, and with
+/// `defs` the names of the functions and classes it defines.
+pub fn stmt_identifiers(stmt: &Stmt, defs: bool) -> Vec<(TextRange, String)> {
+    use ruff_python_ast::visitor::Visitor;
+    let mut v = Identifiers { out: Vec::new(), defs };
+    v.visit_stmt(stmt);
+    v.out
 }
 
 #[cfg(test)]
