@@ -1371,6 +1371,9 @@ pub fn render_text(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    if let Some(rows) = &r.test_rows {
+        out.push_str(&test_rows::render::commands(rows));
+    }
     out
 }
 

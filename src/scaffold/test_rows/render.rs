@@ -1,6 +1,7 @@
 //! The phase-6/7 part of `new`'s text report: per table file the rows
 //! added (their text on `--dry-run`), what was reset and what to confirm,
-//! the files left alone and why, then the phase-7 commands.
+//! the files left alone and why; and the phase-7 commands, which end the
+//! report.
 
 use std::fmt::Write;
 
@@ -51,6 +52,12 @@ pub fn text(rows: &TestRows, dry_run: bool) -> String {
     for w in &rows.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
+    out
+}
+
+/// The phase-7 commands (the report ends with them).
+pub fn commands(rows: &TestRows) -> String {
+    let mut out = String::new();
     if !rows.commands.is_empty() {
         let _ = writeln!(out, "\nRun (phase 7):");
         for c in &rows.commands {
