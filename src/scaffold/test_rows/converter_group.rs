@@ -357,8 +357,8 @@ pub(crate) fn plan(
             .unwrap_or_else(|| src.line_of(usize::from(import_range.end())) + 1);
         let import_text = format!("{new_import}\n");
         let insertions = vec![
-            write::Insertion { before: import_before, text: import_text.clone() },
-            write::Insertion { before: after + 1, text: text.clone() },
+            write::Insertion { before: import_before, text: import_text.clone(), owner: (0, 0, 1) },
+            write::Insertion { before: after + 1, text: text.clone(), owner: (0, 1, 1) },
         ];
         let class_names: Vec<String> = group
             .iter()

@@ -311,15 +311,27 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
             plan_tables(req, p, &donors, &file)
         };
         match planned {
-            Planned::Edit { insertions, tables, donor, notes } => {
-                let text = write::insert(&p.file.text, &insertions);
-                if !write::only_added_lines(&p.file.text, &text) || ruff_python_parser::parse_module(&text).is_err() {
+            Planned::Edit { insertions, mut tables, donor, notes } => {
+                let mut text = write::insert(&p.file.text, &insertions);
+                let adds_only =
+                    |t: &str| write::only_added_lines(&p.file.text, t) && ruff_python_parser::parse_module(t).is_ok();
+                if !adds_only(&text) {
                     out.skipped.push(Skipped {
                         file: file.clone(),
                         reason: SkipReason::SharedLine,
                         message: "the rows cannot be added as whole lines that parse: add them by hand".into(),
                     });
                     continue;
+                }
+                // What the project's ruff makes of the added lines (a renamed
+                // name can make a line too long), when it leaves the rest.
+                if let Some(ruff) = req.ruff
+                    && let Ok(formatted) = ruff.normalize(&text, path)
+                    && formatted != text
+                    && adds_only(&formatted)
+                {
+                    text = formatted;
+                    reassign(&mut tables, &insertions, write::added_blocks(&p.file.text, &text));
                 }
                 if let Some(ruff) = req.ruff {
                     match ruff_accepts(ruff, &text, &p.file.text, path) {
@@ -348,6 +360,26 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
         }
     }
     Ok(out)
+}
+
+/// The rows' texts after ruff reformatted the added lines: each insertion
+/// takes the added block nearest its line; its first row holds it.
+fn reassign(tables: &mut [TableRows], insertions: &[write::Insertion], blocks: Vec<(usize, String)>) {
+    let mut blocks: Vec<Option<(usize, String)>> = blocks.into_iter().map(Some).collect();
+    for ins in insertions {
+        let nearest = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.as_ref().map(|(at, _)| (i, at.abs_diff(ins.before))))
+            .min_by_key(|(_, d)| *d)
+            .map(|(i, _)| i);
+        let Some((_, block)) = nearest.and_then(|i| blocks[i].take()) else { continue };
+        let (table, first, count) = ins.owner;
+        let Some(t) = tables.get_mut(table) else { continue };
+        for (k, row) in t.rows.iter_mut().enumerate().skip(first).take(count) {
+            row.text = if k == first { block.clone() } else { String::new() };
+        }
+    }
 }
 
 fn p_source(p: &Parsed) -> Option<copy::Source<'_>> {
@@ -444,7 +476,11 @@ fn plan_tables(req: &Request<'_>, p: &Parsed, donors: &[&ModelNames], file: &str
             let last = spans.last().copied().unwrap_or(spans[0]);
             let (before, after_line) =
                 if last.comma { (last.last + 1, last.last + 1) } else { (spans[0].first, spans[0].first) };
-            insertions.push(write::Insertion { before, text: copies.iter().map(|c| c.text.as_str()).collect() });
+            insertions.push(write::Insertion {
+                before,
+                text: copies.iter().map(|c| c.text.as_str()).collect(),
+                owner: (planned.len(), 0, copies.len()),
+            });
             planned.push(TableRows {
                 table: table.name.clone(),
                 after_line,

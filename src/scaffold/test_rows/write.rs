@@ -3,13 +3,32 @@
 //! when that last row has no trailing comma, so no existing line changes).
 //! The result is checked: every original line is still there, in order,
 //! unchanged ([`only_added_lines`], python3 `difflib` would show only `+`
-//! lines), and Python's grammar accepts it (ruff's parser).
+//! lines), and Python's grammar accepts it (ruff's parser). When the
+//! project's ruff reformats what was added (a renamed name made a line too
+//! long), [`added_blocks`] gives back the text each insertion became.
 
 /// Lines to add before the 0-based line `before` (`== line count`: at the end).
 #[derive(Clone, Debug)]
 pub struct Insertion {
     pub before: usize,
     pub text: String,
+    /// Whose text it is: the index of the table in the file's plan and the
+    /// rows (first, count) it holds.
+    pub owner: (usize, usize, usize),
+}
+
+/// The blocks of lines `new` adds to `old` (python3 difflib's `insert`
+/// opcodes, lines with their ends): before which line of `old`, and the text.
+pub fn added_blocks(old: &str, new: &str) -> Vec<(usize, String)> {
+    use crate::diff::{SequenceMatcher, Tag};
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    SequenceMatcher::with_autojunk(&a, &b, false)
+        .get_opcodes()
+        .into_iter()
+        .filter(|o| o.tag == Tag::Insert)
+        .map(|o| (o.i1, b[o.j1..o.j2].concat()))
+        .collect()
 }
 
 /// `text` with the insertions (applied in line order; ties keep their order).
@@ -48,9 +67,10 @@ mod tests {
     #[test]
     fn inserts_whole_lines() {
         let text = "A = [\n    1,\n]\n";
-        let out = insert(text, &[Insertion { before: 2, text: "    2,\n".into() }]);
+        let out = insert(text, &[Insertion { before: 2, text: "    2,\n".into(), owner: (0, 0, 1) }]);
         assert_eq!(out, "A = [\n    1,\n    2,\n]\n");
         assert!(only_added_lines(text, &out));
+        assert_eq!(added_blocks(text, &out), [(2, "    2,\n".to_string())]);
         assert!(!only_added_lines(text, "A = [\n    1, 2,\n]\n"));
     }
 }
