@@ -20,9 +20,10 @@
 //!   caller then writes nothing at all. [`write_all`] writes the planned
 //!   files atomically.
 //! - Every planned file is checked: only added lines, parseable, and (when
-//!   ruff is given) accepted by the project's ruff (`check --fix` and
-//!   `format` leave it unchanged); a file our rows would make ruff reject is
-//!   not written (said in the report).
+//!   ruff is given) accepted by the project's ruff: `check --fix` and
+//!   `format` leave it unchanged or change only the added lines (then the
+//!   formatted text is written and reported); a file our rows would make
+//!   ruff reject is not written (said in the report).
 
 pub mod converter_group;
 pub mod copy;
@@ -323,24 +324,28 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
                     });
                     continue;
                 }
-                // What the project's ruff makes of the added lines (a renamed
-                // name can make a line too long), when it leaves the rest.
-                if let Some(ruff) = req.ruff
-                    && let Ok(formatted) = ruff.normalize(&text, path)
-                    && formatted != text
-                    && adds_only(&formatted)
-                {
-                    text = formatted;
-                    reassign(&mut tables, &insertions, write::added_blocks(&p.file.text, &text));
-                }
+                // The project's ruff, once: it accepts the text as it is,
+                // or formats the added lines only (a renamed name can make a
+                // line too long), or the rows are not written.
                 if let Some(ruff) = req.ruff {
-                    match ruff_accepts(ruff, &text, &p.file.text, path) {
-                        RuffVerdict::Accepts => {}
-                        RuffVerdict::Unavailable(why) => out.warnings.push(format!("{file}: ruff not run ({why})")),
-                        RuffVerdict::Rejects(why) => {
-                            out.skipped.push(Skipped { file: file.clone(), reason: SkipReason::Ruff, message: why });
-                            continue;
+                    match ruff.normalize(&text, path) {
+                        Ok(n) if n == text => {}
+                        Ok(n) if adds_only(&n) => {
+                            text = n;
+                            reassign(&mut tables, &insertions, write::added_blocks(&p.file.text, &text));
                         }
+                        result => match ruff_verdict(ruff, result, &p.file.text, path) {
+                            RuffVerdict::Accepts => {}
+                            RuffVerdict::Unavailable(why) => out.warnings.push(format!("{file}: ruff not run ({why})")),
+                            RuffVerdict::Rejects(why) => {
+                                out.skipped.push(Skipped {
+                                    file: file.clone(),
+                                    reason: SkipReason::Ruff,
+                                    message: why,
+                                });
+                                continue;
+                            }
+                        },
                     }
                 }
                 let fallback = req.donors.first().filter(|t| t.hf != donor).map(|t| {
@@ -609,20 +614,21 @@ enum RuffVerdict {
     Unavailable(String),
 }
 
-fn ruff_accepts(ruff: &Ruff, text: &str, original: &str, path: &Path) -> RuffVerdict {
-    match ruff.normalize(text, path) {
-        Ok(t) if t == text => RuffVerdict::Accepts,
-        result => {
-            // Ours only when the original passes.
-            match ruff.normalize(original, path) {
-                Ok(o) if o == original => RuffVerdict::Rejects(match result {
-                    Ok(_) => "the project's ruff would reformat the file with the rows added: add them by hand".into(),
-                    Err(e) => format!("the project's ruff rejects the file with the rows added: {e}"),
-                }),
-                Ok(_) | Err(crate::normalize::RuffError::Rejected { .. }) => RuffVerdict::Accepts,
-                Err(e) => RuffVerdict::Unavailable(e.to_string()),
-            }
-        }
+/// Ruff changed or rejected the text with the rows: ours to answer for
+/// only when the original passes.
+fn ruff_verdict(
+    ruff: &Ruff,
+    result: Result<String, crate::normalize::RuffError>,
+    original: &str,
+    path: &Path,
+) -> RuffVerdict {
+    match ruff.normalize(original, path) {
+        Ok(o) if o == original => RuffVerdict::Rejects(match result {
+            Ok(_) => "the project's ruff would change more than the added lines: add the rows by hand".into(),
+            Err(e) => format!("the project's ruff rejects the file with the rows added: {e}"),
+        }),
+        Ok(_) | Err(crate::normalize::RuffError::Rejected { .. }) => RuffVerdict::Accepts,
+        Err(e) => RuffVerdict::Unavailable(e.to_string()),
     }
 }
 
