@@ -169,7 +169,7 @@ run patchgen reference llama --pin "$TRANSFORMERS_VERSION" --no-download ||
     die "patchgen reference failed"
 
 # A new model's first config, by reuse of the closest sibling (llama here),
-# with its toy config and the test-table entries to add.
+# with its toy config and its rows in the test tables (the demo has none: `new` says so).
 run patchgen new mistral --like llama || die "patchgen new failed"
 run cat demo/mistral/mistral_gpu_patch_gen_config.py
 run patchgen --check || die "patchgen --check reported drift after patchgen new"
