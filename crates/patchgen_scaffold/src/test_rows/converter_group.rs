@@ -33,8 +33,8 @@ use super::copy::Source;
 use super::find::{stmt_identifiers, str_value, strings};
 use super::rename::ModelNames;
 use super::{Planned, Request, RowCopy, SkipReason, TableRows, write};
-use crate::pysource::ParsedFile;
-use crate::scaffold::moe::ConverterKind;
+use crate::moe::ConverterKind;
+use patchgen_python::pysource::ParsedFile;
 
 /// The converter `new` wrote.
 #[derive(Clone, Debug)]

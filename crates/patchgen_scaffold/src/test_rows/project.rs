@@ -12,12 +12,12 @@ use ruff_python_ast::Expr;
 
 use super::rename::ModelNames;
 use super::{AttnSupport, Request, TestRows, TestRowsError, converter_group};
-use crate::normalize::Ruff;
-use crate::project::Project;
-use crate::scaffold::ProjectConfig;
-use crate::scaffold::configuration::ConfigurationModule;
-use crate::scaffold::facts::{Category, ModelFacts};
-use crate::survey::modules::Version;
+use crate::ProjectConfig;
+use crate::configuration::ConfigurationModule;
+use crate::facts::{Category, ModelFacts};
+use patchgen_core::normalize::Ruff;
+use patchgen_core::project::Project;
+use patchgen_core::survey::modules::Version;
 
 /// What `new` knows when it plans the rows.
 pub struct Input<'a> {

@@ -364,8 +364,8 @@ pub fn field_ids(table: &Table<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaffold::test_rows::find;
-    use crate::scaffold::test_rows::rename::ModelNames;
+    use crate::test_rows::find;
+    use crate::test_rows::rename::ModelNames;
 
     fn names(hf: &str, prefix: &str, classes: &[&str]) -> ModelNames {
         ModelNames {

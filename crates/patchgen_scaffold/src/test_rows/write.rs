@@ -20,7 +20,7 @@ pub struct Insertion {
 /// The blocks of lines `new` adds to `old` (python3 difflib's `insert`
 /// opcodes, lines with their ends): before which line of `old`, and the text.
 pub fn added_blocks(old: &str, new: &str) -> Vec<(usize, String)> {
-    use crate::diff::{SequenceMatcher, Tag};
+    use patchgen_python::diff::{SequenceMatcher, Tag};
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     SequenceMatcher::with_autojunk(&a, &b, false)

@@ -38,9 +38,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::facts::Category;
-use crate::normalize::Ruff;
+use crate::facts::Category;
 pub use copy::AttnSupport;
+use patchgen_core::normalize::Ruff;
 pub use rename::ModelNames;
 
 /// Which models a table file is for (protocol phase 6).
@@ -218,7 +218,7 @@ pub struct TestRows {
 
 /// A parsed table file.
 struct Parsed {
-    file: crate::pysource::ParsedFile,
+    file: patchgen_python::pysource::ParsedFile,
     line_starts: Vec<usize>,
     comment_lines: HashSet<usize>,
     module_names: Vec<String>,
@@ -230,11 +230,8 @@ fn parse(path: &Path) -> Result<Option<(String, Parsed)>, TestRowsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(TestRowsError::Read { path: path.to_path_buf(), message: e.to_string() }),
     };
-    let file = crate::pysource::ParsedFile::parse(path.to_path_buf(), &raw).map_err(|p| TestRowsError::Parse {
-        path: path.to_path_buf(),
-        line: p.line,
-        message: p.message,
-    })?;
+    let file = patchgen_python::pysource::ParsedFile::parse(path.to_path_buf(), &raw)
+        .map_err(|p| TestRowsError::Parse { path: path.to_path_buf(), line: p.line, message: p.message })?;
     let mut line_starts = vec![0];
     line_starts.extend(file.text.match_indices('\n').map(|(i, _)| i + 1));
     if line_starts.last() == Some(&file.text.len()) && line_starts.len() > 1 {
@@ -518,7 +515,7 @@ pub(crate) fn no_donor_row(donors: &[&ModelNames], what: &str, place: &str) -> S
 /// Comparisons outside the tables that single the sibling out
 /// (`if case_id == "qwen2_5_omni":`): the new row is not filtered by them.
 fn filters(
-    file: &crate::pysource::ParsedFile,
+    file: &patchgen_python::pysource::ParsedFile,
     rel: &str,
     ids: &[String],
     renamer: &rename::Renamer<'_>,
@@ -618,7 +615,7 @@ enum RuffVerdict {
 /// only when the original passes.
 fn ruff_verdict(
     ruff: &Ruff,
-    result: Result<String, crate::normalize::RuffError>,
+    result: Result<String, patchgen_core::normalize::RuffError>,
     original: &str,
     path: &Path,
 ) -> RuffVerdict {
@@ -627,7 +624,7 @@ fn ruff_verdict(
             Ok(_) => "the project's ruff would change more than the added lines: add the rows by hand".into(),
             Err(e) => format!("the project's ruff rejects the file with the rows added: {e}"),
         }),
-        Ok(_) | Err(crate::normalize::RuffError::Rejected { .. }) => RuffVerdict::Accepts,
+        Ok(_) | Err(patchgen_core::normalize::RuffError::Rejected { .. }) => RuffVerdict::Accepts,
         Err(e) => RuffVerdict::Unavailable(e.to_string()),
     }
 }
@@ -635,7 +632,7 @@ fn ruff_verdict(
 /// Write the planned files (each atomically).
 pub fn write_all(rows: &TestRows) -> std::io::Result<()> {
     for f in &rows.files {
-        crate::atomic::write(&f.path, &f.text)?;
+        patchgen_core::atomic::write(&f.path, &f.text)?;
     }
     Ok(())
 }
