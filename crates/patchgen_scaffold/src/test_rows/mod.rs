@@ -291,6 +291,19 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
             }),
         }
     }
+    // Plan every file, then run the project's ruff over all of them at once.
+    struct Pending<'p> {
+        spec: &'static TableFile,
+        path: &'p Path,
+        original: &'p str,
+        file: String,
+        insertions: Vec<write::Insertion>,
+        tables: Vec<TableRows>,
+        donor: String,
+        notes: Vec<String>,
+        text: String,
+    }
+    let mut pending: Vec<Pending<'_>> = Vec::new();
     for (spec, path, raw, p) in &parsed {
         let file = rel(req.root, path);
         if raw.contains('\r') {
@@ -309,11 +322,9 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
             plan_tables(req, p, &donors, &file)
         };
         match planned {
-            Planned::Edit { insertions, mut tables, donor, notes } => {
-                let mut text = write::insert(&p.file.text, &insertions);
-                let adds_only =
-                    |t: &str| write::only_added_lines(&p.file.text, t) && ruff_python_parser::parse_module(t).is_ok();
-                if !adds_only(&text) {
+            Planned::Edit { insertions, tables, donor, notes } => {
+                let text = write::insert(&p.file.text, &insertions);
+                if !adds_only(&p.file.text, &text) {
                     out.skipped.push(Skipped {
                         file: file.clone(),
                         reason: SkipReason::SharedLine,
@@ -321,47 +332,67 @@ pub fn plan(req: &Request<'_>) -> Result<TestRows, TestRowsError> {
                     });
                     continue;
                 }
-                // The project's ruff, once: it accepts the text as it is,
-                // or formats the added lines only (a renamed name can make a
-                // line too long), or the rows are not written.
-                if let Some(ruff) = req.ruff {
-                    match ruff.normalize(&text, path) {
-                        Ok(n) if n == text => {}
-                        Ok(n) if adds_only(&n) => {
-                            text = n;
-                            reassign(&mut tables, &insertions, write::added_blocks(&p.file.text, &text));
-                        }
-                        result => match ruff_verdict(ruff, result, &p.file.text, path) {
-                            RuffVerdict::Accepts => {}
-                            RuffVerdict::Unavailable(why) => out.warnings.push(format!("{file}: ruff not run ({why})")),
-                            RuffVerdict::Rejects(why) => {
-                                out.skipped.push(Skipped {
-                                    file: file.clone(),
-                                    reason: SkipReason::Ruff,
-                                    message: why,
-                                });
-                                continue;
-                            }
-                        },
-                    }
-                }
-                let fallback = req.donors.first().filter(|t| t.hf != donor).map(|t| {
-                    format!(
-                        "{} has no row here: copied from {donor}, the next reference model for {}",
-                        t.hf,
-                        req.category.as_str()
-                    )
+                pending.push(Pending {
+                    spec,
+                    path,
+                    original: &p.file.text,
+                    file,
+                    insertions,
+                    tables,
+                    donor,
+                    notes,
+                    text,
                 });
-                for t in &tables {
-                    out.commands.extend(command(&file, t, spec.applies));
-                }
-                out.notes.extend(notes);
-                out.files.push(FileEdit { file, tables, fallback, path: path.clone(), text });
             }
             Planned::Skip(reason, message) => out.skipped.push(Skipped { file, reason, message }),
         }
     }
+    // The project's ruff, one batch: it accepts a text as it is, or formats
+    // the added lines only (a renamed name can make a line too long), or
+    // that file's rows are not written.
+    let items: Vec<(&str, &Path)> = pending.iter().map(|f| (f.text.as_str(), f.path)).collect();
+    let verdicts: Vec<Option<Result<String, patchgen_core::normalize::RuffError>>> = match req.ruff {
+        Some(ruff) if !items.is_empty() => ruff.normalize_many(&items, 2).into_iter().map(Some).collect(),
+        _ => items.iter().map(|_| None).collect(),
+    };
+    for (mut f, result) in pending.into_iter().zip(verdicts) {
+        if let (Some(ruff), Some(result)) = (req.ruff, result) {
+            match result {
+                Ok(n) if n == f.text => {}
+                Ok(n) if adds_only(f.original, &n) => {
+                    f.text = n;
+                    reassign(&mut f.tables, &f.insertions, write::added_blocks(f.original, &f.text));
+                }
+                result => match ruff_verdict(ruff, result, f.original, f.path) {
+                    RuffVerdict::Accepts => {}
+                    RuffVerdict::Unavailable(why) => out.warnings.push(format!("{}: ruff not run ({why})", f.file)),
+                    RuffVerdict::Rejects(why) => {
+                        out.skipped.push(Skipped { file: f.file, reason: SkipReason::Ruff, message: why });
+                        continue;
+                    }
+                },
+            }
+        }
+        let fallback = req.donors.first().filter(|t| t.hf != f.donor).map(|t| {
+            format!(
+                "{} has no row here: copied from {}, the next reference model for {}",
+                t.hf,
+                f.donor,
+                req.category.as_str()
+            )
+        });
+        for t in &f.tables {
+            out.commands.extend(command(&f.file, t, f.spec.applies));
+        }
+        out.notes.extend(f.notes);
+        out.files.push(FileEdit { file: f.file, tables: f.tables, fallback, path: f.path.to_path_buf(), text: f.text });
+    }
     Ok(out)
+}
+
+/// Whether `text` is `original` with whole lines added, and parses.
+fn adds_only(original: &str, text: &str) -> bool {
+    write::only_added_lines(original, text) && ruff_python_parser::parse_module(text).is_ok()
 }
 
 /// The rows' texts after ruff reformatted the added lines: each insertion
