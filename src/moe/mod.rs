@@ -11,7 +11,8 @@
 //!   lint rule PG401);
 //! - `modeling`: whether a modeling module's classes hold fused expert
 //!   parameters (AST; shared with PG401);
-//! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`.
+//! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`;
+//! - `remote`: both on `hf://`, `s3://`, `gs://`, `az://`, `http(s)://`.
 pub mod checkpoint;
 pub mod config;
 pub mod convert;
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod modeling;
 pub mod plan;
 pub mod recipes;
+pub mod remote;
 pub mod report;
 
 use std::path::PathBuf;
@@ -97,7 +99,7 @@ Exit codes: 0 written, 1 refused or failed (nothing is left at DST), 2 usage err
 #[derive(clap::Args, Debug)]
 #[command(after_help = INSPECT_EXAMPLES)]
 pub struct InspectArgs {
-    /// A checkpoint directory (with model.safetensors.index.json or model.safetensors) or one .safetensors file
+    /// A checkpoint directory (with model.safetensors.index.json or model.safetensors), one .safetensors file, or a URL: hf://ORG/REPO[@REV][/DIR], s3://, gs://, az://, http(s)://
     pub checkpoint: PathBuf,
     /// The model's config.json (default: the one next to the checkpoint)
     #[arg(long)]
@@ -108,14 +110,20 @@ pub struct InspectArgs {
     /// Output format [default: text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
+    /// Touch no network: hf:// resolves to the local Hub cache, other URLs are errors
+    #[arg(long)]
+    pub offline: bool,
+    /// Also print the bytes fetched from a remote checkpoint
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = CONVERT_EXAMPLES)]
 pub struct ConvertArgs {
-    /// The source checkpoint (directory or .safetensors file)
+    /// The source checkpoint (directory, .safetensors file, or URL: hf://, s3://, gs://, az://, http(s)://)
     pub src: PathBuf,
-    /// The new checkpoint directory (must not exist, or be empty)
+    /// The new checkpoint: a directory or a bucket prefix (s3://, gs://, az://); must not exist, or be empty
     pub dst: PathBuf,
     /// Target layout
     #[arg(long, value_enum, default_value_t = plan::Target::Fused)]
@@ -132,6 +140,9 @@ pub struct ConvertArgs {
     /// Re-read the output and compare every tensor with its sources
     #[arg(long)]
     pub verify: bool,
+    /// Touch no network: hf:// resolves to the local Hub cache, other URLs are errors
+    #[arg(long)]
+    pub offline: bool,
     /// Output format [default: text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
@@ -161,8 +172,20 @@ pub fn run(args: MoeArgs) -> ExitStatus {
                     }
                 }
             };
-            match inspect::inspect(&a.checkpoint, a.config.as_deref(), upstream, &cwd) {
-                Ok(r) => printer.print(&r),
+            let result = match remote::locate(&a.checkpoint, a.offline) {
+                Ok(remote::Location::Local(p)) => inspect::inspect(&p, a.config.as_deref(), upstream, &cwd),
+                Ok(remote::Location::Remote(r)) => {
+                    remote::inspect(&r, a.config.as_deref(), upstream, &cwd).map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            match result {
+                Ok(mut r) => {
+                    if !a.verbose {
+                        r.transfer_note = None;
+                    }
+                    printer.print(&r)
+                }
                 Err(e) => {
                     let w = printer.err(&format!("patchgen moe inspect: error: {e}\n"));
                     printer.finish(w, ExitStatus::Failure)
@@ -186,7 +209,13 @@ pub fn run(args: MoeArgs) -> ExitStatus {
                 verify: a.verify,
                 progress: convert::stderr_is_terminal(),
             };
-            match convert::convert(&a.src, &a.dst, &opts) {
+            let ends = remote::locate(&a.src, a.offline).and_then(|s| Ok((s, remote::locate(&a.dst, a.offline)?)));
+            let result = match ends {
+                Ok((remote::Location::Local(s), remote::Location::Local(d))) => convert::convert(&s, &d, &opts),
+                Ok((s, d)) => remote::transfer::convert(&s, &d, &a.src, &a.dst, &opts).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match result {
                 Ok(r) => printer.print(&r),
                 Err(e) => {
                     let w = printer.err(&format!("patchgen moe convert: error: {e}\n"));
