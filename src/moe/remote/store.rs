@@ -24,7 +24,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use object_store::path::Path as ObjPath;
 use object_store::{
-    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
+    BackoffConfig, ClientConfigKey, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
     WriteMultipart,
 };
 
@@ -127,6 +127,9 @@ impl Remote {
             max_retries: env_num("PATCHGEN_REMOTE_RETRIES")?.unwrap_or(10) as usize,
             retry_timeout: Duration::from_secs(180).max(timeout),
         };
+        // Buckets keep the client settings `from_env` read (AWS_ALLOW_HTTP,
+        // proxies, ...) and get only the timeouts; HTTP stores get these options.
+        let secs = format!("{}s", timeout.as_secs());
         let options = ClientOptions::new().with_timeout(timeout).with_connect_timeout(Duration::from_secs(10));
         let (store, prefix, credential): (Arc<dyn ObjectStore>, String, Credential) = match &url.place {
             Place::Hub { repo, revision, subdir } => {
@@ -164,7 +167,8 @@ impl Remote {
             Place::Bucket { kind: Bucket::S3, bucket, prefix } => {
                 let store = object_store::aws::AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
-                    .with_client_options(options)
+                    .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), &secs)
+                    .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
                     .with_retry(retry)
                     .build()
                     .map_err(bad)?;
@@ -177,7 +181,8 @@ impl Remote {
             Place::Bucket { kind: Bucket::Gcs, bucket, prefix } => {
                 let store = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_bucket_name(bucket)
-                    .with_client_options(options)
+                    .with_config(object_store::gcp::GoogleConfigKey::Client(ClientConfigKey::Timeout), &secs)
+                    .with_config(object_store::gcp::GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
                     .with_retry(retry)
                     .build()
                     .map_err(bad)?;
@@ -190,7 +195,8 @@ impl Remote {
             Place::Bucket { kind: Bucket::Azure, bucket, prefix } => {
                 let store = object_store::azure::MicrosoftAzureBuilder::from_env()
                     .with_container_name(bucket)
-                    .with_client_options(options)
+                    .with_config(object_store::azure::AzureConfigKey::Client(ClientConfigKey::Timeout), &secs)
+                    .with_config(object_store::azure::AzureConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
                     .with_retry(retry)
                     .build()
                     .map_err(bad)?;
