@@ -358,6 +358,7 @@ fn inspecting_a_deepseek_v3_sized_index_reads_headers_only() {
         + size(&local.join("model.safetensors.index.json"))
         + size(&local.join("config.json"))
         + 64 * 1024 * shards as u64;
+    eprintln!("DeepSeek-V3-sized: {served} bytes in {requests} requests (headers {headers}, bound {bound})");
     assert!(served <= bound, "served {served} bytes, bound {bound}");
     assert_eq!(v["bytes_read"].as_u64(), Some(served));
     // One ranged read per shard whose header fits in 64 KiB, two otherwise.
