@@ -312,7 +312,10 @@ fn deepseek_v3_sized(dir: &Path) {
         let mut at = 0u64;
         for (t, shape) in part {
             let len = shape.iter().product::<u64>() * 2;
-            header.insert(t.clone(), serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [at, at + len]}));
+            header.insert(
+                t.clone(),
+                serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [at, at + len]}),
+            );
             weight_map.insert(t.clone(), serde_json::Value::String(name.clone()));
             at += len;
         }
@@ -381,7 +384,9 @@ fn private_repos_need_the_token_and_the_error_names_its_source() {
     let o = patchgen(d, &args, &[("HF_ENDPOINT", &ep)]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(
-        o.stderr.contains("hf://org/private/model.safetensors.index.json: 401 Unauthorized: no credential was sent: set HF_TOKEN"),
+        o.stderr.contains(
+            "hf://org/private/model.safetensors.index.json: 401 Unauthorized: no credential was sent: set HF_TOKEN"
+        ),
         "{}",
         o.stderr
     );
@@ -444,7 +449,11 @@ fn faults_are_located_errors_and_nothing_is_committed() {
     // 404 on the whole repo.
     let o = patchgen(d, &["moe", "inspect", "hf://org/nothing"], &env);
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("hf://org/nothing: no model.safetensors.index.json, no model.safetensors"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("hf://org/nothing: no model.safetensors.index.json, no model.safetensors"),
+        "{}",
+        o.stderr
+    );
 
     // 401 on one shard.
     hub.fault(shard, "401", 0);
@@ -456,22 +465,14 @@ fn faults_are_located_errors_and_nothing_is_committed() {
     hub.fault(shard, "ignore-range", 0);
     let o = patchgen(d, &["moe", "inspect", url], &env);
     assert_eq!(o.code, 1);
-    assert!(
-        o.stderr.contains(&format!("hf://org/repo/{shard}: the server ignored the Range request")),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains(&format!("hf://org/repo/{shard}: the server ignored the Range request")), "{}", o.stderr);
     convert(&[]);
     hub.reset();
 
     // A body shorter than its Content-Length, every time: retried, then an error.
     hub.fault(shard, "truncate", 0);
     let o = convert(&[]);
-    assert!(
-        o.stderr.contains(&format!("hf://org/repo/{shard}: the body ended early")),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains(&format!("hf://org/repo/{shard}: the body ended early")), "{}", o.stderr);
     hub.reset();
 
     // A server that does not answer.
@@ -554,7 +555,8 @@ fn s3_inspect_and_convert_in_every_direction() {
         ("AWS_ALLOW_HTTP", "true"),
     ];
     let boto = |args: &[&str]| {
-        let o = Command::new(&python).arg(script("s3.py")).args(args).env("AWS_ENDPOINT", &ep).envs(env).output().unwrap();
+        let o =
+            Command::new(&python).arg(script("s3.py")).args(args).env("AWS_ENDPOINT", &ep).envs(env).output().unwrap();
         assert!(o.status.success(), "s3.py {args:?}: {}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
@@ -571,7 +573,10 @@ fn s3_inspect_and_convert_in_every_direction() {
 
     // Local reference conversion.
     let want = d.join("want");
-    ok(&patchgen(d, &["moe", "convert", src.to_str().unwrap(), want.to_str().unwrap(), "--shard-size", "3KB"], &[]), "local");
+    ok(
+        &patchgen(d, &["moe", "convert", src.to_str().unwrap(), want.to_str().unwrap(), "--shard-size", "3KB"], &[]),
+        "local",
+    );
     let sz = ["--shard-size", "3KB", "--verify"];
 
     // s3 -> local.
@@ -630,7 +635,10 @@ fn s3_inspect_and_convert_in_every_direction() {
     assert!(o.stderr.contains("hf://org/repo/model-00003-of-00003.safetensors: the body ended early"), "{}", o.stderr);
     assert_eq!(boto(&["ls", "models", "qwen/half"]), "");
     hub.reset();
-    ok(&patchgen(d, &["moe", "convert", "hf://org/repo", "s3://models/qwen/half", "--shard-size", "3KB"], &e), "hub -> s3");
+    ok(
+        &patchgen(d, &["moe", "convert", "hf://org/repo", "s3://models/qwen/half", "--shard-size", "3KB"], &e),
+        "hub -> s3",
+    );
     boto(&["get", "models", "qwen/half", d.join("half").to_str().unwrap()]);
     same_files(&want, &d.join("half"));
 }

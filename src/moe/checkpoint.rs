@@ -79,10 +79,8 @@ impl Checkpoint {
     /// Every `(tensor, file)` of the weight map is in that file's header.
     pub(crate) fn check_weight_map(&self, index: &Path, wanted: &[(String, String)]) -> Result<(), String> {
         for (name, file) in wanted {
-            let ok = self
-                .by_name
-                .get(name)
-                .is_some_and(|&(s, _)| self.shards[s].path.file_name() == Some(file.as_ref()));
+            let ok =
+                self.by_name.get(name).is_some_and(|&(s, _)| self.shards[s].path.file_name() == Some(file.as_ref()));
             if !ok {
                 return Err(format!(
                     "{}: weight_map says \"{name}\" is in {file}, but that file's header has no such tensor",

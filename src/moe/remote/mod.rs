@@ -66,9 +66,9 @@ fn hub_cache(url: &RemoteUrl) -> Result<PathBuf, RemoteError> {
         });
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty()).map(PathBuf::from);
-    let cache = env("HF_HUB_CACHE").or_else(|| env("HF_HOME").map(|h| h.join("hub"))).unwrap_or_else(|| {
-        env("HOME").unwrap_or_default().join(".cache").join("huggingface").join("hub")
-    });
+    let cache = env("HF_HUB_CACHE")
+        .or_else(|| env("HF_HOME").map(|h| h.join("hub")))
+        .unwrap_or_else(|| env("HOME").unwrap_or_default().join(".cache").join("huggingface").join("hub"));
     let model = cache.join(format!("models--{}", repo.replace('/', "--")));
     let commit = std::fs::read_to_string(model.join("refs").join(revision))
         .map(|s| s.trim().to_string())

@@ -24,8 +24,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use object_store::path::Path as ObjPath;
 use object_store::{
-    BackoffConfig, ClientConfigKey, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
-    WriteMultipart,
+    BackoffConfig, ClientConfigKey, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload,
+    RetryConfig, WriteMultipart,
 };
 
 use super::error::{Credential, RemoteError, classify};
@@ -76,10 +76,11 @@ fn env(name: &str) -> Option<String> {
 fn env_num(name: &str) -> Result<Option<u64>, RemoteError> {
     match env(name) {
         None => Ok(None),
-        Some(v) => v.trim().parse().map(Some).map_err(|_| RemoteError::Other {
-            url: String::new(),
-            message: format!("{name}={v}: not a whole number"),
-        }),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| RemoteError::Other { url: String::new(), message: format!("{name}={v}: not a whole number") }),
     }
 }
 
@@ -89,18 +90,16 @@ fn hub_token() -> (Option<String>, Credential) {
         return (Some(t), Credential::Env(vec!["HF_TOKEN".into()]));
     }
     let file = env("HF_TOKEN_PATH").map(PathBuf::from).unwrap_or_else(|| {
-        let home = env("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(env("HOME").unwrap_or_default()).join(".cache").join("huggingface")
-        });
+        let home = env("HF_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env("HOME").unwrap_or_default()).join(".cache").join("huggingface"));
         home.join("token")
     });
     match std::fs::read_to_string(&file) {
         Ok(t) if !t.trim().is_empty() => (Some(t.trim().to_string()), Credential::File(file)),
         _ => (
             None,
-            Credential::None {
-                help: format!("set HF_TOKEN, or log in (`hf auth login` writes {})", file.display()),
-            },
+            Credential::None { help: format!("set HF_TOKEN, or log in (`hf auth login` writes {})", file.display()) },
         ),
     }
 }
@@ -133,15 +132,18 @@ impl Remote {
         let options = ClientOptions::new().with_timeout(timeout).with_connect_timeout(Duration::from_secs(10));
         let (store, prefix, credential): (Arc<dyn ObjectStore>, String, Credential) = match &url.place {
             Place::Hub { repo, revision, subdir } => {
-                let endpoint =
-                    env("HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into()).trim_end_matches('/').to_string();
+                let endpoint = env("HF_ENDPOINT")
+                    .unwrap_or_else(|| "https://huggingface.co".into())
+                    .trim_end_matches('/')
+                    .to_string();
                 let (token, credential) = hub_token();
                 let mut headers = http::HeaderMap::new();
                 if let Some(t) = token {
-                    let mut v = http::HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| RemoteError::Other {
-                        url: dir.clone(),
-                        message: "the Hub token holds characters a header cannot carry".into(),
-                    })?;
+                    let mut v =
+                        http::HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| RemoteError::Other {
+                            url: dir.clone(),
+                            message: "the Hub token holds characters a header cannot carry".into(),
+                        })?;
                     v.set_sensitive(true);
                     headers.insert(http::header::AUTHORIZATION, v);
                 }
@@ -201,7 +203,12 @@ impl Remote {
                     .build()
                     .map_err(bad)?;
                 let cred = env_credential(
-                    &["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_KEY", "AZURE_CLIENT_SECRET", "AZURE_STORAGE_TOKEN"],
+                    &[
+                        "AZURE_STORAGE_ACCOUNT_KEY",
+                        "AZURE_STORAGE_SAS_KEY",
+                        "AZURE_CLIENT_SECRET",
+                        "AZURE_STORAGE_TOKEN",
+                    ],
                     "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS or client secret)",
                 );
                 (Arc::new(store), prefix.clone(), cred)
@@ -229,10 +236,7 @@ impl Remote {
     }
 
     fn short(&self, name: &str, want: u64, got: usize) -> RemoteError {
-        RemoteError::Truncated {
-            url: self.display(name),
-            detail: format!("{got} bytes received, {want} expected"),
-        }
+        RemoteError::Truncated { url: self.display(name), detail: format!("{got} bytes received, {want} expected") }
     }
 
     /// The whole of a small file; `None` when it does not exist.

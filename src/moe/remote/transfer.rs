@@ -38,8 +38,8 @@ use super::{Location, open};
 use crate::moe::checkpoint::{Checkpoint, INDEX};
 use crate::moe::config::MoeDims;
 use crate::moe::convert::{
-    ConvertOptions, ConvertReport, Prepared, check_written_entry, check_written_header, commit, header_bytes,
-    index_of, is_weight_file, mismatch, prepare, progress_bar, refuse_non_empty, temporary_dir, transpose,
+    ConvertOptions, ConvertReport, Prepared, check_written_entry, check_written_header, commit, header_bytes, index_of,
+    is_weight_file, mismatch, prepare, progress_bar, refuse_non_empty, temporary_dir, transpose,
 };
 use crate::moe::plan::{OutTensor, Piece};
 
@@ -71,29 +71,25 @@ pub const WELL_KNOWN: &[&str] = &[
     "video_preprocessor_config.json",
 ];
 
-/// Where input bytes come from: local files or a remote directory.
+/// Where input bytes come from: local files (opened per read: a 1,000-shard
+/// checkpoint holds no 1,000 descriptors) or a remote directory.
 enum Reader<'a> {
-    Local(Vec<(PathBuf, std::fs::File)>),
+    Local(Vec<PathBuf>),
     Remote(&'a Remote, Vec<String>),
 }
 
 impl Reader<'_> {
-    fn local(paths: Vec<PathBuf>) -> Result<Reader<'static>, RemoteError> {
-        let mut files = Vec::with_capacity(paths.len());
-        for p in paths {
-            let f = std::fs::File::open(&p)
-                .map_err(|e| RemoteError::Checkpoint(format!("{}: cannot open: {e}", p.display())))?;
-            files.push((p, f));
-        }
-        Ok(Reader::Local(files))
+    fn open(p: &Path) -> Result<std::fs::File, RemoteError> {
+        std::fs::File::open(p).map_err(|e| RemoteError::Checkpoint(format!("{}: cannot open: {e}", p.display())))
     }
 
     async fn read(&self, shard: usize, range: Range<u64>) -> Result<Bytes, RemoteError> {
         match self {
-            Reader::Local(files) => {
-                let (p, f) = &files[shard];
+            Reader::Local(paths) => {
+                let p = &paths[shard];
                 let mut buf = vec![0u8; (range.end - range.start) as usize];
-                f.read_exact_at(&mut buf, range.start)
+                Self::open(p)?
+                    .read_exact_at(&mut buf, range.start)
                     .map_err(|e| RemoteError::Checkpoint(format!("{}: {e}", p.display())))?;
                 Ok(Bytes::from(buf))
             }
@@ -104,9 +100,12 @@ impl Reader<'_> {
     /// The first `max` bytes of shard `shard` and its size.
     async fn head(&self, shard: usize, max: u64) -> Result<(Bytes, u64), RemoteError> {
         match self {
-            Reader::Local(files) => {
-                let (p, f) = &files[shard];
-                let size = f.metadata().map_err(|e| RemoteError::Checkpoint(format!("{}: {e}", p.display())))?.len();
+            Reader::Local(paths) => {
+                let p = &paths[shard];
+                let size = Self::open(p)?
+                    .metadata()
+                    .map_err(|e| RemoteError::Checkpoint(format!("{}: {e}", p.display())))?
+                    .len();
                 Ok((self.read(shard, 0..max.min(size)).await?, size))
             }
             Reader::Remote(r, names) => r.read_head(&names[shard], max).await,
@@ -128,8 +127,10 @@ fn ops(tensors: &[OutTensor]) -> Vec<Op> {
     let mut at = 0;
     for t in tensors {
         for p in &t.pieces {
-            if let (Piece::Range { shard, offset, len }, Some(Op { piece: Piece::Range { shard: s, offset: o, len: l }, .. })) =
-                (p, out.last_mut())
+            if let (
+                Piece::Range { shard, offset, len },
+                Some(Op { piece: Piece::Range { shard: s, offset: o, len: l }, .. }),
+            ) = (p, out.last_mut())
                 && *s == *shard
                 && *o + *l == *offset
             {
@@ -148,7 +149,10 @@ fn ops(tensors: &[OutTensor]) -> Vec<Op> {
                 let mut done = 0;
                 while done < len {
                     let k = CHUNK.min(len - done);
-                    split.push(Op { piece: Piece::Range { shard, offset: offset + done, len: k }, out_at: op.out_at + done });
+                    split.push(Op {
+                        piece: Piece::Range { shard, offset: offset + done, len: k },
+                        out_at: op.out_at + done,
+                    });
                     done += k;
                 }
             }
@@ -242,7 +246,12 @@ async fn write_shard(
 
 /// Re-read output shard 0 of `out` (named `name`) and compare it with the
 /// plan's sources.
-async fn verify_shard(out: &Reader<'_>, name: &str, tensors: &[OutTensor], src: &Reader<'_>) -> Result<(), RemoteError> {
+async fn verify_shard(
+    out: &Reader<'_>,
+    name: &str,
+    tensors: &[OutTensor],
+    src: &Reader<'_>,
+) -> Result<(), RemoteError> {
     let fail = RemoteError::Checkpoint;
     let (head, size) = out.head(0, 8).await?;
     if head.len() < 8 {
@@ -263,9 +272,8 @@ async fn verify_shard(out: &Reader<'_>, name: &str, tensors: &[OutTensor], src: 
     }
     let data = 8 + n;
     let ops = ops(tensors);
-    let mut stream = futures::stream::iter(ops.iter())
-        .map(|op| both(src, out, data, op))
-        .buffered(ahead(&ops).div_ceil(2));
+    let mut stream =
+        futures::stream::iter(ops.iter()).map(|op| both(src, out, data, op)).buffered(ahead(&ops).div_ceil(2));
     while let Some(r) = stream.next().await {
         let (base, want, got) = r?;
         if want != got {
@@ -298,7 +306,7 @@ fn open_source<'a>(src: &'a Location, arg: &Path) -> Result<Source<'a>, RemoteEr
             let ck = Checkpoint::open(p).map_err(RemoteError::Checkpoint)?;
             let config = if p.is_dir() { Some(p.join("config.json")).filter(|c| c.is_file()) } else { None };
             let dims = config.as_deref().map(MoeDims::load).transpose().map_err(RemoteError::Checkpoint)?;
-            let reader = Reader::local(ck.shards.iter().map(|s| s.path.clone()).collect())?;
+            let reader = Reader::Local(ck.shards.iter().map(|s| s.path.clone()).collect());
             Ok(Source { ck, dims, reader, label: arg.to_path_buf() })
         }
         Location::Remote(r) => {
@@ -363,7 +371,8 @@ impl Dest<'_> {
         match self {
             Dest::Local { tmp, .. } => {
                 let p = tmp.path().join(name);
-                let f = std::fs::File::create(&p).map_err(|e| RemoteError::Checkpoint(format!("{}: {e}", p.display())))?;
+                let f =
+                    std::fs::File::create(&p).map_err(|e| RemoteError::Checkpoint(format!("{}: {e}", p.display())))?;
                 Ok(Sink::File(f, p))
             }
             Dest::Remote { r, written } => {
@@ -393,7 +402,7 @@ impl Dest<'_> {
 
     fn reader(&self, name: &str) -> Result<Reader<'_>, RemoteError> {
         match self {
-            Dest::Local { tmp, .. } => Reader::local(vec![tmp.path().join(name)]),
+            Dest::Local { tmp, .. } => Ok(Reader::Local(vec![tmp.path().join(name)])),
             Dest::Remote { r, .. } => Ok(Reader::Remote(r, vec![name.to_string()])),
         }
     }
@@ -403,10 +412,11 @@ impl Dest<'_> {
         if let Dest::Remote { r, written } = self {
             let names = written.into_inner().unwrap_or_default();
             let _ = block_on(async {
-                futures::stream::iter(names.iter()).for_each_concurrent(8, |n| async move {
-                    let _ = r.delete(n).await;
-                })
-                .await
+                futures::stream::iter(names.iter())
+                    .for_each_concurrent(8, |n| async move {
+                        let _ = r.delete(n).await;
+                    })
+                    .await
             });
         }
     }
@@ -439,8 +449,10 @@ fn open_dest<'a>(src: &Location, dst: &'a Location, dst_arg: &Path) -> Result<De
                 });
             }
             if let Location::Remote(s) = src
-                && let (Place::Bucket { kind: k1, bucket: b1, prefix: p1 }, Place::Bucket { kind: k2, bucket: b2, prefix: p2 }) =
-                    (&s.url.place, &r.url.place)
+                && let (
+                    Place::Bucket { kind: k1, bucket: b1, prefix: p1 },
+                    Place::Bucket { kind: k2, bucket: b2, prefix: p2 },
+                ) = (&s.url.place, &r.url.place)
                 && k1 == k2
                 && b1 == b2
                 && (p1 == p2 || p1.is_empty() || p2.starts_with(&format!("{p1}/")))
@@ -578,7 +590,10 @@ mod tests {
         let t = |pieces: Vec<Piece>| OutTensor { name: "t".into(), dtype: "U8".into(), shape: vec![], pieces };
         let tensors = vec![
             t(vec![Piece::Range { shard: 0, offset: 100, len: 10 }, Piece::Range { shard: 0, offset: 110, len: 5 }]),
-            t(vec![Piece::Range { shard: 0, offset: 115, len: CHUNK + 1 }, Piece::Range { shard: 1, offset: 0, len: 3 }]),
+            t(vec![
+                Piece::Range { shard: 0, offset: 115, len: CHUNK + 1 },
+                Piece::Range { shard: 1, offset: 0, len: 3 },
+            ]),
         ];
         let o = ops(&tensors);
         let pieces: Vec<(Piece, u64)> = o.iter().map(|o| (o.piece.clone(), o.out_at)).collect();

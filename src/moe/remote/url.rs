@@ -100,7 +100,9 @@ impl RemoteUrl {
                 Place::Http { base: format!("{scheme}://{dir}") }
             }
             _ => {
-                return Err(err("unknown scheme: use hf://, s3://, gs://, az://, http:// or https://, or a local path"));
+                return Err(err(
+                    "unknown scheme: use hf://, s3://, gs://, az://, http:// or https://, or a local path",
+                ));
             }
         };
         Ok(Some(RemoteUrl { place, file }))
