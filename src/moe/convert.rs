@@ -133,22 +133,38 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
     }
 
     commit(tmp, dst, &dst_abs)?;
-    Ok(ConvertReport {
-        src: src.to_path_buf(),
-        dst: dst.to_path_buf(),
-        to: opts.to,
-        converted: plan.converted.iter().map(|(p, f)| (p.clone(), f.letter().to_string())).collect(),
-        unchanged: plan.unchanged.len(),
-        tensors: plan.tensors.len(),
-        shards: names,
-        bytes: total,
-        copied_files,
-        skipped_dirs,
-        seconds: start.elapsed().as_secs_f64(),
-        verified: opts.verify,
-        bytes_read: None,
-        bytes_written: None,
-    })
+    let prepared = Prepared { plan, cuts: Vec::new(), names, total };
+    Ok(ConvertReport::new(src, dst, opts, prepared, (copied_files, skipped_dirs), start))
+}
+
+impl ConvertReport {
+    /// The report of a finished conversion (no remote transfer counts).
+    pub(crate) fn new(
+        src: &Path,
+        dst: &Path,
+        opts: &ConvertOptions,
+        prepared: Prepared,
+        (copied_files, skipped_dirs): (Vec<String>, Vec<String>),
+        start: Instant,
+    ) -> ConvertReport {
+        let Prepared { plan, names, total, .. } = prepared;
+        ConvertReport {
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            to: opts.to,
+            converted: plan.converted.iter().map(|(p, f)| (p.clone(), f.letter().to_string())).collect(),
+            unchanged: plan.unchanged.len(),
+            tensors: plan.tensors.len(),
+            shards: names,
+            bytes: total,
+            copied_files,
+            skipped_dirs,
+            seconds: start.elapsed().as_secs_f64(),
+            verified: opts.verify,
+            bytes_read: None,
+            bytes_written: None,
+        }
+    }
 }
 
 /// What a conversion writes: the plan, its cut into output shards, their

@@ -563,22 +563,8 @@ fn write_all(
     if let Some(index) = index_of(&plan, &cuts, &names, total) {
         dest.put(INDEX, Bytes::from(index))?;
     }
-    Ok(ConvertReport {
-        src: src_arg.to_path_buf(),
-        dst: dst_arg.to_path_buf(),
-        to: opts.to,
-        converted: plan.converted.iter().map(|(p, f)| (p.clone(), f.letter().to_string())).collect(),
-        unchanged: plan.unchanged.len(),
-        tensors: plan.tensors.len(),
-        shards: names,
-        bytes: total,
-        copied_files,
-        skipped_dirs,
-        seconds: start.elapsed().as_secs_f64(),
-        verified: opts.verify,
-        bytes_read: None,
-        bytes_written: None,
-    })
+    let prepared = Prepared { plan, cuts, names, total };
+    Ok(ConvertReport::new(src_arg, dst_arg, opts, prepared, (copied_files, skipped_dirs), start))
 }
 
 #[cfg(test)]
