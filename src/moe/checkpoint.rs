@@ -128,9 +128,12 @@ impl Checkpoint {
     }
 }
 
+/// An index's `(tensor, file)` pairs.
+pub(crate) type WeightMap = Vec<(String, String)>;
+
 /// The files an index names (sorted, once each) and its `(tensor, file)`
 /// pairs; `index` names it in errors.
-pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, Vec<(String, String)>), String> {
+pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", index.display(), e.line(), e.column()))?;
     let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {

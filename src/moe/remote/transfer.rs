@@ -316,8 +316,11 @@ fn open_source<'a>(src: &'a Location, arg: &Path) -> Result<Source<'a>, RemoteEr
     }
 }
 
+/// Files `(name, bytes)` and the names of skipped subdirectories.
+type OtherFiles = (Vec<(String, Bytes)>, Vec<String>);
+
 /// The non-weight files of SRC: `(name, bytes)` and the subdirectories skipped.
-fn other_files(src: &Location) -> Result<(Vec<(String, Bytes)>, Vec<String>), RemoteError> {
+fn other_files(src: &Location) -> Result<OtherFiles, RemoteError> {
     match src {
         Location::Local(p) if p.is_dir() => {
             let mut files = Vec::new();
