@@ -269,6 +269,25 @@ impl Remote {
         Ok(bytes)
     }
 
+    /// Bytes `range` of `name`, exactly, as the chunks the connection
+    /// delivered (no contiguous buffer of the whole range is allocated).
+    pub async fn read_chunks(&self, name: &str, range: Range<u64>) -> Result<Vec<Bytes>, RemoteError> {
+        use futures::TryStreamExt;
+        let want = range.end - range.start;
+        if want == 0 {
+            return Ok(Vec::new());
+        }
+        let opts = GetOptions { range: Some(GetRange::Bounded(range)), ..Default::default() };
+        let r = self.store.get_opts(&self.path(name), opts).await.map_err(|e| self.fault(name, e))?;
+        let chunks: Vec<Bytes> = r.into_stream().try_collect().await.map_err(|e| self.fault(name, e))?;
+        let got: usize = chunks.iter().map(Bytes::len).sum();
+        self.count(got);
+        if got as u64 != want {
+            return Err(self.short(name, want, got));
+        }
+        Ok(chunks)
+    }
+
     /// The first `max` bytes of `name` (fewer if it is shorter) and its size,
     /// in one ranged request.
     pub async fn read_head(&self, name: &str, max: u64) -> Result<(Bytes, u64), RemoteError> {

@@ -97,6 +97,14 @@ impl Reader<'_> {
         }
     }
 
+    /// Like `read`, as chunks (a remote read keeps the connection's).
+    async fn read_chunks(&self, shard: usize, range: Range<u64>) -> Result<Vec<Bytes>, RemoteError> {
+        match self {
+            Reader::Local(_) => Ok(vec![self.read(shard, range).await?]),
+            Reader::Remote(r, names) => r.read_chunks(&names[shard], range).await,
+        }
+    }
+
     /// The first `max` bytes of shard `shard` and its size.
     async fn head(&self, shard: usize, max: u64) -> Result<(Bytes, u64), RemoteError> {
         match self {
@@ -168,16 +176,24 @@ fn ahead(ops: &[Op]) -> usize {
     (AHEAD_BYTES / largest).clamp(1, 4) as usize
 }
 
-/// The output bytes of `op`.
-async fn fetch(src: &Reader<'_>, op: &Op) -> Result<Bytes, RemoteError> {
+/// The output bytes of `op`, in chunks.
+async fn fetch(src: &Reader<'_>, op: &Op) -> Result<Vec<Bytes>, RemoteError> {
     match op.piece {
-        Piece::Range { shard, offset, len } => src.read(shard, offset..offset + len).await,
+        Piece::Range { shard, offset, len } => src.read_chunks(shard, offset..offset + len).await,
         Piece::Matrix { shard, offset, rows, cols, elem, col_start, col_count } => {
             let m = src.read(shard, offset..offset + rows * cols * elem).await?;
             let mut out = Vec::new();
             transpose(&m, rows, cols, elem, col_start, col_count, &mut out);
-            Ok(Bytes::from(out))
+            Ok(vec![Bytes::from(out)])
         }
+    }
+}
+
+/// Chunks as one contiguous buffer.
+fn joined(chunks: Vec<Bytes>) -> Bytes {
+    match <[Bytes; 1]>::try_from(chunks) {
+        Ok([one]) => one,
+        Err(chunks) => Bytes::from(chunks.concat()),
     }
 }
 
@@ -227,10 +243,11 @@ async fn write_shard(
         sink.write(&header_bytes(tensors)).await?;
         let ops = ops(tensors);
         let mut stream = futures::stream::iter(ops.iter()).map(|op| fetch(src, op)).buffered(ahead(&ops));
-        while let Some(b) = stream.next().await {
-            let b = b?;
-            sink.write(&b).await?;
-            bar.inc(b.len() as u64);
+        while let Some(chunks) = stream.next().await {
+            for b in chunks? {
+                sink.write(&b).await?;
+                bar.inc(b.len() as u64);
+            }
         }
         Ok::<(), RemoteError>(())
     }
@@ -287,7 +304,7 @@ async fn verify_shard(
 
 /// An op's source bytes and the output's bytes at its place.
 async fn both(src: &Reader<'_>, out: &Reader<'_>, data: u64, op: &Op) -> Result<(u64, Bytes, Bytes), RemoteError> {
-    let want = fetch(src, op).await?;
+    let want = joined(fetch(src, op).await?);
     let got = out.read(0, data + op.out_at..data + op.out_at + want.len() as u64).await?;
     Ok((op.out_at, want, got))
 }
