@@ -60,7 +60,8 @@ pub struct Stats {
     pub bytes_written: AtomicU64,
 }
 
-/// A remote directory.
+/// A remote directory (cheap to clone: the clones share the store and the counters).
+#[derive(Clone)]
 pub struct Remote {
     pub url: RemoteUrl,
     store: Arc<dyn ObjectStore>,

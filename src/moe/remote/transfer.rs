@@ -22,7 +22,7 @@
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -73,12 +73,13 @@ pub const WELL_KNOWN: &[&str] = &[
 
 /// Where input bytes come from: local files (opened per read: a 1,000-shard
 /// checkpoint holds no 1,000 descriptors) or a remote directory.
-enum Reader<'a> {
-    Local(Vec<PathBuf>),
-    Remote(&'a Remote, Vec<String>),
+#[derive(Clone)]
+enum Reader {
+    Local(Arc<Vec<PathBuf>>),
+    Remote(Remote, Arc<Vec<String>>),
 }
 
-impl Reader<'_> {
+impl Reader {
     fn open(p: &Path) -> Result<std::fs::File, RemoteError> {
         std::fs::File::open(p).map_err(|e| RemoteError::Checkpoint(format!("{}: cannot open: {e}", p.display())))
     }
@@ -177,7 +178,7 @@ fn ahead(ops: &[Op]) -> usize {
 }
 
 /// The output bytes of `op`, in chunks.
-async fn fetch(src: &Reader<'_>, op: &Op) -> Result<Vec<Bytes>, RemoteError> {
+async fn fetch(src: &Reader, op: &Op) -> Result<Vec<Bytes>, RemoteError> {
     match op.piece {
         Piece::Range { shard, offset, len } => src.read_chunks(shard, offset..offset + len).await,
         Piece::Matrix { shard, offset, rows, cols, elem, col_start, col_count } => {
@@ -234,7 +235,7 @@ impl Sink<'_> {
 }
 
 async fn write_shard(
-    src: &Reader<'_>,
+    src: &Reader,
     tensors: &[OutTensor],
     mut sink: Sink<'_>,
     bar: &ProgressBar,
@@ -242,8 +243,15 @@ async fn write_shard(
     let result = async {
         sink.write(&header_bytes(tensors)).await?;
         let ops = ops(tensors);
-        let mut stream = futures::stream::iter(ops.iter()).map(|op| fetch(src, op)).buffered(ahead(&ops));
+        // Each read is a task of its own: sockets keep draining while a
+        // chunk is written; `buffered` still bounds how many are in flight.
+        let spawn = |op: &Op| {
+            let (src, op) = (src.clone(), op.clone());
+            tokio::spawn(async move { fetch(&src, &op).await })
+        };
+        let mut stream = futures::stream::iter(ops.iter()).map(spawn).buffered(ahead(&ops));
         while let Some(chunks) = stream.next().await {
+            let chunks = chunks.map_err(|e| RemoteError::Checkpoint(format!("a read task failed: {e}")))?;
             for b in chunks? {
                 sink.write(&b).await?;
                 bar.inc(b.len() as u64);
@@ -263,12 +271,7 @@ async fn write_shard(
 
 /// Re-read output shard 0 of `out` (named `name`) and compare it with the
 /// plan's sources.
-async fn verify_shard(
-    out: &Reader<'_>,
-    name: &str,
-    tensors: &[OutTensor],
-    src: &Reader<'_>,
-) -> Result<(), RemoteError> {
+async fn verify_shard(out: &Reader, name: &str, tensors: &[OutTensor], src: &Reader) -> Result<(), RemoteError> {
     let fail = RemoteError::Checkpoint;
     let (head, size) = out.head(0, 8).await?;
     if head.len() < 8 {
@@ -303,32 +306,37 @@ async fn verify_shard(
 }
 
 /// An op's source bytes and the output's bytes at its place.
-async fn both(src: &Reader<'_>, out: &Reader<'_>, data: u64, op: &Op) -> Result<(u64, Bytes, Bytes), RemoteError> {
+async fn both(src: &Reader, out: &Reader, data: u64, op: &Op) -> Result<(u64, Bytes, Bytes), RemoteError> {
     let want = joined(fetch(src, op).await?);
     let got = out.read(0, data + op.out_at..data + op.out_at + want.len() as u64).await?;
     Ok((op.out_at, want, got))
 }
 
 /// The opened source: its checkpoint, config and reader.
-struct Source<'a> {
+struct Source {
     ck: Checkpoint,
     dims: Option<MoeDims>,
-    reader: Reader<'a>,
+    reader: Reader,
     label: PathBuf,
 }
 
-fn open_source<'a>(src: &'a Location, arg: &Path) -> Result<Source<'a>, RemoteError> {
+fn open_source(src: &Location, arg: &Path) -> Result<Source, RemoteError> {
     match src {
         Location::Local(p) => {
             let ck = Checkpoint::open(p).map_err(RemoteError::Checkpoint)?;
             let config = if p.is_dir() { Some(p.join("config.json")).filter(|c| c.is_file()) } else { None };
             let dims = config.as_deref().map(MoeDims::load).transpose().map_err(RemoteError::Checkpoint)?;
-            let reader = Reader::Local(ck.shards.iter().map(|s| s.path.clone()).collect());
+            let reader = Reader::Local(Arc::new(ck.shards.iter().map(|s| s.path.clone()).collect()));
             Ok(Source { ck, dims, reader, label: arg.to_path_buf() })
         }
         Location::Remote(r) => {
             let (opened, dims) = block_on(async { futures::future::try_join(open::open(r), open::config(r)).await })??;
-            Ok(Source { ck: opened.ck, dims, reader: Reader::Remote(r, opened.names), label: arg.to_path_buf() })
+            Ok(Source {
+                ck: opened.ck,
+                dims,
+                reader: Reader::Remote((**r).clone(), Arc::new(opened.names)),
+                label: arg.to_path_buf(),
+            })
         }
     }
 }
@@ -420,10 +428,10 @@ impl Dest<'_> {
         }
     }
 
-    fn reader(&self, name: &str) -> Result<Reader<'_>, RemoteError> {
+    fn reader(&self, name: &str) -> Result<Reader, RemoteError> {
         match self {
-            Dest::Local { tmp, .. } => Ok(Reader::Local(vec![tmp.path().join(name)])),
-            Dest::Remote { r, .. } => Ok(Reader::Remote(r, vec![name.to_string()])),
+            Dest::Local { tmp, .. } => Ok(Reader::Local(Arc::new(vec![tmp.path().join(name)]))),
+            Dest::Remote { r, .. } => Ok(Reader::Remote((*r).clone(), Arc::new(vec![name.to_string()]))),
         }
     }
 
