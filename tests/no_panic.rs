@@ -11,10 +11,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use patchgen::codegen;
-use patchgen::config::loader::{MemoryLoader, ProjectLoader};
-use patchgen::config::source::ParsedFile;
-use patchgen::config::{PatchPlan, evaluate};
+use patchgen_config::loader::{MemoryLoader, ProjectLoader};
+use patchgen_config::source::ParsedFile;
+use patchgen_config::{PatchPlan, evaluate};
+use patchgen_core::codegen;
 use proptest::prelude::*;
 
 const STACK_SIZE: usize = 256 << 20;
@@ -62,7 +62,7 @@ fn eval_modules(a: &str, b: Option<&str>) -> (Vec<String>, Vec<PatchPlan>) {
 /// Generate `plan` over `upstream` and diff the result as the pipeline does.
 fn generate_and_diff(plan: &PatchPlan, upstream: &ParsedFile) -> Result<(), String> {
     let raw = codegen::generate(plan, upstream, "5.9.0").map_err(|e| e.message)?;
-    let _ = patchgen::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
+    let _ = patchgen_core::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
     Ok(())
 }
 
