@@ -198,6 +198,14 @@ fn hub_inspect_and_convert_match_the_local_copy() {
             first_reads + size(&local.join("model.safetensors.index.json")) + size(&local.join("config.json"))
         );
 
+        // One shard named by its URL, as locally: the config next to it applies.
+        let shard = "model-00001-of-00003.safetensors";
+        let lf = local.join(shard);
+        let l1 = patchgen(d, &["moe", "inspect", lf.to_str().unwrap(), "--format", "json"], &[]);
+        let r1 = patchgen(d, &["moe", "inspect", &format!("{url}/{shard}"), "--format", "json"], &env);
+        assert_eq!(r1.code, l1.code, "{}", r1.stderr);
+        assert_eq!(normalised(&r1.stdout, &url), normalised(&l1.stdout, local.to_str().unwrap()));
+
         // -v tells the bytes fetched.
         let t = patchgen(d, &["moe", "inspect", &url, "-v"], &env);
         assert!(t.stdout.contains("fetched: ") && t.stdout.contains("no tensor data"), "{}", t.stdout);

@@ -86,11 +86,8 @@ pub async fn open(remote: &Remote) -> Result<Opened, RemoteError> {
     Ok(Opened { ck, names: files })
 }
 
-/// `config.json` next to the checkpoint, when there is one.
+/// `config.json` next to the checkpoint (or the one file), when there is one.
 pub async fn config(remote: &Remote) -> Result<Option<MoeDims>, RemoteError> {
-    if remote.url.file.is_some() {
-        return Ok(None);
-    }
     let Some(bytes) = remote.get_all("config.json").await? else { return Ok(None) };
     let path = PathBuf::from(remote.display("config.json"));
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
