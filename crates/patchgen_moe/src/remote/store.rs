@@ -74,15 +74,9 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-fn env_num(name: &str) -> Result<Option<u64>, RemoteError> {
-    match env(name) {
-        None => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| RemoteError::Other { url: String::new(), message: format!("{name}={v}: not a whole number") }),
-    }
+/// A whole-number `PATCHGEN_REMOTE_*` setting, read through the settings.
+fn setting(read: fn(patchgen_core::settings::Env) -> Result<Option<u64>, String>) -> Result<Option<u64>, RemoteError> {
+    read(&patchgen_core::settings::process_env).map_err(|message| RemoteError::Other { url: String::new(), message })
 }
 
 /// The Hub token and where it came from.
@@ -117,14 +111,14 @@ impl Remote {
         runtime()?;
         let dir = url.dir();
         let bad = |e: object_store::Error| RemoteError::Other { url: dir.clone(), message: e.to_string() };
-        let timeout = Duration::from_secs(env_num("PATCHGEN_REMOTE_TIMEOUT")?.unwrap_or(120));
+        let timeout = Duration::from_secs(setting(patchgen_core::settings::remote_timeout_secs)?.unwrap_or(120));
         let retry = RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
                 max_backoff: Duration::from_secs(15),
                 base: 2.0,
             },
-            max_retries: env_num("PATCHGEN_REMOTE_RETRIES")?.unwrap_or(10) as usize,
+            max_retries: setting(patchgen_core::settings::remote_retries)?.unwrap_or(10) as usize,
             retry_timeout: Duration::from_secs(180).max(timeout),
         };
         // Buckets keep the client settings `from_env` read (AWS_ALLOW_HTTP,
