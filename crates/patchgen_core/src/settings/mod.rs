@@ -132,6 +132,24 @@ pub fn ruff_mode(env: Env) -> crate::normalize::Mode {
     }
 }
 
+/// A whole-number variable (`None` when unset), or the message naming it.
+fn whole_number(env: Env, name: &str) -> Result<Option<u64>, String> {
+    match env(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| format!("{name}={v}: not a whole number")),
+    }
+}
+
+/// `PATCHGEN_REMOTE_TIMEOUT`: seconds before a remote checkpoint request gives up (`moe`).
+pub fn remote_timeout_secs(env: Env) -> Result<Option<u64>, String> {
+    whole_number(env, "PATCHGEN_REMOTE_TIMEOUT")
+}
+
+/// `PATCHGEN_REMOTE_RETRIES`: how often a failed remote request is retried (`moe`).
+pub fn remote_retries(env: Env) -> Result<Option<u64>, String> {
+    whole_number(env, "PATCHGEN_REMOTE_RETRIES")
+}
+
 /// `PATCHGEN_TIMINGS=1`: print phase timings on stderr (`crate::timings`).
 pub fn timings_enabled(env: Env) -> bool {
     env("PATCHGEN_TIMINGS").is_some_and(|v| v != "0")
