@@ -35,6 +35,7 @@
 pub mod args;
 mod check;
 mod clean;
+pub mod explain;
 mod generate;
 mod legacy;
 mod list;
@@ -59,6 +60,7 @@ Examples:
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen lint                         the protocol's silent pitfalls as rules (see `patchgen rule --all`)
+  patchgen explain                      each .diff hunk with the patch, import or ruff rule behind it
   patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
   patchgen new mistral                  a new model's config, __init__.py and toy config
   patchgen completions bash > /etc/bash_completion.d/patchgen
@@ -102,6 +104,7 @@ pub enum Command {
     Survey(crate::survey::SurveyArgs),
     Moe(crate::moe::MoeArgs),
     Lint(crate::lint::command::LintArgs),
+    Explain(explain::ExplainArgs),
     Rule(crate::lint::command::RuleArgs),
     Reference(crate::reference::ReferenceArgs),
     New(crate::scaffold::NewArgs),
@@ -133,6 +136,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Survey(a) => crate::survey::run(a),
         Command::Moe(a) => crate::moe::run(a),
         Command::Lint(a) => crate::lint::command::run_command(&a),
+        Command::Explain(a) => explain::run(&a),
         Command::Rule(a) => crate::lint::command::run_rule(&a),
         Command::Reference(a) => crate::reference::run_command(a),
         Command::New(a) => crate::scaffold::run_command(a),

@@ -25,7 +25,7 @@ pub(super) type ClassKey = (PathBuf, u32, Vec<(String, String)>);
 #[derive(Default)]
 pub struct Cache {
     pub(super) overrides: Mutex<HashMap<OverrideKey, Option<String>>>,
-    pub(super) classes: Mutex<HashMap<ClassKey, Result<String, CodegenError>>>,
+    pub(super) classes: Mutex<HashMap<ClassKey, Result<super::methods::TracedClass, CodegenError>>>,
 }
 
 /// `map[key]`, computing it with `compute` (outside the lock) the first time.

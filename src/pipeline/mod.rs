@@ -363,7 +363,7 @@ impl Context {
         let diagnosis = diagnostics::diagnose(&plan, &parsed, module);
         let mut found: Vec<Diagnostic> = warnings.iter().map(|w| diagnostics::from_config_warning(w, module)).collect();
         found.extend(diagnosis.diagnostics);
-        let text = codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
+        let (text, trace) = codegen::generate_traced(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
@@ -413,6 +413,7 @@ impl Context {
             },
             abs_target,
             text,
+            trace,
             upstream: parsed,
         })
     }
@@ -425,6 +426,8 @@ pub struct Raw {
     pub abs_target: PathBuf,
     /// The generated text before ruff.
     pub text: String,
+    /// Where each line of `text` came from (`crate::provenance`).
+    pub trace: crate::provenance::raw::RawTrace,
     /// The upstream module (what the `.diff` is taken against).
     pub upstream: Arc<ParsedFile>,
 }

@@ -8,11 +8,11 @@ mod tests;
 
 use ruff_python_ast::{Expr, Stmt};
 
-use super::text::{apply_name_map, py_replace, strip_patch_decorators};
+use super::text::{apply_name_map, py_replace, strip_patch_decorators, strip_patch_decorators_traced};
 use crate::config::plan::Patch;
 use crate::pytext;
 
-pub use class_edit::ClassEdit;
+pub use class_edit::{ClassEdit, ClassLine, TracedClass};
 
 /// Whether any function is defined anywhere in the statements (`ast.walk`).
 fn contains_function(body: &[Stmt]) -> bool {
@@ -61,6 +61,16 @@ pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<String> {
         return None;
     }
     Some(cleaned)
+}
+
+/// The source line index of each line of [`prepare_override`]'s text
+/// (the lines decorator stripping keeps).
+pub fn override_source_lines(patch: &Patch, method_name: &str) -> Vec<u32> {
+    let Some(replacement) = patch.replacement.as_ref() else { return Vec::new() };
+    let _ = method_name;
+    let dedented = pytext::dedent(&replacement.source);
+    let src = apply_name_map(&dedented, patch.name_map.as_deref());
+    strip_patch_decorators_traced(&src).1
 }
 
 fn is_empty_body_node(stmt: &Stmt) -> bool {
