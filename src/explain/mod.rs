@@ -141,6 +141,7 @@ fn add(causes: &mut Vec<Origin>, o: Origin) {
             let in_code = |x: &Origin| matches!((x.line, x.anchor), (Some(l), Some(a)) if l >= a);
             if !in_code(c) && in_code(&o) {
                 c.line = o.line;
+                c.anchor = o.anchor;
             }
         }
         None => causes.push(o),
