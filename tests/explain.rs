@@ -271,3 +271,51 @@ fn veomni_a_line_inserted_into_an_override_is_that_config_line() {
     let up = doc["origin"]["line"].as_u64().unwrap() as usize;
     assert_eq!(upstream.lines().nth(up - 1).unwrap().trim(), generated.lines().nth(line - 1).unwrap().trim());
 }
+
+// ---------------------------------------------------------------------------
+// Findings located through the map.
+
+#[test]
+fn pg104_is_at_the_add_import_call() {
+    // The module's misspelt name also appears earlier in the file (in a
+    // comment here; in real configs, a correct import of a similar module).
+    let config = toy_config(
+        "config.add_import(\"toylib.modeling_tyo\", names=[\"Other\"])\nconfig.add_post_import_block(\"ALIAS = Other\")\n",
+    )
+        .replacen("from patchgen import PatchConfig\n", "# toylib.modeling_tyo: a typo, below\nfrom patchgen import PatchConfig\n", 1);
+    let p = MiniProject::new(&[("pkg/toy/__init__.py", ""), (CONFIG, &config)]);
+    let generated = p.run(&["generate", "pkg.toy.toy_patch_gen_config"]);
+    assert_eq!(generated.code, 0, "{}", generated.stderr);
+    let out = p.run(&["lint", "--select", "PG104", "--upstream", "upstream", "--no-cache", "--format", "json"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let found = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let at = &found[0]["location"];
+    assert!(at["path"].as_str().unwrap().ends_with(CONFIG), "{at}");
+    assert_eq!(at["line"], line_of(&config, "config.add_import("));
+    // The generated line, as related.
+    let generated = p.read(GENERATED);
+    let related = &found[0]["related"][0]["location"];
+    assert!(related["path"].as_str().unwrap().ends_with(GENERATED), "{related}");
+    assert_eq!(related["line"], line_of(&generated, "from toylib.modeling_tyo import Other"));
+}
+
+#[test]
+fn f821_is_at_the_config_line_using_the_name() {
+    let config = body().replace("return doubled + len(cache)", "return doubled + len(cache) + undefined_helper(x)");
+    let p = MiniProject::new(&[("pkg/toy/__init__.py", ""), (CONFIG, &config)]);
+    let out = p.run(&["check", "--format", "json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("F821"))
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert!(d["location"]["path"].as_str().unwrap().ends_with(CONFIG), "{d}");
+    assert_eq!(d["location"]["line"], line_of(&config, "undefined_helper(x)"));
+    let related = &d["related"][0]["location"];
+    assert!(related["path"].as_str().unwrap().ends_with(GENERATED), "{related}");
+}

@@ -83,7 +83,7 @@ impl Mapped {
         let steps = ctx
             .ruff
             .steps(&raw.text, &raw.abs_target)
-            .map_err(|error| Failure::Ruff { py_path: raw.job.py_path.clone(), error })?;
+            .map_err(|error| ctx.ruff_failure(&raw, error))?;
         let map = SourceMap::build(&raw.text, &raw.trace, &steps.fixed, &steps.formatted, &steps.fixes);
         Ok(Mapped {
             module: module.to_string(),

@@ -121,7 +121,13 @@ pub enum Failure {
     #[error("{module}: code generation error: {error}")]
     Codegen { module: String, error: codegen::CodegenError },
     #[error("{}: {error}", py_path.display())]
-    Ruff { py_path: PathBuf, error: RuffError },
+    Ruff {
+        py_path: PathBuf,
+        error: RuffError,
+        /// The config (or upstream) line behind the first finding, and the
+        /// generated line (see `provenance::locate`).
+        at: Option<Box<(crate::diagnostics::Location, crate::diagnostics::Location)>>,
+    },
 }
 
 impl Failure {
@@ -160,6 +166,9 @@ impl Failure {
                 code.diagnostic(format!("upstream module `{module}` not found (searched: {})", searched.join(", ")))
                     .at((**at).clone())
                     .help(UpstreamError::NOT_FOUND_HELP)
+            }
+            Failure::Ruff { at: Some(at), .. } => {
+                code.diagnostic(self.to_string()).at(at.0.clone()).related(at.1.clone(), "in the generated module")
             }
             Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
             // Located: the excerpt shows the config line, `help` its own line.
@@ -297,8 +306,18 @@ impl Context {
         let py = self
             .ruff
             .normalize(&raw.text, &raw.abs_target)
-            .map_err(|error| Failure::Ruff { py_path: raw.py_path.clone(), error })?;
+            .map_err(|error| self.ruff_failure(&raw, error))?;
         Ok(raw.finish(py))
+    }
+
+    /// A ruff failure of `raw`, placed (when ruff rejected the text) at the
+    /// line behind its first finding.
+    pub fn ruff_failure(&self, raw: &Raw, error: RuffError) -> Failure {
+        let at = match &error {
+            RuffError::Rejected { .. } => crate::provenance::locate::ruff_rejection(&self.ruff, raw).map(Box::new),
+            _ => None,
+        };
+        Failure::Ruff { py_path: raw.job.py_path.clone(), error, at }
     }
 
     /// The upstream module `module`, found and parsed once per run.

@@ -87,19 +87,26 @@ impl SourceMap {
         map
     }
 
-    /// A map without ruff (`final_text` is what ruff made of `raw`, every
-    /// change put down to `ruff format`): for callers that have the
-    /// normalised text but did not run ruff's steps (lint, against the
-    /// checked-in file).
-    pub fn without_steps(raw: &str, trace: &RawTrace, final_text: &str) -> SourceMap {
+    /// A map without ruff's steps (`final_text` is what ruff made of
+    /// `raw`, every change put down to `ruff format`): for callers that
+    /// have the normalised text but did not run ruff (lint, against the
+    /// checked-in file). Also, for each raw line, the final line (0-based)
+    /// it became or that stands where it was.
+    pub fn without_steps(raw: &str, trace: &RawTrace, final_text: &str) -> (SourceMap, Vec<usize>) {
         let mut map = SourceMap { removed: trace.removed.clone(), ..Default::default() };
         let raw_lines = raw_lines(raw);
         let start: Vec<MapLine> = (0..raw_lines.len())
             .map(|i| MapLine { raw: Some(trace.lines.get(i).copied().unwrap_or(RawOrigin::Header)), step: Step::Kept })
             .collect();
         let final_lines = pytext::splitlines(final_text);
-        map.lines = map.carry(&raw_lines, &final_lines, &start, |_, _| Step::Formatted);
-        map
+        let ops = SequenceMatcher::new(&raw_lines, &final_lines).get_opcodes();
+        let mut to_final = Vec::with_capacity(raw_lines.len());
+        for op in &ops {
+            let (na, nb) = (op.i2 - op.i1, op.j2 - op.j1);
+            to_final.extend((0..na).map(|i| if nb == 0 { op.j1 } else { op.j1 + i * nb / na }));
+        }
+        map.lines = map.carry_ops(&ops, &start, |_, _| Step::Formatted);
+        (map, to_final)
     }
 
     fn rule_index(&mut self, rule: &str) -> u32 {
@@ -119,10 +126,21 @@ impl SourceMap {
         a: &[&str],
         b: &[&str],
         origins: &[MapLine],
+        step: impl FnMut(&mut SourceMap, std::ops::RangeInclusive<usize>) -> Step,
+    ) -> Vec<MapLine> {
+        let ops = SequenceMatcher::new(a, b).get_opcodes();
+        self.carry_ops(&ops, origins, step)
+    }
+
+    /// [`SourceMap::carry`] along `ops` (`get_opcodes` of the two texts).
+    fn carry_ops(
+        &mut self,
+        ops: &[crate::diff::Opcode],
+        origins: &[MapLine],
         mut step: impl FnMut(&mut SourceMap, std::ops::RangeInclusive<usize>) -> Step,
     ) -> Vec<MapLine> {
-        let mut out = Vec::with_capacity(b.len());
-        for op in SequenceMatcher::new(a, b).get_opcodes() {
+        let mut out = Vec::new();
+        for &op in ops {
             if op.tag == Tag::Equal {
                 out.extend_from_slice(&origins[op.i1..op.i2]);
                 continue;

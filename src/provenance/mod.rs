@@ -12,3 +12,4 @@
 
 pub mod raw;
 pub mod map;
+pub mod locate;

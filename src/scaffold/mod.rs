@@ -1152,7 +1152,7 @@ fn generate_pruning(
             Err(error) => {
                 return fail(
                     &plan.module,
-                    crate::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error }.to_string(),
+                    crate::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error, at: None }.to_string(),
                 );
             }
         }
