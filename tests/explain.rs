@@ -319,3 +319,47 @@ fn f821_is_at_the_config_line_using_the_name() {
     let related = &d["related"][0]["location"];
     assert!(related["path"].as_str().unwrap().ends_with(GENERATED), "{related}");
 }
+
+#[test]
+fn pg105_reports_a_hunk_nothing_accounts_for() {
+    // A module-level call: codegen does not copy it, and no config line says so.
+    let upstream = format!("{}\n\nprint(Norm)\n", common::MINI_UPSTREAM);
+    let p = MiniProject::new(&[
+        ("upstream/toylib/modeling_toy.py", &upstream),
+        ("pkg/toy/__init__.py", ""),
+        (CONFIG, &body()),
+    ]);
+    let generated = p.run(&["generate", "pkg.toy.toy_patch_gen_config", "--diff"]);
+    assert_eq!(generated.code, 0, "{}", generated.stderr);
+    let diff = p.read("pkg/toy/generated/patched_toy.diff");
+    assert!(diff.contains("\n-print(Norm)\n"), "{diff}");
+
+    let doc = json(&p.run(&["explain", "--format", "json"]));
+    let hunks = doc["files"][0]["hunks"].as_array().unwrap();
+    let unexplained: Vec<&serde_json::Value> =
+        hunks.iter().filter(|h| h["causes"].as_array().unwrap().iter().any(|c| c["kind"] == "unexplained")).collect();
+    assert_eq!(unexplained.len(), 1, "{hunks:?}");
+
+    let out = p.run(&["lint", "--select", "PG105", "--upstream", "upstream", "--no-cache", "--format", "json"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let found = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["code"], "PG105");
+    let at = &found[0]["location"];
+    assert!(at["path"].as_str().unwrap().ends_with(GENERATED), "{at}");
+    // The hunk's first line of the generated file, as the `.diff` says (`+c` of `@@ -a,b +c,d @@`).
+    let header = hunk_headers(&diff).into_iter().find(|h| {
+        let old = h.split(' ').nth(1).unwrap().trim_start_matches('-');
+        let (start, n) = old.split_once(',').map_or((old, "1"), |(s, n)| (s, n));
+        let (start, n): (usize, usize) = (start.parse().unwrap(), n.parse().unwrap());
+        let print_line = line_of(&upstream, "print(Norm)");
+        (start..start + n).contains(&print_line)
+    });
+    let header = header.expect("the hunk deleting print(Norm)");
+    let new_start: usize = header.split(' ').nth(2).unwrap().trim_start_matches('+').split(',').next().unwrap().parse().unwrap();
+    let line = at["line"].as_u64().unwrap() as usize;
+    assert!(line >= new_start && line <= new_start + 6, "{line} not in the hunk {header}");
+    let related = &found[0]["related"][0];
+    assert!(related["message"].as_str().unwrap().starts_with("nearest patch"), "{related}");
+}
