@@ -113,13 +113,18 @@ pub fn first_statement(upstream: &ParsedFile) -> u32 {
     upstream.body().first().map_or(u32::MAX, |s| upstream.line_of(s.start()) as u32)
 }
 
-/// The cause a new (`+`) line gives its hunk (`None`: a line copied
-/// unchanged from upstream, which only moved).
-fn new_line_cause(r: &Resolver, m: &MapLine) -> Option<Origin> {
+/// The causes a new (`+`) line gives its hunk: none for a line copied
+/// unchanged from upstream (it only moved); for a line ruff rewrote or
+/// moved, ruff and, when config code wrote the line ruff rewrote, that too.
+fn new_line_causes(r: &Resolver, m: &MapLine) -> Vec<Origin> {
     match (m.step, m.raw) {
-        (Step::Kept, Some(RawOrigin::Upstream { .. })) => None,
-        (Step::Kept, Some(RawOrigin::UpstreamImport { dropped: None, .. })) => Some(r.import_block()),
-        _ => Some(r.map_line(m)),
+        (Step::Kept, Some(RawOrigin::Upstream { .. })) => Vec::new(),
+        (Step::Kept, Some(RawOrigin::UpstreamImport { dropped: None, .. })) => vec![r.import_block()],
+        (Step::Kept, _) => vec![r.map_line(m)],
+        (_, Some(raw)) if !matches!(raw, RawOrigin::Upstream { .. } | RawOrigin::UpstreamImport { .. } | RawOrigin::Header) => {
+            vec![r.map_line(m), r.raw(raw)]
+        }
+        _ => vec![r.map_line(m)],
     }
 }
 
@@ -178,8 +183,10 @@ pub fn hunks(upstream: &ParsedFile, generated: &str, r: &Resolver, py_path: &Pat
                 }
             }
             for j in op.j1..op.j2 {
-                let Some(o) = r.map.lines.get(j).and_then(|m| new_line_cause(r, m)) else { continue };
-                add(if pytext::is_blank(b[j].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes }, o);
+                let Some(m) = r.map.lines.get(j) else { continue };
+                for o in new_line_causes(r, m) {
+                    add(if pytext::is_blank(b[j].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes }, o);
+                }
             }
         }
         if causes.is_empty() {

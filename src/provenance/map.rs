@@ -105,7 +105,7 @@ impl SourceMap {
             let (na, nb) = (op.i2 - op.i1, op.j2 - op.j1);
             to_final.extend((0..na).map(|i| if nb == 0 { op.j1 } else { op.j1 + i * nb / na }));
         }
-        map.lines = map.carry_ops(&ops, &start, |_, _| Step::Formatted);
+        map.lines = map.carry_ops(&raw_lines, &final_lines, &ops, &start, |_, _| Step::Formatted);
         (map, to_final)
     }
 
@@ -129,16 +129,28 @@ impl SourceMap {
         step: impl FnMut(&mut SourceMap, std::ops::RangeInclusive<usize>) -> Step,
     ) -> Vec<MapLine> {
         let ops = SequenceMatcher::new(a, b).get_opcodes();
-        self.carry_ops(&ops, origins, step)
+        self.carry_ops(a, b, &ops, origins, step)
     }
 
-    /// [`SourceMap::carry`] along `ops` (`get_opcodes` of the two texts).
+    /// [`SourceMap::carry`] along `ops` (`get_opcodes` of `a` and `b`). A
+    /// line the step wrote that is the text of a line it removed elsewhere
+    /// (a line moved, as import sorting does) keeps that line's origin.
     fn carry_ops(
         &mut self,
+        a: &[&str],
+        b: &[&str],
         ops: &[crate::diff::Opcode],
         origins: &[MapLine],
         mut step: impl FnMut(&mut SourceMap, std::ops::RangeInclusive<usize>) -> Step,
     ) -> Vec<MapLine> {
+        let mut removed: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+        for op in ops.iter().filter(|op| op.tag != Tag::Equal) {
+            for i in (op.i1..op.i2).rev() {
+                if !pytext::is_blank(a[i]) {
+                    removed.entry(a[i]).or_default().push(i);
+                }
+            }
+        }
         let mut out = Vec::new();
         for &op in ops {
             if op.tag == Tag::Equal {
@@ -155,7 +167,11 @@ impl SourceMap {
             }
             let (na, nb) = (op.i2 - op.i1, op.j2 - op.j1);
             for j in 0..nb {
-                let raw = (na > 0).then(|| origins[op.i1 + j * na / nb].raw).flatten();
+                let moved = removed.get_mut(b[op.j1 + j]).and_then(Vec::pop);
+                let raw = match moved {
+                    Some(i) => origins[i].raw,
+                    None => (na > 0).then(|| origins[op.i1 + j * na / nb].raw).flatten(),
+                };
                 out.push(MapLine { raw, step: s });
             }
         }
