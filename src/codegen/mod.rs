@@ -95,17 +95,28 @@ impl Piece {
         Piece { text, origins: lines }
     }
 
-    /// Lines joined with `\n`, each with its origin.
-    fn from_lines(lines: Vec<(String, RawOrigin)>) -> Piece {
-        let (texts, origins): (Vec<String>, Vec<RawOrigin>) = lines.into_iter().unzip();
-        Piece { text: texts.join("\n"), origins }
+    /// Lines, each with one origin.
+    fn of_lines(lines: Vec<String>, origin: RawOrigin) -> Piece {
+        Piece { origins: vec![origin; lines.len()], text: lines.join("\n") }
     }
-}
 
-/// Pair each line of a `\n`-joined text with an origin.
-fn lines_with(text: &str, origins: Origins) -> Vec<(String, RawOrigin)> {
-    let piece = Piece::new(text.to_string(), origins);
-    piece.text.split('\n').map(str::to_string).zip(piece.origins).collect()
+    /// Append a line.
+    fn line(&mut self, line: &str, origin: RawOrigin) {
+        if !self.origins.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        self.origins.push(origin);
+    }
+
+    /// Append another piece's lines.
+    fn append(&mut self, other: Piece) {
+        if !self.origins.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&other.text);
+        self.origins.extend(other.origins);
+    }
 }
 
 fn index(i: usize) -> u32 {
@@ -482,10 +493,16 @@ impl<'a> Generator<'a> {
     }
 
     /// A patch's prepared replacement text with its config origins.
-    fn replacement_lines(&self, patch: &Patch, object: &crate::config::plan::SourceObject, text: &str, kept: &[u32]) -> Vec<(String, RawOrigin)> {
+    fn replacement_lines(
+        &self,
+        patch: &Patch,
+        object: &crate::config::plan::SourceObject,
+        text: String,
+        kept: &[u32],
+    ) -> Piece {
         let p = self.patch_index(patch);
         let origins = config_lines(kept, object, |line| RawOrigin::Patch { patch: p, line });
-        lines_with(text, Origins::Lines(origins))
+        Piece::new(text, Origins::Lines(origins))
     }
 
     fn patched_banner(&self, kind: &str, name: &str, patch: &Patch, replaced_with: Option<String>) -> Vec<String> {
@@ -512,11 +529,7 @@ impl<'a> Generator<'a> {
         let class_name = class.name.id.as_str();
         let replaced_with = patch.replacement.as_ref().map(|r| r.name.clone()).unwrap_or_else(|| "external".into());
         let banner = self.banner_origin(patch);
-        let mut lines: Vec<(String, RawOrigin)> = self
-            .patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with))
-            .into_iter()
-            .map(|l| (l, banner))
-            .collect();
+        let mut lines = Piece::of_lines(self.patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with)), banner);
         let segment = self.class_segment(class);
         let p = self.patch_index(patch);
         if let Some(replacement) = &patch.replacement {
@@ -530,16 +543,16 @@ impl<'a> Generator<'a> {
                         Some(1),
                     );
                 }
-                lines.extend(self.replacement_lines(patch, replacement, &src, &kept));
+                lines.append(self.replacement_lines(patch, replacement, src, &kept));
                 self.replaced(&segment, p, removed);
             } else {
-                lines.push((format!("# Could not get source for {}", replacement.name), banner));
-                lines.push(("# Using original class as fallback".into(), banner));
-                lines.extend(segment.text.split('\n').map(str::to_string).zip(segment.origins));
+                lines.line(&format!("# Could not get source for {}", replacement.name), banner);
+                lines.line("# Using original class as fallback", banner);
+                lines.append(segment);
             }
         } else if let Some(rs) = patch.replacement_source.as_ref().filter(|s| !s.is_empty()) {
             self.replaced(&segment, p, removed);
-            lines.push((format!("# Import from: {rs}"), banner));
+            lines.line(&format!("# Import from: {rs}"), banner);
             let Some((module, name)) = rs.rsplit_once('.') else {
                 return Err(CodegenError {
                     message: format!("replacement_source `{rs}` of the patch for `{class_name}` has no module part"),
@@ -547,11 +560,11 @@ impl<'a> Generator<'a> {
                     location: Some(Box::new(patch.registered_at.clone())),
                 });
             };
-            lines.push((format!("from {module} import {name} as {class_name}"), banner));
+            lines.line(&format!("from {module} import {name} as {class_name}"), banner);
         } else {
-            lines.extend(segment.text.split('\n').map(str::to_string).zip(segment.origins));
+            lines.append(segment);
         }
-        Ok(Piece::from_lines(lines))
+        Ok(lines)
     }
 
     /// The class segment, ready for its overrides.
@@ -601,16 +614,16 @@ impl<'a> Generator<'a> {
             return Ok(self.class_segment(class));
         };
         let banner = self.banner_origin(first_patch);
-        let mut lines: Vec<(String, RawOrigin)> = [
-            String::new(),
-            rule(70),
-            format!("# [MODIFIED CLASS] {class_name}"),
-            format!("# Methods patched: {}", methods_patched.join(", ")),
-            rule(70),
-        ]
-        .into_iter()
-        .map(|l| (l, banner))
-        .collect();
+        let mut lines = Piece::of_lines(
+            vec![
+                String::new(),
+                rule(70),
+                format!("# [MODIFIED CLASS] {class_name}"),
+                format!("# Methods patched: {}", methods_patched.join(", ")),
+                rule(70),
+            ],
+            banner,
+        );
         let key = (
             self.upstream.path.clone(),
             u32::from(class.name.start()),
@@ -646,8 +659,8 @@ impl<'a> Generator<'a> {
             removed.push(Removed { lines: *line..*line + 1, by: RemovedBy::Patch { patch: override_lines[*k as usize].0 } });
         }
         let origins: Vec<RawOrigin> = class_lines.iter().map(|l| resolve(*l)).collect();
-        lines.extend(class_source.split('\n').map(str::to_string).zip(origins));
-        Ok(Piece::from_lines(lines))
+        lines.append(Piece { text: class_source, origins });
+        Ok(lines)
     }
 
     fn function_source(&self, func: &StmtFunctionDef, removed: &mut Vec<Removed>) -> Piece {
@@ -656,8 +669,7 @@ impl<'a> Generator<'a> {
             return self.function_segment(func);
         };
         let banner = self.banner_origin(patch);
-        let mut lines: Vec<(String, RawOrigin)> =
-            self.patched_banner("PATCHED FUNCTION", name, patch, None).into_iter().map(|l| (l, banner)).collect();
+        let mut lines = Piece::of_lines(self.patched_banner("PATCHED FUNCTION", name, patch, None), banner);
         let segment = self.function_segment(func);
         match &patch.replacement {
             Some(replacement) if !replacement.source.is_empty() => {
@@ -665,15 +677,15 @@ impl<'a> Generator<'a> {
                 if replacement.name != name {
                     src = py_replace(&src, &format!("def {}", replacement.name), &format!("def {name}"), Some(1));
                 }
-                lines.extend(self.replacement_lines(patch, replacement, &src, &kept));
                 self.replaced(&segment, self.patch_index(patch), removed);
+                lines.append(self.replacement_lines(patch, replacement, src, &kept));
             }
             Some(_) => {
-                lines.push(("# Could not get source for replacement".into(), banner));
-                lines.extend(segment.text.split('\n').map(str::to_string).zip(segment.origins));
+                lines.line("# Could not get source for replacement", banner);
+                lines.append(segment);
             }
-            None => lines.extend(segment.text.split('\n').map(str::to_string).zip(segment.origins)),
+            None => lines.append(segment),
         }
-        Piece::from_lines(lines)
+        lines
     }
 }

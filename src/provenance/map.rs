@@ -273,6 +273,15 @@ pub struct Resolver<'a> {
     /// Per patch, then per helper, then per positioned helper: the config
     /// line where its source's code starts (after its leading comments).
     anchors: Vec<usize>,
+    /// Upstream lines some final line is, as codegen copied them.
+    kept: std::collections::HashSet<u32>,
+    /// The first step that consumed each raw origin.
+    consumed: std::collections::HashMap<RawOrigin, Step>,
+    /// Per upstream import statement (its first line): the first final
+    /// line rendered from it, and the first consumed raw line.
+    imports: std::collections::HashMap<u32, (Option<MapLine>, Option<(RawOrigin, Step)>)>,
+    /// Why each upstream line codegen did not copy is missing (the first record).
+    removed: std::collections::HashMap<u32, RemovedBy>,
 }
 
 /// The line where `object`'s code starts, below its leading comment block.
@@ -290,7 +299,34 @@ impl<'a> Resolver<'a> {
             .chain(plan.positioned_helpers.iter().map(|h| h.helper.object.as_ref()))
             .map(code_start)
             .collect();
-        Resolver { plan, upstream_path, map, anchors }
+        let mut kept = std::collections::HashSet::new();
+        let mut imports: std::collections::HashMap<u32, (Option<MapLine>, Option<(RawOrigin, Step)>)> =
+            Default::default();
+        for m in &map.lines {
+            match m.raw {
+                Some(RawOrigin::Upstream { line }) if m.step == Step::Kept => {
+                    kept.insert(line);
+                }
+                Some(RawOrigin::UpstreamImport { line, .. }) => {
+                    imports.entry(line).or_default().0.get_or_insert(*m);
+                }
+                _ => {}
+            }
+        }
+        let mut consumed = std::collections::HashMap::new();
+        for &(raw, step) in &map.consumed {
+            consumed.entry(raw).or_insert(step);
+            if let RawOrigin::UpstreamImport { line, .. } = raw {
+                imports.entry(line).or_default().1.get_or_insert((raw, step));
+            }
+        }
+        let mut removed = std::collections::HashMap::new();
+        for r in &map.removed {
+            for line in r.lines.clone() {
+                removed.entry(line).or_insert(r.by);
+            }
+        }
+        Resolver { plan, upstream_path, map, anchors, kept, consumed, imports, removed }
     }
 
     fn anchor(&self, i: usize) -> Option<usize> {
@@ -407,14 +443,13 @@ impl<'a> Resolver<'a> {
     /// copied it.
     pub fn upstream_fate(&self, line: u32, first_statement: u32) -> Option<Origin> {
         let copied = RawOrigin::Upstream { line };
-        if self.map.lines.iter().any(|m| m.step == Step::Kept && m.raw == Some(copied)) {
+        if self.kept.contains(&line) {
             return None;
         }
-        if let Some((_, s)) = self.map.consumed.iter().find(|(r, _)| *r == copied) {
+        if let Some(s) = self.consumed.get(&copied) {
             return Some(self.step(*s, Some(copied)));
         }
-        let removed = self.map.removed.iter().find(|r| r.lines.contains(&line));
-        Some(match removed.map(|r| r.by) {
+        Some(match self.removed.get(&line).copied() {
             Some(RemovedBy::Patch { patch }) => self.registration(patch),
             Some(RemovedBy::Exclude { site }) => self.exclusion(site),
             Some(RemovedBy::ImportDropped { site }) => {
@@ -424,15 +459,10 @@ impl<'a> Resolver<'a> {
                 }
             }
             Some(RemovedBy::ImportRendered { first }) => {
-                let rendered = |m: &&MapLine| matches!(m.raw, Some(RawOrigin::UpstreamImport { line, .. }) if line == first);
-                let consumed = self
-                    .map
-                    .consumed
-                    .iter()
-                    .find(|(r, _)| matches!(r, RawOrigin::UpstreamImport { line, .. } if *line == first));
-                match (self.map.lines.iter().find(rendered), consumed) {
+                let (rendered, consumed) = self.imports.get(&first).cloned().unwrap_or_default();
+                match (rendered.as_ref(), consumed) {
                     (Some(m), _) if m.step != Step::Kept => self.map_line(m),
-                    (None, Some((raw, s))) => self.step(*s, Some(*raw)),
+                    (None, Some((raw, s))) => self.step(s, Some(raw)),
                     (Some(MapLine { raw: Some(raw @ RawOrigin::UpstreamImport { dropped: Some(_), .. }), .. }), _) => {
                         self.raw(*raw)
                     }
