@@ -363,3 +363,24 @@ fn pg105_reports_a_hunk_nothing_accounts_for() {
     let related = &found[0]["related"][0];
     assert!(related["message"].as_str().unwrap().starts_with("nearest patch"), "{related}");
 }
+
+#[test]
+fn a_drift_names_where_the_expected_text_comes_from() {
+    let p = project();
+    let edited = p.read(GENERATED).replace("doubled = x * 2  # inserted", "doubled = x * 3  # edited by hand");
+    p.write(GENERATED, &edited);
+    let out = p.run(&["check", "--no-cache", "--format", "json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let drift = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "PGD001" && d["location"]["path"].as_str().unwrap().ends_with(GENERATED))
+        .unwrap_or_else(|| panic!("{doc}"));
+    let related = drift["related"].as_array().unwrap();
+    assert_eq!(related.len(), 1, "{related:?}");
+    assert!(related[0]["location"]["path"].as_str().unwrap().ends_with(CONFIG), "{related:?}");
+    assert_eq!(related[0]["location"]["line"], line_of(&p.read(CONFIG), "doubled = x * 2"));
+    assert!(related[0]["message"].as_str().unwrap().contains("method_override Norm.forward"), "{related:?}");
+}

@@ -84,6 +84,10 @@ pub struct Generated {
     pub py: String,
     pub diff: String,
     pub upstream_lines: usize,
+    /// The raw text `py` was normalised from, and codegen's trace of it
+    /// (`crate::provenance`: what a drift's details are mapped through).
+    pub raw: String,
+    pub trace: crate::provenance::raw::RawTrace,
     /// `py` is the text the caller expected for this config
     /// ([`Context::generate_many_expecting`]; the drift gate: the
     /// checked-in `.py`, read as `check::read_text` reads it).
@@ -490,6 +494,14 @@ impl Raw {
             Some(g) if g.py == py => (g.diff, true),
             _ => (self.diff_for(&py), false),
         };
-        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff, py_is_expected }
+        Generated {
+            upstream_lines: self.upstream.splitlines().len(),
+            job: self.job,
+            py,
+            diff,
+            py_is_expected,
+            raw: self.text,
+            trace: self.trace,
+        }
     }
 }

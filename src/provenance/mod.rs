@@ -13,3 +13,4 @@
 pub mod raw;
 pub mod map;
 pub mod locate;
+pub mod drift;
