@@ -114,11 +114,7 @@ fn every_hunk_has_its_causes() {
             let range = |s: &serde_json::Value, n: &serde_json::Value| {
                 if n == 1 { format!("{s}") } else { format!("{s},{n}") }
             };
-            format!(
-                "@@ -{} +{} @@",
-                range(&h["old_start"], &h["old_lines"]),
-                range(&h["new_start"], &h["new_lines"])
-            )
+            format!("@@ -{} +{} @@", range(&h["old_start"], &h["old_lines"]), range(&h["new_start"], &h["new_lines"]))
         })
         .collect();
     assert_eq!(headers, hunk_headers(&diff));
@@ -209,7 +205,8 @@ fn veomni_every_hunk_is_explained_by_its_registration() {
         assert_eq!(hunks.len(), hunk_headers(&diff).len(), "{}", py.display());
         for h in hunks {
             total += 1;
-            let mut kinds: Vec<&str> = h["causes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+            let mut kinds: Vec<&str> =
+                h["causes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
             kinds.sort();
             kinds.dedup();
             assert!(!kinds.contains(&"unexplained"), "{}: {h}", py.display());
@@ -247,7 +244,8 @@ fn veomni_a_line_inserted_into_an_override_is_that_config_line() {
     // A line in the body of the `Qwen3ForCausalLM.forward` override.
     let def = line_of(&config, "\"Qwen3ForCausalLM.forward\"");
     let lines: Vec<&str> = config.lines().collect();
-    let at = (def..lines.len()).find(|&i| lines[i] == "    hidden_states = outputs.last_hidden_state").expect("a body line");
+    let at =
+        (def..lines.len()).find(|&i| lines[i] == "    hidden_states = outputs.last_hidden_state").expect("a body line");
     let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     edited.insert(at, "    _ = outputs  # provenance probe, inserted by the test".to_string());
     std::fs::write(&config_path, edited.join("\n") + "\n").unwrap();
@@ -357,7 +355,8 @@ fn pg105_reports_a_hunk_nothing_accounts_for() {
         (start..start + n).contains(&print_line)
     });
     let header = header.expect("the hunk deleting print(Norm)");
-    let new_start: usize = header.split(' ').nth(2).unwrap().trim_start_matches('+').split(',').next().unwrap().parse().unwrap();
+    let new_start: usize =
+        header.split(' ').nth(2).unwrap().trim_start_matches('+').split(',').next().unwrap().parse().unwrap();
     let line = at["line"].as_u64().unwrap() as usize;
     assert!(line >= new_start && line <= new_start + 6, "{line} not in the hunk {header}");
     let related = &found[0]["related"][0];

@@ -322,13 +322,9 @@ proptest! {
 /// Codegen's trace of `plan` over `upstream`: one origin per raw line, and
 /// each line copied from upstream is that upstream line. Returns the raw
 /// text and trace when generation succeeds.
-fn check_trace(
-    plan: &PatchPlan,
-    upstream: &ParsedFile,
-) -> Option<(String, patchgen::provenance::raw::RawTrace)> {
+fn check_trace(plan: &PatchPlan, upstream: &ParsedFile) -> Option<(String, patchgen::provenance::raw::RawTrace)> {
     use patchgen::provenance::raw::RawOrigin;
-    let (raw, trace) =
-        codegen::generate_traced(plan, upstream, "5.9.0", &codegen::Cache::default()).ok()?;
+    let (raw, trace) = codegen::generate_traced(plan, upstream, "5.9.0", &codegen::Cache::default()).ok()?;
     assert_eq!(raw, codegen::generate(plan, upstream, "5.9.0").unwrap(), "tracing changes no byte");
     let lines: Vec<&str> = raw.split('\n').collect();
     assert_eq!(trace.lines.len(), lines.len(), "one origin per raw line");

@@ -47,7 +47,8 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
     match args.targets.as_slice() {
         [one] if is_line_spec(one) => Session::run_pipeline("explain", &overrides, Some(false), |ctx, _| {
             let (file, line) = parse_spec(one).map_err(|e| Fatal::new("explain", e.to_string()))?;
-            let origin = explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::new("explain", e.to_string()))?;
+            let origin =
+                explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::new("explain", e.to_string()))?;
             Ok(Line(LineReport::new(origin, &base)))
         }),
         targets if targets.iter().any(|t| is_line_spec(t)) => {

@@ -167,11 +167,7 @@ pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
 
 /// [`transform_imports`], and each line's origin; `lines[i]` is the first
 /// upstream line of `imports[i]` (0 where missing).
-pub fn transform_imports_traced(
-    plan: &PatchPlan,
-    imports: &[ImportStmt],
-    lines: &[u32],
-) -> (String, Vec<RawOrigin>) {
+pub fn transform_imports_traced(plan: &PatchPlan, imports: &[ImportStmt], lines: &[u32]) -> (String, Vec<RawOrigin>) {
     let drop = &plan.drop_imported_names;
     let mut out: Vec<String> = Vec::new();
     let mut origins: Vec<RawOrigin> = Vec::new();

@@ -272,9 +272,10 @@ impl<'a> Generator<'a> {
                     if let Some(first) = imports::import_statements(std::slice::from_ref(stmt)).first() {
                         let first = index(self.upstream.line_of(first.start()));
                         let start = index(self.upstream.line_of(stmt.start()));
-                        parts
-                            .removed
-                            .push(Removed { lines: start..index(previous_end + 1), by: RemovedBy::ImportRendered { first } });
+                        parts.removed.push(Removed {
+                            lines: start..index(previous_end + 1),
+                            by: RemovedBy::ImportRendered { first },
+                        });
                     }
                 }
             }
@@ -355,10 +356,7 @@ impl<'a> Generator<'a> {
     /// The upstream lines of a class or function segment, replaced by patch `patch`.
     fn replaced(&self, piece: &Piece, patch: u32, removed: &mut Vec<Removed>) {
         if let Some(RawOrigin::Upstream { line }) = piece.origins.first() {
-            removed.push(Removed {
-                lines: *line..*line + piece.origins.len() as u32,
-                by: RemovedBy::Patch { patch },
-            });
+            removed.push(Removed { lines: *line..*line + piece.origins.len() as u32, by: RemovedBy::Patch { patch } });
         }
     }
 
@@ -529,7 +527,8 @@ impl<'a> Generator<'a> {
         let class_name = class.name.id.as_str();
         let replaced_with = patch.replacement.as_ref().map(|r| r.name.clone()).unwrap_or_else(|| "external".into());
         let banner = self.banner_origin(patch);
-        let mut lines = Piece::of_lines(self.patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with)), banner);
+        let mut lines =
+            Piece::of_lines(self.patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with)), banner);
         let segment = self.class_segment(class);
         let p = self.patch_index(patch);
         if let Some(replacement) = &patch.replacement {
@@ -574,7 +573,12 @@ impl<'a> Generator<'a> {
         methods::ClassEdit::upstream_segment(self.upstream, &self.source_lines, self.newline_only, class, range, after)
     }
 
-    fn class_source(&self, class: &StmtClassDef, after: usize, removed: &mut Vec<Removed>) -> Result<Piece, CodegenError> {
+    fn class_source(
+        &self,
+        class: &StmtClassDef,
+        after: usize,
+        removed: &mut Vec<Removed>,
+    ) -> Result<Piece, CodegenError> {
         let class_name = class.name.id.as_str();
         if let Some(patch) = lookup(&self.class_replacements, class_name) {
             return self.class_replacement(class, patch, removed);
@@ -641,7 +645,11 @@ impl<'a> Generator<'a> {
             .iter()
             .zip(&sources)
             .map(|(patch, (method_name, _))| {
-                (self.patch_index(patch), methods::override_source_lines(patch, method_name), patch.replacement.as_ref())
+                (
+                    self.patch_index(patch),
+                    methods::override_source_lines(patch, method_name),
+                    patch.replacement.as_ref(),
+                )
             })
             .collect();
         let resolve = |line: methods::ClassLine| match line {
@@ -656,7 +664,10 @@ impl<'a> Generator<'a> {
             }
         };
         for (line, k) in dropped.iter() {
-            removed.push(Removed { lines: *line..*line + 1, by: RemovedBy::Patch { patch: override_lines[*k as usize].0 } });
+            removed.push(Removed {
+                lines: *line..*line + 1,
+                by: RemovedBy::Patch { patch: override_lines[*k as usize].0 },
+            });
         }
         let origins: Vec<RawOrigin> = class_lines.iter().map(|l| resolve(*l)).collect();
         lines.append(Piece { text: class_source, origins });

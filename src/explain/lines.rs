@@ -62,10 +62,7 @@ pub fn explain_line(ctx: &Context, file: &Path, line: usize, config_name: &str) 
     let module = config_for(ctx, file, config_name)?;
     let mapped = Mapped::generate(ctx, &module, config_name)?;
     let lines = mapped.map.lines.len();
-    mapped
-        .resolver()
-        .line(line)
-        .ok_or(LineError::OutOfRange { path: file.to_path_buf(), line, lines })
+    mapped.resolver().line(line).ok_or(LineError::OutOfRange { path: file.to_path_buf(), line, lines })
 }
 
 #[cfg(test)]

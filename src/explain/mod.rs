@@ -80,10 +80,7 @@ impl Mapped {
     /// Generate `module` (ruff step by step) and map it.
     pub fn generate(ctx: &Context, module: &str, config_name: &str) -> Result<Mapped, Failure> {
         let raw = ctx.generate_raw(module, config_name, None)?;
-        let steps = ctx
-            .ruff
-            .steps(&raw.text, &raw.abs_target)
-            .map_err(|error| ctx.ruff_failure(&raw, error))?;
+        let steps = ctx.ruff.steps(&raw.text, &raw.abs_target).map_err(|error| ctx.ruff_failure(&raw, error))?;
         let map = SourceMap::build(&raw.text, &raw.trace, &steps.fixed, &steps.formatted, &steps.fixes);
         Ok(Mapped {
             module: module.to_string(),
@@ -121,7 +118,9 @@ fn new_line_causes(r: &Resolver, m: &MapLine) -> Vec<Origin> {
         (Step::Kept, Some(RawOrigin::Upstream { .. })) => Vec::new(),
         (Step::Kept, Some(RawOrigin::UpstreamImport { dropped: None, .. })) => vec![r.import_block()],
         (Step::Kept, _) => vec![r.map_line(m)],
-        (_, Some(raw)) if !matches!(raw, RawOrigin::Upstream { .. } | RawOrigin::UpstreamImport { .. } | RawOrigin::Header) => {
+        (_, Some(raw))
+            if !matches!(raw, RawOrigin::Upstream { .. } | RawOrigin::UpstreamImport { .. } | RawOrigin::Header) =>
+        {
             vec![r.map_line(m), r.raw(raw)]
         }
         _ => vec![r.map_line(m)],
@@ -179,13 +178,19 @@ pub fn hunks(upstream: &ParsedFile, generated: &str, r: &Resolver, py_path: &Pat
             first_changed.get_or_insert(if op.j2 > op.j1 { op.j1 + 1 } else { op.j1.max(1) });
             for i in op.i1..op.i2 {
                 if let Some(o) = r.upstream_fate(i as u32 + 1, first) {
-                    add(if pytext::is_blank(a[i].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes }, o);
+                    add(
+                        if pytext::is_blank(a[i].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes },
+                        o,
+                    );
                 }
             }
             for j in op.j1..op.j2 {
                 let Some(m) = r.map.lines.get(j) else { continue };
                 for o in new_line_causes(r, m) {
-                    add(if pytext::is_blank(b[j].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes }, o);
+                    add(
+                        if pytext::is_blank(b[j].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes },
+                        o,
+                    );
                 }
             }
         }

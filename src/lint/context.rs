@@ -323,7 +323,8 @@ impl<'a> LintContext<'a> {
             .get_or_init(|| {
                 let text = self.shared.read_noted("checked-in generated file", self.py_path())?;
                 let text = crate::pytext::universal_newlines(&text).into_owned();
-                let (map, to_disk) = crate::provenance::map::SourceMap::without_steps(&self.generated.text, &self.trace, &text);
+                let (map, to_disk) =
+                    crate::provenance::map::SourceMap::without_steps(&self.generated.text, &self.trace, &text);
                 Some(CheckedIn { text, map, to_disk })
             })
             .as_ref()

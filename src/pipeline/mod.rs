@@ -307,10 +307,7 @@ impl Context {
     /// Generate one config completely in memory.
     pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
         let raw = self.generate_raw(module, config_name, output_dir)?;
-        let py = self
-            .ruff
-            .normalize(&raw.text, &raw.abs_target)
-            .map_err(|error| self.ruff_failure(&raw, error))?;
+        let py = self.ruff.normalize(&raw.text, &raw.abs_target).map_err(|error| self.ruff_failure(&raw, error))?;
         Ok(raw.finish(py))
     }
 

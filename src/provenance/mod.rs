@@ -10,7 +10,7 @@
 //! Nothing here runs during generation or `--check` beyond the raw trace;
 //! the map is built on request (`explain`, `lint`, a drift's details).
 
-pub mod raw;
-pub mod map;
-pub mod locate;
 pub mod drift;
+pub mod locate;
+pub mod map;
+pub mod raw;
