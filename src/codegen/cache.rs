@@ -24,7 +24,8 @@ pub(super) type ClassKey = (PathBuf, u32, Vec<(String, String)>);
 /// Memoised generation steps; share one between the configs of a run.
 #[derive(Default)]
 pub struct Cache {
-    pub(super) overrides: Mutex<HashMap<OverrideKey, Option<String>>>,
+    /// The prepared text and, per line, its line in the replacement's source.
+    pub(super) overrides: Mutex<HashMap<OverrideKey, Option<(String, std::sync::Arc<Vec<u32>>)>>>,
     pub(super) classes: Mutex<HashMap<ClassKey, Result<super::methods::TracedClass, CodegenError>>>,
 }
 

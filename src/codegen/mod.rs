@@ -586,7 +586,7 @@ impl<'a> Generator<'a> {
         let prefix = format!("{class_name}.");
         let mut methods_patched: Vec<&str> = Vec::new();
         let mut sources: Vec<(&str, String)> = Vec::new();
-        let mut source_patches: Vec<&Patch> = Vec::new();
+        let mut source_patches: Vec<(&Patch, std::sync::Arc<Vec<u32>>)> = Vec::new();
         let mut first_patch: Option<&Patch> = None;
         for (target, patch) in &self.method_overrides {
             let Some(method_name) = target.strip_prefix(&prefix) else { continue };
@@ -597,18 +597,18 @@ impl<'a> Generator<'a> {
                     cache::memo(&self.cache.overrides, key, || methods::prepare_override(patch, method_name))
                 }
             };
-            if let Some(cleaned) = prepared {
+            if let Some((cleaned, kept)) = prepared {
                 methods_patched.push(method_name);
                 first_patch.get_or_insert(patch);
                 if !cleaned.is_empty() {
                     match sources.iter().position(|(m, _)| *m == method_name) {
                         Some(k) => {
                             sources[k].1 = cleaned;
-                            source_patches[k] = patch;
+                            source_patches[k] = (patch, kept);
                         }
                         None => {
                             sources.push((method_name, cleaned));
-                            source_patches.push(patch);
+                            source_patches.push((patch, kept));
                         }
                     }
                 }
@@ -641,16 +641,9 @@ impl<'a> Generator<'a> {
             Ok(edit.finish_traced())
         })?;
         // Each override's prepared text, line by line, against its config lines.
-        let override_lines: Vec<(u32, Vec<u32>, Option<&crate::config::plan::SourceObject>)> = source_patches
+        let override_lines: Vec<(u32, &[u32], Option<&crate::config::plan::SourceObject>)> = source_patches
             .iter()
-            .zip(&sources)
-            .map(|(patch, (method_name, _))| {
-                (
-                    self.patch_index(patch),
-                    methods::override_source_lines(patch, method_name),
-                    patch.replacement.as_ref(),
-                )
-            })
+            .map(|(patch, kept)| (self.patch_index(patch), kept.as_slice(), patch.replacement.as_ref()))
             .collect();
         let resolve = |line: methods::ClassLine| match line {
             methods::ClassLine::Upstream(l) => RawOrigin::Upstream { line: l },

@@ -116,11 +116,46 @@ pub fn config_lines(
 /// of `before` (lines split at `\n`) that dropped only blank lines; the
 /// origins of the kept lines, in order.
 pub fn collapse_origins(before: &str, after: &str, origins: &[RawOrigin]) -> Vec<RawOrigin> {
+    // Nothing dropped (the common case when pieces are separated as codegen does).
+    if piece_lines(after) == origins.len() && after.len() == before.len() {
+        return origins.to_vec();
+    }
     let mut out = Vec::with_capacity(origins.len());
-    let mut old = before.split('\n').zip(origins.iter().copied());
-    for line in after.split('\n') {
+    let mut old = newline_split(before).zip(origins.iter().copied());
+    for line in newline_split(after) {
         let found = old.by_ref().find(|(l, _)| *l == line);
         out.push(found.map_or(RawOrigin::Header, |(_, o)| o));
     }
     out
+}
+
+/// `s.split('\n')`, a `memchr` scan.
+fn newline_split(s: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', s.as_bytes()).chain(std::iter::once(s.len())).map(move |end| {
+        let line = &s[start..end];
+        start = end + 1;
+        line
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_at_newlines_like_str_split() {
+        for s in ["", "a", "a\n", "\n\nb\nc", "x\r\ny"] {
+            assert_eq!(newline_split(s).collect::<Vec<_>>(), s.split('\n').collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn collapsed_blank_lines_take_their_origins_along() {
+        let o = |line| RawOrigin::Upstream { line };
+        let before = "a\n\n\n\n\nb";
+        let after = crate::codegen::text::collapse_blank_lines(before, 2);
+        assert_eq!(after, "a\n\n\nb");
+        assert_eq!(collapse_origins(before, &after, &[o(1), o(2), o(3), o(4), o(5), o(6)]), [o(1), o(2), o(3), o(6)]);
+    }
 }
