@@ -162,59 +162,188 @@ fn settle(o: &mut Origin) {
     }
 }
 
-/// The hunks of the `.diff` of `generated` against `upstream` (as
-/// `pipeline::build_diff` groups them), each with its causes.
-pub fn hunks(upstream: &ParsedFile, generated: &str, r: &Resolver, py_path: &Path) -> Vec<Hunk> {
-    let a = upstream.splitlines_keepends();
-    let b = pytext::splitlines_keepends(generated);
-    let first = first_statement(upstream);
+/// One hunk's shape: its `@@` numbers, the old (upstream) and new
+/// (generated) lines it changes (0-based), and the generated file's first
+/// changed line (1-based).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    pub old_start: usize,
+    pub old_lines: usize,
+    pub new_start: usize,
+    pub new_lines: usize,
+    pub deleted: Vec<usize>,
+    pub added: Vec<usize>,
+    pub first_changed: usize,
+}
+
+/// The hunks `pipeline::build_diff` writes for `a` → `b` (lines with their ends).
+pub fn shapes(a: &[&str], b: &[&str]) -> Vec<Shape> {
     let mut out = Vec::new();
-    for group in SequenceMatcher::new(&a, &b).get_grouped_opcodes(3) {
+    for group in SequenceMatcher::new(a, b).get_grouped_opcodes(3) {
         let (lo, hi) = (group[0], group[group.len() - 1]);
-        let mut causes = Vec::new();
-        let mut blank = Vec::new();
-        let mut first_changed = None;
-        for op in group.iter().filter(|op| op.tag != Tag::Equal) {
-            first_changed.get_or_insert(if op.j2 > op.j1 { op.j1 + 1 } else { op.j1.max(1) });
-            for i in op.i1..op.i2 {
-                if let Some(o) = r.upstream_fate(i as u32 + 1, first) {
-                    add(
-                        if pytext::is_blank(a[i].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes },
-                        o,
-                    );
-                }
-            }
-            for j in op.j1..op.j2 {
-                let Some(m) = r.map.lines.get(j) else { continue };
-                for o in new_line_causes(r, m) {
-                    add(
-                        if pytext::is_blank(b[j].trim_end_matches(['\n', '\r'])) { &mut blank } else { &mut causes },
-                        o,
-                    );
-                }
-            }
-        }
-        if causes.is_empty() {
-            causes = blank;
-        }
-        causes.iter_mut().for_each(settle);
-        let first_changed = first_changed.unwrap_or(lo.j1 + 1);
-        // Upstream lines nobody accounts for make the hunk unexplained,
-        // whatever else it holds.
-        let unexplained = causes.iter().any(|c| c.kind == Kind::Unexplained);
-        if causes.is_empty() || unexplained {
-            causes.retain(|c| c.kind != Kind::Unexplained);
-            let mut o = Origin::unexplained(py_path, first_changed);
-            o.target = None;
-            causes.insert(0, o);
-        }
         let range = |start: usize, stop: usize| {
             let n = stop - start;
             (if n == 0 { start } else { start + 1 }, n)
         };
         let (old_start, old_lines) = range(lo.i1, hi.i2);
         let (new_start, new_lines) = range(lo.j1, hi.j2);
-        out.push(Hunk { old_start, old_lines, new_start, new_lines, causes, first_changed });
+        let mut shape = Shape { old_start, old_lines, new_start, new_lines, ..Default::default() };
+        let mut first = None;
+        for op in group.iter().filter(|op| op.tag != Tag::Equal) {
+            first.get_or_insert(if op.j2 > op.j1 { op.j1 + 1 } else { op.j1.max(1) });
+            shape.deleted.extend(op.i1..op.i2);
+            shape.added.extend(op.j1..op.j2);
+        }
+        shape.first_changed = first.unwrap_or(lo.j1 + 1);
+        out.push(shape);
     }
     out
+}
+
+/// The hunks of a `.diff` as patchgen writes it (`None` when it is not
+/// one, or does not fit texts of `old_len` and `new_len` lines).
+pub fn parse_diff(diff: &str, old_len: usize, new_len: usize) -> Option<Vec<Shape>> {
+    let lines: Vec<&str> = diff.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() && !lines[i].starts_with("@@ ") {
+        i += 1;
+    }
+    let number = |s: &str| -> Option<(usize, usize)> {
+        match s.split_once(',') {
+            Some((a, n)) => Some((a.parse().ok()?, n.parse().ok()?)),
+            None => Some((s.parse().ok()?, 1)),
+        }
+    };
+    while i < lines.len() {
+        let header = lines[i].strip_prefix("@@ -")?.strip_suffix(" @@")?;
+        let (old, new) = header.split_once(" +")?;
+        let ((old_start, old_lines), (new_start, new_lines)) = (number(old)?, number(new)?);
+        let mut shape = Shape { old_start, old_lines, new_start, new_lines, ..Default::default() };
+        let (mut o, mut n) = (
+            old_start.saturating_sub(usize::from(old_lines > 0)),
+            new_start.saturating_sub(usize::from(new_lines > 0)),
+        );
+        let mut first = None;
+        i += 1;
+        while i < lines.len() && !lines[i].starts_with("@@ ") {
+            let line = lines[i];
+            match line.as_bytes().first() {
+                Some(b'-') => {
+                    if first.is_none() {
+                        let rest = lines[i..].iter().skip_while(|l| l.starts_with('-')).next();
+                        first = Some(if rest.is_some_and(|l| l.starts_with('+')) { n + 1 } else { n.max(1) });
+                    }
+                    shape.deleted.push(o);
+                    o += 1;
+                }
+                Some(b'+') => {
+                    first.get_or_insert(n + 1);
+                    shape.added.push(n);
+                    n += 1;
+                }
+                _ => {
+                    o += 1;
+                    n += 1;
+                }
+            }
+            i += 1;
+        }
+        // A last line without a line break runs into the next diff line:
+        // the counts then disagree with the header.
+        let (o0, n0) = (
+            old_start.saturating_sub(usize::from(old_lines > 0)),
+            new_start.saturating_sub(usize::from(new_lines > 0)),
+        );
+        if o > old_len || n > new_len || o - o0 != old_lines || n - n0 != new_lines {
+            return None;
+        }
+        shape.first_changed = first.unwrap_or(new_start.max(1));
+        out.push(shape);
+    }
+    Some(out)
+}
+
+/// The hunks of the `.diff` of `generated` against `upstream` (as
+/// `pipeline::build_diff` groups them), each with its causes.
+pub fn hunks(upstream: &ParsedFile, generated: &str, r: &Resolver, py_path: &Path) -> Vec<Hunk> {
+    let a = upstream.splitlines_keepends();
+    let b = pytext::splitlines_keepends(generated);
+    explain_shapes(&shapes(&a, &b), upstream, generated, r, py_path)
+}
+
+/// Each hunk of `shapes` (of `upstream` → `generated`) with its causes.
+pub fn explain_shapes(
+    shapes: &[Shape],
+    upstream: &ParsedFile,
+    generated: &str,
+    r: &Resolver,
+    py_path: &Path,
+) -> Vec<Hunk> {
+    let a = upstream.splitlines();
+    let b = pytext::splitlines(generated);
+    let first = first_statement(upstream);
+    let mut out = Vec::new();
+    for shape in shapes {
+        let mut causes = Vec::new();
+        let mut blank = Vec::new();
+        for &i in &shape.deleted {
+            if let Some(o) = r.upstream_fate(i as u32 + 1, first) {
+                add(if a.get(i).is_none_or(|l| pytext::is_blank(l)) { &mut blank } else { &mut causes }, o);
+            }
+        }
+        for &j in &shape.added {
+            let Some(m) = r.map.lines.get(j) else { continue };
+            for o in new_line_causes(r, m) {
+                add(if b.get(j).is_none_or(|l| pytext::is_blank(l)) { &mut blank } else { &mut causes }, o);
+            }
+        }
+        if causes.is_empty() {
+            causes = blank;
+        }
+        causes.iter_mut().for_each(settle);
+        // Upstream lines nobody accounts for make the hunk unexplained,
+        // whatever else it holds.
+        let unexplained = causes.iter().any(|c| c.kind == Kind::Unexplained);
+        if causes.is_empty() || unexplained {
+            causes.retain(|c| c.kind != Kind::Unexplained);
+            causes.insert(0, Origin::unexplained(py_path, shape.first_changed));
+        }
+        out.push(Hunk {
+            old_start: shape.old_start,
+            old_lines: shape.old_lines,
+            new_start: shape.new_start,
+            new_lines: shape.new_lines,
+            causes,
+            first_changed: shape.first_changed,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A `.diff` as patchgen writes it parses back into the hunks it was made of.
+        #[test]
+        fn a_written_diff_parses_into_its_hunks(
+            a in prop::collection::vec(prop::sample::select(vec!["x\n", "y\n", "\n", "  z\n", "w"]), 0..40),
+            b in prop::collection::vec(prop::sample::select(vec!["x\n", "y\n", "\n", "  z\n", "v\n"]), 0..40),
+        ) {
+            let (a, b) = (a.concat(), b.concat());
+            let diff = crate::pipeline::build_diff(&a, &b, "m", "t.py");
+            let (la, lb) = (pytext::splitlines_keepends(&a), pytext::splitlines_keepends(&b));
+            let parsed = parse_diff(&diff, la.len(), lb.len());
+            // Only a last line without a line break can make it unreadable.
+            if a.is_empty() || a.ends_with('\n') {
+                prop_assert!(parsed.is_some() || !b.is_empty() && !b.ends_with('\n'));
+            }
+            if let Some(p) = parsed {
+                prop_assert_eq!(p, shapes(&la, &lb));
+            }
+        }
+    }
 }

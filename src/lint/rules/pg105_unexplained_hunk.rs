@@ -48,7 +48,19 @@ pub const RULE: Rule = Rule {
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     let Some(checked_in) = ctx.checked_in() else { return Vec::new() };
     let resolver = ctx.resolver(checked_in);
-    let hunks = crate::explain::hunks(&ctx.upstream, &checked_in.text, &resolver, ctx.py_path());
+    // The checked-in `.diff`'s hunks, when it is one of these two texts
+    // (else the diff is taken again).
+    let upstream_lines = ctx.upstream.splitlines().len();
+    let disk_lines = crate::pytext::splitlines(&checked_in.text).len();
+    let shapes = ctx
+        .shared
+        .read_noted("checked-in diff", &ctx.py_path().with_extension("diff"))
+        .and_then(|diff| crate::explain::parse_diff(&diff, upstream_lines, disk_lines))
+        .unwrap_or_else(|| {
+            let a = ctx.upstream.splitlines_keepends();
+            crate::explain::shapes(&a, &crate::pytext::splitlines_keepends(&checked_in.text))
+        });
+    let hunks = crate::explain::explain_shapes(&shapes, &ctx.upstream, &checked_in.text, &resolver, ctx.py_path());
     let mut out = Vec::new();
     for h in hunks.iter().filter(|h| h.is_unexplained()) {
         let d = RULE
