@@ -25,8 +25,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use patchgen::pipeline::Context;
-use patchgen::project::Project;
+use patchgen_core::pipeline::Context;
+use patchgen_core::project::Project;
 use rayon::prelude::*;
 
 struct Args {
@@ -92,7 +92,7 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
     for (c, r) in configs.iter().zip(raws) {
         match r {
             Ok(raw) => ok.push(raw),
-            Err(patchgen::pipeline::Failure::NotAConfig { .. }) => {}
+            Err(patchgen_core::pipeline::Failure::NotAConfig { .. }) => {}
             Err(f) => eprintln!("pipeline: {}: {f}", c.module),
         }
     }

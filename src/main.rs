@@ -5,14 +5,14 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    patchgen::timings::begin();
+    patchgen_core::timings::begin(patchgen_core::settings::timings_enabled(&patchgen_core::settings::process_env));
     // A bug must never show a user a raw panic: say what happened and how to report it.
     std::panic::set_hook(Box::new(|info| {
         eprintln!(
             "patchgen: internal error: {info}\n  This is a bug in patchgen; please report it with the command you ran and the config involved."
         );
     }));
-    let code = std::panic::catch_unwind(patchgen::cli::main).unwrap_or(3);
-    patchgen::timings::mark("exit");
+    let code = std::panic::catch_unwind(patchgen::main).unwrap_or(3);
+    patchgen_core::timings::mark("exit");
     std::process::exit(code);
 }

@@ -69,6 +69,7 @@ fn help_of_every_command() {
         ("help_moe_convert", vec!["moe", "convert", "--help"]),
         ("help_lint", vec!["lint", "--help"]),
         ("help_rule", vec!["rule", "--help"]),
+        ("help_explain", vec!["explain", "--help"]),
     ] {
         let out = bare(&args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
@@ -97,7 +98,7 @@ const CONFLICTING: &[&[&str]] = &[
 
 #[test]
 fn every_conflicting_pair_is_a_usage_error() {
-    assert_eq!(CONFLICTING.len(), patchgen::cli::CONFLICTS.len(), "one command line per conflicting pair");
+    assert_eq!(CONFLICTING.len(), patchgen::CONFLICTS.len(), "one command line per conflicting pair");
     for args in CONFLICTING {
         let out = bare(args);
         assert_eq!(out.code, 2, "{args:?}");
@@ -452,7 +453,7 @@ fn shell_completions() {
 #[test]
 fn every_code_is_documented() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/diagnostics.md")).unwrap();
-    for c in patchgen::diagnostics::codes::ALL {
+    for c in patchgen_diagnostics::codes::ALL {
         assert!(
             doc.contains(&format!("| `{}` | `{}` |", c.code, c.name)),
             "{} {} is missing from docs/diagnostics.md",
@@ -489,4 +490,65 @@ fn unknown_lint_key_is_an_error() {
     assert!(out.stderr.contains("pyproject.toml:"), "{}", out.stderr);
     assert!(out.stderr.contains("unknown key `selct` in [tool.patchgen.lint]"), "{}", out.stderr);
     assert!(out.stderr.contains("did you mean `select`?"), "{}", out.stderr);
+}
+
+/// Every command, when it cannot run, writes one JSON document in
+/// `--format json` and under `PATCHGEN_OUTPUT_FORMAT=json`: the error as a
+/// `PGE009` diagnostic (usage or project, exit 2) or `PGE010` (ran and
+/// failed, exit 1), the command's name, and the `error` field.
+#[test]
+fn every_command_writes_one_json_document_when_it_cannot_run() {
+    let cases: [(&str, &[&str]); 11] = [
+        ("generate", &["generate", "--all"]),
+        ("check", &["check"]),
+        ("list", &["list"]),
+        ("clean", &["clean"]),
+        ("survey", &["survey", "--from", "1.0", "--to", "2.0", "--no-download"]),
+        ("lint", &["lint"]),
+        ("rule", &["rule", "PG999"]),
+        ("moe inspect", &["moe", "inspect", "no-such-checkpoint"]),
+        ("moe convert", &["moe", "convert", "no-such-checkpoint", "out"]),
+        ("reference", &["reference", "qwen3", "--no-download"]),
+        ("new", &["new", "mistral"]),
+    ];
+    let env = TestEnv::get();
+    for (command, args) in cases {
+        for via_env in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = if via_env {
+                env.patchgen_env(dir.path(), "", args, &[("PATCHGEN_OUTPUT_FORMAT", "json")])
+            } else {
+                let mut with_flag = args.to_vec();
+                with_flag.extend(["--format", "json"]);
+                env.patchgen(dir.path(), "", &with_flag)
+            };
+            let how = if via_env { "PATCHGEN_OUTPUT_FORMAT=json" } else { "--format json" };
+            let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+                panic!("{command} ({how}): stdout is not one JSON document ({e}):\n{}", out.stdout)
+            });
+            assert_eq!(doc["version"], 1, "{command} ({how})");
+            assert_eq!(doc["command"], command, "{command} ({how})");
+            let expected = match out.code {
+                2 => "PGE009",
+                1 => "PGE010",
+                other => panic!("{command} ({how}): exit {other}\n{}", out.stderr),
+            };
+            assert_eq!(doc["diagnostics"][0]["code"], expected, "{command} ({how}): {doc}");
+            assert!(doc["error"].as_str().is_some_and(|e| !e.is_empty()), "{command} ({how}): {doc}");
+            assert_eq!(doc["diagnostics"].as_array().map(Vec::len), Some(1), "{command} ({how}): {doc}");
+        }
+    }
+}
+
+/// An invalid `PATCHGEN_OUTPUT_FORMAT` is a usage error for every command,
+/// not a silent fall back to text.
+#[test]
+fn an_invalid_output_format_is_a_usage_error_everywhere() {
+    let env = TestEnv::get();
+    for args in [&["list"][..], &["lint"], &["rule", "PG101"], &["moe", "inspect", "x"], &["new", "mistral"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = env.patchgen_env(dir.path(), "", args, &[("PATCHGEN_OUTPUT_FORMAT", "yaml")]);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("PATCHGEN_OUTPUT_FORMAT=yaml"), "{args:?}: {}", out.stderr);
+    }
 }

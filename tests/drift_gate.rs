@@ -64,7 +64,8 @@ fn edited_py_with_its_own_diff_is_drift_in_both() {
     let (p, files) = generated_project();
     let (py, diff) = (&files[0].0, &files[1].0);
     let edited = p.read(py).replace("return x * self.eps", "return x * self.eps * 2");
-    let edited_diff = patchgen::pipeline::build_diff(MINI_UPSTREAM, &edited, "toylib.modeling_toy", "patched_toy.py");
+    let edited_diff =
+        patchgen_core::pipeline::build_diff(MINI_UPSTREAM, &edited, "toylib.modeling_toy", "patched_toy.py");
     assert_eq!(apply_unified_diff(MINI_UPSTREAM, &edited_diff), edited, "the .diff matches the edited .py");
     p.write(py, &edited);
     p.write(diff, &edited_diff);

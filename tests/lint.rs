@@ -10,8 +10,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use patchgen::lint::command::{self, LintArgs, LintReport, RuleArgs};
-use patchgen::lint::rules::RULES;
+use patchgen_lint::rules::RULES;
+use patchgen_lint::{self as command, LintReport, Options as LintArgs, RuleQuery};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/toy")
@@ -24,8 +24,6 @@ fn args(upstream: &str, select: Option<&[&str]>) -> LintArgs {
         extend_select: Vec::new(),
         ignore: Vec::new(),
         upstream: Some(format!("upstream/{upstream}")),
-        format: command::Format::Text,
-        statistics: false,
         config_name: "config".into(),
         project: None,
         no_download: true,
@@ -155,7 +153,7 @@ fn ignore_and_extend_select() {
 #[test]
 fn unknown_selector_is_a_usage_error() {
     let err = command::lint(&args("v1", Some(&["PG999"])), &fixture()).unwrap_err();
-    assert!(err.0.contains("unknown rule selector `PG999`"), "{}", err.0);
+    assert!(err.message().contains("unknown rule selector `PG999`"), "{}", err.message());
 }
 
 #[test]
@@ -206,12 +204,12 @@ fn rule_docs_have_the_four_sections() {
             assert!(doc.contains(section), "{} lacks {section}", r.code);
         }
     }
-    let one = command::rule_text(&RuleArgs { code: Some("pg101".into()), all: false }).unwrap();
+    let one = command::rule_text(&RuleQuery::One("pg101".into())).unwrap();
     assert!(one.starts_with("# PG101 dead-patch-target\n"));
-    let by_name = command::rule_text(&RuleArgs { code: Some("dead-patch-target".into()), all: false }).unwrap();
+    let by_name = command::rule_text(&RuleQuery::One("dead-patch-target".into())).unwrap();
     assert_eq!(one, by_name);
-    assert!(command::rule_text(&RuleArgs { code: Some("PG999".into()), all: false }).is_err());
-    let all = command::rule_text(&RuleArgs { code: None, all: true }).unwrap();
+    assert!(command::rule_text(&RuleQuery::One("PG999".into())).is_err());
+    let all = command::rule_text(&RuleQuery::All).unwrap();
     assert_eq!(all.matches("\n## What it does").count(), RULES.len());
 }
 
@@ -219,7 +217,7 @@ fn rule_docs_have_the_four_sections() {
 #[test]
 fn docs_rules_match_the_code() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules");
-    let files = patchgen::lint::docs::files();
+    let files = patchgen_lint::docs::files();
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for (name, text) in &files {

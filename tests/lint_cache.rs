@@ -15,7 +15,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use patchgen::lint::command::{self, LintArgs};
+use patchgen_lint::{self as command, Options as LintArgs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -30,8 +30,6 @@ fn args(upstream: &str, no_cache: bool) -> LintArgs {
         extend_select: Vec::new(),
         ignore: Vec::new(),
         upstream: Some(format!("upstream/{upstream}")),
-        format: command::Format::Text,
-        statistics: false,
         config_name: "config".into(),
         project: None,
         no_download: true,
@@ -146,7 +144,7 @@ impl Project {
     fn lint(&self, no_cache: bool) -> (i32, String, Option<String>) {
         match command::lint(&args(self.upstream, no_cache), &self.root) {
             Ok(r) => (r.exit_code(), command::render_text(&r, &self.root), r.cache_note.clone()),
-            Err(e) => (2, e.0, None),
+            Err(e) => (2, e.to_string(), None),
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use patchgen::lint::command::{Format, LintArgs, LintReport, lint, render_text};
+use patchgen_lint::{LintReport, Options as LintArgs, lint, render_text};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/models")
@@ -21,8 +21,6 @@ fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
         extend_select: Vec::new(),
         ignore: Vec::new(),
         upstream: Some(upstream.to_string()),
-        format: Format::Text,
-        statistics: false,
         config_name: "config".into(),
         project: Some(project.to_path_buf()),
         no_download: true,

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use patchgen::moe::recipes::{ExpertNaming, RecipeKind, Recipes};
-use patchgen::upstream::SearchPath;
+use patchgen_core::upstream::SearchPath;
+use patchgen_moe::recipes::{ExpertNaming, RecipeKind, Recipes};
 
 /// The wheels to check: 5.9.0 (`PATCHGEN_TEST_TRANSFORMERS`) and 5.16.1
 /// (`PATCHGEN_TEST_TRANSFORMERS_5_16`); both set by scripts/test-env.sh.

@@ -11,10 +11,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use patchgen::codegen;
-use patchgen::config::loader::{MemoryLoader, ProjectLoader};
-use patchgen::config::source::ParsedFile;
-use patchgen::config::{PatchPlan, evaluate};
+use patchgen_config::loader::{MemoryLoader, ProjectLoader};
+use patchgen_config::source::ParsedFile;
+use patchgen_config::{PatchPlan, evaluate};
+use patchgen_core::codegen;
 use proptest::prelude::*;
 
 const STACK_SIZE: usize = 256 << 20;
@@ -62,7 +62,7 @@ fn eval_modules(a: &str, b: Option<&str>) -> (Vec<String>, Vec<PatchPlan>) {
 /// Generate `plan` over `upstream` and diff the result as the pipeline does.
 fn generate_and_diff(plan: &PatchPlan, upstream: &ParsedFile) -> Result<(), String> {
     let raw = codegen::generate(plan, upstream, "5.9.0").map_err(|e| e.message)?;
-    let _ = patchgen::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
+    let _ = patchgen_core::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
     Ok(())
 }
 
@@ -322,14 +322,14 @@ proptest! {
 /// Codegen's trace of `plan` over `upstream`: one origin per raw line, and
 /// each line copied from upstream is that upstream line. Returns the raw
 /// text and trace when generation succeeds.
-fn check_trace(plan: &PatchPlan, upstream: &ParsedFile) -> Option<(String, patchgen::provenance::raw::RawTrace)> {
-    use patchgen::provenance::raw::RawOrigin;
+fn check_trace(plan: &PatchPlan, upstream: &ParsedFile) -> Option<(String, patchgen_core::provenance::raw::RawTrace)> {
+    use patchgen_core::provenance::raw::RawOrigin;
     let (raw, trace) = codegen::generate_traced(plan, upstream, "5.9.0", &codegen::Cache::default()).ok()?;
     assert_eq!(raw, codegen::generate(plan, upstream, "5.9.0").unwrap(), "tracing changes no byte");
     let lines: Vec<&str> = raw.split('\n').collect();
     assert_eq!(trace.lines.len(), lines.len(), "one origin per raw line");
     // Upstream line numbers count `\n`-separated lines only when that is the only break.
-    if upstream.only_newline_breaks() && patchgen::pytext::only_newline_breaks(&raw) {
+    if upstream.only_newline_breaks() && patchgen_python::pytext::only_newline_breaks(&raw) {
         let up: Vec<&str> = upstream.text.split('\n').collect();
         for (i, o) in trace.lines.iter().enumerate() {
             if let RawOrigin::Upstream { line } = o {
@@ -363,8 +363,8 @@ proptest! {
 /// codegen copied from upstream is that upstream line's text.
 #[test]
 fn every_final_line_has_an_origin() {
-    use patchgen::provenance::map::{SourceMap, Step};
-    use patchgen::provenance::raw::RawOrigin;
+    use patchgen_core::provenance::map::{SourceMap, Step};
+    use patchgen_core::provenance::raw::RawOrigin;
     use proptest::strategy::ValueTree;
     let Some(ruff) = std::env::var_os("PATCHGEN_TEST_RUFF") else {
         eprintln!("skipping: PATCHGEN_TEST_RUFF is not set");
@@ -373,7 +373,7 @@ fn every_final_line_has_an_origin() {
     // Fragments use names nothing defines: only the rules that reject a
     // file without fixing it are ignored.
     let ignore = ["F821", "F822", "F811", "F841", "E999"].map(String::from).to_vec();
-    let ruff = patchgen::normalize::Ruff { program: ruff.into(), extra_ignore: ignore, isolated: true };
+    let ruff = patchgen_core::normalize::Ruff { program: ruff.into(), extra_ignore: ignore, isolated: true };
     let upstreams = [TOY_UPSTREAM.to_string(), UPSTREAM_FRAGMENTS.join("\n")];
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let configs = module_strategy(CONFIG_FRAGMENTS);
@@ -396,7 +396,7 @@ fn every_final_line_has_an_origin() {
                 }
             };
             let map = SourceMap::build(&raw, &trace, &steps.fixed, &steps.formatted, &steps.fixes);
-            let final_lines = patchgen::pytext::splitlines(&steps.formatted);
+            let final_lines = patchgen_python::pytext::splitlines(&steps.formatted);
             assert_eq!(map.lines.len(), final_lines.len(), "one origin per final line");
             let up = parsed.splitlines();
             for (i, m) in map.lines.iter().enumerate() {

@@ -18,9 +18,9 @@ use std::collections::BTreeSet;
 use std::io::Read;
 
 use oracle::run_python;
-use patchgen::pysource::names::bindings;
-use patchgen::pysource::signature::Signature;
-use patchgen::pysource::{ParsedFile, keyword_line};
+use patchgen_python::pysource::names::bindings;
+use patchgen_python::pysource::signature::Signature;
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};

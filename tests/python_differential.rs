@@ -9,10 +9,10 @@
 
 mod oracle;
 
-use patchgen::codegen::imports::{collect_imports, transform_imports};
-use patchgen::config::plan::PatchPlan;
-use patchgen::config::source::ParsedFile;
-use patchgen::pytext;
+use patchgen_config::plan::PatchPlan;
+use patchgen_config::source::ParsedFile;
+use patchgen_core::codegen::imports::{collect_imports, transform_imports};
+use patchgen_python::pytext;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -136,7 +136,7 @@ print(json.dumps(out))
     );
     for ((s, max), exp) in inputs.iter().zip(expected) {
         assert_eq!(
-            serde_json::json!(patchgen::codegen::text::collapse_blank_lines(s, *max)),
+            serde_json::json!(patchgen_core::codegen::text::collapse_blank_lines(s, *max)),
             exp,
             "input {s:?}, max {max}"
         );
@@ -181,7 +181,7 @@ print(json.dumps(out))
     );
     for ((text, target), exp) in inputs.iter().zip(expected) {
         assert_eq!(
-            serde_json::json!(patchgen::codegen::text::indent_preserved_source(text, *target)),
+            serde_json::json!(patchgen_core::codegen::text::indent_preserved_source(text, *target)),
             exp,
             "input {text:?}, target {target}"
         );
@@ -238,7 +238,7 @@ fn plan(source_module: &str, drop: &[&str]) -> PatchPlan {
     PatchPlan {
         config_module: "cfg".into(),
         config_path: Default::default(),
-        created_at: patchgen::config::Loc::line("cfg.py", 0),
+        created_at: patchgen_config::Loc::line("cfg.py", 0),
         source_module: source_module.into(),
         target_file: "out.py".into(),
         description: String::new(),

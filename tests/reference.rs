@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use patchgen::reference::{self, Options, ReferenceArgs};
+use patchgen_core::reference::{self, Options, Request as ReferenceArgs};
 
 const MODELING_V1: &str = "\"\"\"Toy.\"\"\"\nimport torch\n\n\nclass ToyMLP:\n    def __init__(self, config):\n        self.x = 1\n\n    def forward(self, x):\n        return x\n\n\nclass ToyGone:\n    pass\n\n\ndef rotate_half(x):\n    return x\n";
 const MODELING_V2: &str = "\"\"\"Toy.\"\"\"\nimport torch\n\n\nclass ToyMLP:\n    def __init__(self, config, intermediate_size=None):\n        self.x = 1\n\n    def forward(self, x):\n        return x\n\n    def extra(self):\n        return 2\n\n\nclass ToyNew:\n    pass\n\n\ndef rotate_half(x):\n    return x\n";
@@ -96,7 +96,6 @@ fn args(model: &str) -> ReferenceArgs {
         also: Vec::new(),
         no_download: true,
         package: "transformers".into(),
-        format: Default::default(),
     }
 }
 

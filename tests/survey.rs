@@ -7,7 +7,7 @@ mod common;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use patchgen::survey::{self, Options, report};
+use patchgen_core::survey::{self, Options, report};
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
@@ -295,9 +295,16 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
 
 fn cli(args: &[&str]) -> i32 {
     let project = fixtures().join("project");
-    let mut argv: Vec<OsString> = vec!["--project".into(), project.into(), "--package".into(), "toylib".into()];
+    let mut argv: Vec<OsString> = vec![
+        "patchgen".into(),
+        "survey".into(),
+        "--project".into(),
+        project.into(),
+        "--package".into(),
+        "toylib".into(),
+    ];
     argv.extend(args.iter().map(OsString::from));
-    survey::run_cli(&argv)
+    patchgen::run_argv(argv)
 }
 
 #[test]
@@ -385,7 +392,7 @@ fn str_of(v: &Value) -> &str {
 fn github_annotations() {
     let report = survey::survey(&dirs()).expect("survey runs");
     let lines: String =
-        report::diagnostics(&report).iter().map(|d| patchgen::diagnostics::render::github(d, &fixtures())).collect();
+        report::diagnostics(&report).iter().map(|d| patchgen_diagnostics::render::github(d, &fixtures())).collect();
     insta::with_settings!({snapshot_path => "snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("survey_github", lines);
     });

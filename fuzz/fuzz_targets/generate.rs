@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use libfuzzer_sys::fuzz_target;
-use patchgen::config::source::ParsedFile;
+use patchgen_config::source::ParsedFile;
 use patchgen_fuzz::{eval_modules, fixed_plans, generate_and_diff, on_big_stack, split_at_nul};
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use patchgen::pytext::getblock::{find_function_start, getblock, matches_function_start};
+use patchgen_python::pytext::getblock::{find_function_start, getblock, matches_function_start};
 use patchgen_fuzz::{on_big_stack, split_at_nul};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let other: Vec<&str> = b.as_deref().unwrap_or("").split_inclusive('\n').collect();
         for n in [0, 3] {
-            let _ = patchgen::diff::unified_diff(&lines, &other, "a", "b", n);
+            let _ = patchgen_python::diff::unified_diff(&lines, &other, "a", "b", n);
         }
     });
 });

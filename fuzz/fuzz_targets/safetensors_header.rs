@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use patchgen::moe::header::parse_header;
+use patchgen_moe::header::parse_header;
 
 fuzz_target!(|data: &[u8]| {
     let p = Path::new("fuzz.safetensors");

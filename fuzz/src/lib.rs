@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
-use patchgen::codegen;
-use patchgen::config::loader::{MemoryLoader, ModuleLoader, ProjectLoader};
-use patchgen::config::source::ParsedFile;
-use patchgen::config::{PatchPlan, evaluate};
+use patchgen_core::codegen;
+use patchgen_config::loader::{MemoryLoader, ModuleLoader, ProjectLoader};
+use patchgen_config::source::ParsedFile;
+use patchgen_config::{PatchPlan, evaluate};
 
 /// Same as the CLI's evaluation threads.
 pub const STACK_SIZE: usize = 256 << 20;
@@ -90,7 +90,7 @@ pub fn eval_modules(a: &str, b: Option<&str>) -> Vec<PatchPlan> {
 /// program).
 pub fn generate_and_diff(plan: &PatchPlan, upstream: &ParsedFile) {
     if let Ok(raw) = codegen::generate(plan, upstream, TRANSFORMERS_VERSION) {
-        let _ = patchgen::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
+        let _ = patchgen_core::pipeline::build_diff(&upstream.text, &raw, &plan.source_module, &plan.target_file);
     }
 }
 

@@ -1,0 +1,55 @@
+//! Methods of strings (those configs use; others are opaque).
+
+use super::{expect_args, expect_str};
+use crate::args::Args;
+use crate::eval::{EResult, EvalError, Evaluator, Frame, opaque};
+use crate::plan::Loc;
+use crate::value::*;
+
+pub(super) fn call(
+    ev: &mut Evaluator,
+    frame: &mut Frame,
+    s: &str,
+    name: &str,
+    args: Args,
+    loc: &Loc,
+) -> EResult<Value> {
+    let Args { positional: args, keywords: kwargs } = args;
+    Ok(match name {
+        "strip" | "lstrip" | "rstrip" if args.is_empty() => Value::str(match name {
+            "strip" => patchgen_python::pytext::strip(s),
+            "lstrip" => patchgen_python::pytext::lstrip(s),
+            _ => patchgen_python::pytext::rstrip(s),
+        }),
+        "lower" => Value::str(&s.to_lowercase()),
+        "upper" => Value::str(&s.to_uppercase()),
+        "startswith" | "endswith" => {
+            expect_args(name, &args, &kwargs, 1, 1, loc)?;
+            let p = expect_str(&args[0], "argument", loc)?;
+            Value::Bool(if name == "startswith" { s.starts_with(p) } else { s.ends_with(p) })
+        }
+        "replace" => {
+            expect_args(name, &args, &kwargs, 2, 2, loc)?;
+            let a = expect_str(&args[0], "argument", loc)?;
+            let b = expect_str(&args[1], "argument", loc)?;
+            Value::str(&s.replace(a, b))
+        }
+        "join" => {
+            expect_args(name, &args, &kwargs, 1, 1, loc)?;
+            let items = ev.iterate(frame, &args[0], loc)?;
+            let mut parts = Vec::new();
+            for i in &items {
+                parts.push(expect_str(i, "joined item", loc)?.to_string());
+            }
+            Value::str(&parts.join(s))
+        }
+        "split" if args.len() == 1 => {
+            let sep = expect_str(&args[0], "separator", loc)?;
+            if sep.is_empty() {
+                return Err(EvalError::new(loc.clone(), "empty separator"));
+            }
+            Value::list(s.split(sep).map(Value::str).collect())
+        }
+        _ => opaque(&format!("str.{name}(...)"), loc.clone()),
+    })
+}

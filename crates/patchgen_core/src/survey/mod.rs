@@ -1,0 +1,139 @@
+//! `patchgen survey --from A --to B`: signature drift of every patch target
+//! across an upstream pin bump (protocol step 0.3).
+//!
+//! `source` resolves the two upstreams, `modules` reads and parses their
+//! modules once, `targets` surveys one config (with `signature` +
+//! `compare` for contracts, `names` for F821-class names, `attrs` for
+//! `self.<attr>`), and `report` renders text, markdown or JSON. Configs are
+//! independent jobs, run in parallel and reported in discovery order.
+
+pub mod attrs;
+pub mod compare;
+pub mod modules;
+pub mod names;
+pub mod report;
+pub mod signature;
+pub mod source;
+pub mod targets;
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use crate::error::RunError;
+use crate::pipeline::{Context, Failure};
+use crate::project::Project;
+use modules::Version;
+use report::{ConfigReport, Report, VersionLabel};
+use source::WheelCache;
+
+/// Everything a survey needs; the CLI's arguments, parsed once.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub from: String,
+    pub to: String,
+    /// Config modules to survey; empty: every discovered config.
+    pub configs: Vec<String>,
+    /// The config variable (`config`).
+    pub config_name: String,
+    /// The directory the project is found from (and relative paths resolved against).
+    pub project_dir: PathBuf,
+    /// Where version wheels are cached; `None`: `${PATCHGEN_CACHE:-<project root>/.cache}/wheels`.
+    pub cache_dir: Option<PathBuf>,
+    /// The distribution a version number refers to.
+    pub package: String,
+    /// Fetch missing version wheels with pip.
+    pub download: bool,
+    pub jobs: Option<usize>,
+}
+
+impl Options {
+    pub fn new(from: &str, to: &str, project_dir: PathBuf) -> Options {
+        Options {
+            from: from.to_string(),
+            to: to.to_string(),
+            configs: Vec::new(),
+            config_name: "config".into(),
+            project_dir,
+            cache_dir: None,
+            package: "transformers".into(),
+            download: true,
+            jobs: None,
+        }
+    }
+}
+
+/// Stack for evaluation threads (as `patchgen --check` uses).
+const STACK_SIZE: usize = 256 << 20;
+
+/// Run a survey: every selected config against both upstream versions.
+pub fn survey(opts: &Options) -> Result<Report, RunError> {
+    let project = Project::find(&opts.project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let cache = WheelCache {
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&project.root)),
+        package: opts.package.clone(),
+        download: opts.download,
+    };
+    let resolve = |flag: &str, arg: &str| {
+        source::resolve(arg, &opts.project_dir, &cache).map_err(|e| RunError::Usage(format!("--{flag} {e}")))
+    };
+    let from = Version::new(resolve("from", &opts.from)?);
+    let to = Version::new(resolve("to", &opts.to)?);
+    let ctx = Context::new(project, &opts.project_dir, None);
+    let modules: Vec<String> = if opts.configs.is_empty() {
+        ctx.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect()
+    } else {
+        let modules: Vec<String> = opts.configs.iter().map(|m| ctx.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
+            return Err(RunError::Usage(format!(
+                "--config {m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
+                ctx.project.package_root().display()
+            )));
+        }
+        modules
+    };
+    let explicit = !opts.configs.is_empty();
+    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
+    if let Some(j) = opts.jobs.filter(|&j| j > 0) {
+        pool = pool.num_threads(j);
+    }
+    let pool = pool.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))?;
+    let configs: Vec<Option<ConfigReport>> = pool.install(|| {
+        modules
+            .par_iter()
+            .map(|m| match ctx.evaluate(m, &opts.config_name) {
+                Err(Failure::NotAConfig { .. }) if !explicit => None,
+                Err(f) => Some(ConfigReport {
+                    module: m.clone(),
+                    source_module: String::new(),
+                    findings: Vec::new(),
+                    error: Some(f.to_string()),
+                    failure: Some(f.diagnostic(m)),
+                }),
+                Ok((plan, _, _)) => {
+                    let (findings, error) = match targets::survey(&plan, &from, &to) {
+                        Ok(f) => (f, None),
+                        Err(e) => (Vec::new(), Some(e)),
+                    };
+                    Some(ConfigReport {
+                        module: m.clone(),
+                        source_module: plan.source_module.clone(),
+                        findings,
+                        error,
+                        failure: None,
+                    })
+                }
+            })
+            .collect()
+    });
+    let label = |v: &Version| VersionLabel {
+        version: v.upstream.version.clone(),
+        location: v.upstream.location.display().to_string(),
+    };
+    Ok(Report {
+        package: opts.package.clone(),
+        from: label(&from),
+        to: label(&to),
+        configs: configs.into_iter().flatten().collect(),
+    })
+}

@@ -1,0 +1,79 @@
+//! PG103 suppressed-undefined-name: a name on a `# noqa: F821` line of the generated module that nothing binds.
+//!
+//! ## What it does
+//! On every line of the generated module that carries `# noqa: F821` (or a
+//! bare `# noqa`), checks each name the code reads against Python's scoping:
+//! the enclosing functions' parameters and locals, comprehension and lambda
+//! variables, and the module's bindings (classes, functions, assignments,
+//! imports — including those inside `try`/`if` blocks), plus builtins. A
+//! name none of them binds is reported at the config line that wrote it.
+//!
+//! ## Why is this bad?
+//! ruff's F821 is the only undefined-name gate generation has, and `noqa`
+//! switches it off for the whole line. A suppression written for one name
+//! defined later by `add_post_import_block` also hides a misspelt or
+//! removed name on the same line; the generated module then raises
+//! `NameError` only when that code path runs — often only on one device
+//! type or in a worker process.
+//!
+//! ## Example
+//! ```python
+//! config.add_post_import_block("from .helpers import FakeForPosID")
+//!
+//! @config.override_method("Model.get_position_id_func")
+//! def get_position_id_func(self):
+//!     return partial(get_position_id, FakeForPosId(self.config))  # noqa: F821
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//!     return partial(get_position_id, FakeForPosID(self.config))  # noqa: F821
+//! ```
+//! Better still, bind the name with `add_import` so no suppression is needed.
+
+use super::super::{LintContext, Rule, noqa};
+use patchgen_core::survey::names::free_name_uses_in;
+use patchgen_diagnostics::{Diagnostic, Severity};
+use ruff_text_size::Ranged;
+
+pub const RULE: Rule = Rule {
+    code: "PG103",
+    name: "suppressed-undefined-name",
+    default_on: true,
+    severity: Severity::Error,
+    doc: include_str!("pg103_suppressed_undefined_name.rs"),
+    check,
+    check_project: None,
+};
+
+fn suppresses_f821(line: &str) -> bool {
+    noqa::parse(line).is_some_and(|n| n.suppresses("F821"))
+}
+
+fn check(ctx: &LintContext) -> Vec<Diagnostic> {
+    let lines = ctx.generated.splitlines();
+    let noqa_lines: Vec<bool> = lines.iter().map(|l| l.contains("noqa") && suppresses_f821(l)).collect();
+    if !noqa_lines.iter().any(|b| *b) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let wanted = |stmt: &ruff_python_ast::Stmt| {
+        let (first, last) = (ctx.generated.line_of(stmt.start()), ctx.generated.line_of(stmt.end()));
+        noqa_lines.get(first.saturating_sub(1)..last.min(noqa_lines.len())).is_some_and(|s| s.iter().any(|b| *b))
+    };
+    for (name, at) in free_name_uses_in(ctx.generated.body(), wanted) {
+        let line = ctx.generated.line_of(at);
+        // A name read in a multi-line statement counts on its own line.
+        if !noqa_lines.get(line - 1).copied().unwrap_or(false) {
+            continue;
+        }
+        let d = RULE
+            .diagnostic(format!(
+                "`{name}` is undefined in the generated module `{}`; `# noqa: F821` hides it from ruff, so it raises NameError when this line runs",
+                ctx.plan.target_file
+            ))
+            .help(format!("bind `{name}` (`config.add_import(...)`, `add_post_import_block`, a helper) or fix the name; then drop the `noqa` if nothing else needs it"));
+        out.push(ctx.at_generated(d, at, None));
+    }
+    out
+}

@@ -1,0 +1,374 @@
+//! PG306 automodel-bypass: a constructor builds a sub-model with `AutoModel.from_config` while the generated module defines a patched class for it.
+//!
+//! ## What it does
+//! Finds `AutoModel*.from_config(config.<x>_config)` calls in the methods of
+//! the generated module, resolves `<x>_config` to its configuration class
+//! (the composite configuration's `sub_configs` in the upstream
+//! configuration module) and that to the generated model class declared for
+//! it (`config: Qwen3VLVisionConfig`). When that class, or any class or
+//! function it uses, carries a config patch, the call is reported — unless
+//! the model package's registry never returns a class that reaches the
+//! constructor (gemma3 registers only `gemma3_text`, so its composite is
+//! never built).
+//!
+//! ## Why is this bad?
+//! `AutoModel` resolves the configuration to transformers' *own* class, not
+//! the generated one next to it: the vision tower or language model is built
+//! from the unpatched upstream code, and every patch for it (sequence
+//! parallelism, fused kernels, precomputed metadata) is silently bypassed.
+//! transformers 5.16 switched the Qwen3-VL, Qwen3-VL-MoE and Qwen3.5
+//! composites to `AutoModel.from_config`; nothing fails until a shape error
+//! far away, if at all.
+//!
+//! ## Example
+//! ```python
+//! # upstream (5.16) Qwen3VLModel.__init__, kept by the config:
+//! self.visual = AutoModel.from_config(config.vision_config)
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! @config.override_method("Qwen3VLModel.__init__")
+//! def qwen3_vl_model_init_patched(self, config):
+//!     super().__init__(config)
+//!     self.visual = Qwen3VLVisionModel._from_config(config.vision_config)
+//!     self.language_model = Qwen3VLTextModel._from_config(config.text_config)
+//!     self.rope_deltas = None
+//!     self.post_init()
+//! ```
+
+use rustc_hash::FxHashSet;
+
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef};
+use ruff_text_size::Ranged;
+
+use super::super::{LintContext, Rule, genmap::OriginKind, package, patched, pyfacts};
+use patchgen_config::source::ParsedFile;
+use patchgen_diagnostics::{Diagnostic, Severity};
+
+pub const RULE: Rule = Rule {
+    code: "PG306",
+    name: "automodel-bypass",
+    default_on: true,
+    severity: Severity::Error,
+    doc: include_str!("pg306_automodel_bypass.rs"),
+    check,
+    check_project: None,
+};
+
+/// `AutoModel*.from_config(<config>.<attr>)` in the methods of a class:
+/// the call and `<attr>`.
+pub fn automodel_calls(class: &StmtClassDef) -> Vec<(&ExprCall, String)> {
+    let mut out = Vec::new();
+    for stmt in &class.body {
+        let Stmt::FunctionDef(f) = stmt else { continue };
+        out.extend(automodel_calls_in(&f.body));
+    }
+    out
+}
+
+/// `AutoModel*.from_config(<config>.<attr>)` in a function body: the call
+/// and `<attr>`.
+pub fn automodel_calls_in(body: &[Stmt]) -> Vec<(&ExprCall, String)> {
+    let mut out = Vec::new();
+    for expr in pyfacts::body_exprs(body) {
+        let Expr::Call(c) = expr else { continue };
+        let Expr::Attribute(a) = &*c.func else {
+            continue;
+        };
+        if a.attr.id.as_str() != "from_config" && a.attr.id.as_str() != "_from_config" {
+            continue;
+        }
+        if !matches!(&*a.value, Expr::Name(n) if n.id.as_str().starts_with("AutoModel")) {
+            continue;
+        }
+        let arg = c.arguments.args.first().or_else(|| {
+            c.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config"))
+                .map(|k| &k.value)
+        });
+        if let Some(Expr::Attribute(sub)) = arg {
+            out.push((c, sub.attr.id.to_string()));
+        }
+    }
+    out
+}
+
+/// The configuration class `attr` (`vision_config`) names in a composite
+/// configuration's `sub_configs = {"vision_config": X, ...}`.
+pub fn sub_config_class(configuration: &ParsedFile, attr: &str) -> Option<String> {
+    for stmt in configuration.body() {
+        let Stmt::ClassDef(c) = stmt else { continue };
+        for s in &c.body {
+            let (target, value) = match s {
+                Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
+                Stmt::AnnAssign(a) => match &a.value {
+                    Some(v) => (&*a.target, &**v),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if !matches!(target, Expr::Name(n) if n.id.as_str() == "sub_configs") {
+                continue;
+            }
+            let Expr::Dict(d) = value else { continue };
+            for item in &d.items {
+                if let (Some(Expr::StringLiteral(k)), Expr::Name(v)) = (&item.key, &item.value)
+                    && k.value.to_str() == attr
+                {
+                    return Some(v.id.to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The class a generated module declares for a configuration class
+/// (`config: X` or `config_class = X` in its body), preferring a `…Model`.
+pub fn model_class_for<'a>(body: &'a [Stmt], config_class: &str) -> Option<&'a StmtClassDef> {
+    let declares = |c: &StmtClassDef| model_class_declares(c, config_class);
+    let candidates: Vec<&StmtClassDef> = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::ClassDef(c) if declares(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    candidates
+        .iter()
+        .find(|c| c.name.id.as_str().ends_with("Model") && !c.name.id.as_str().contains("PreTrained"))
+        .or(candidates.first())
+        .copied()
+}
+
+/// The class `AutoModel*.from_config` builds for `config_class` when the
+/// generated module has it: for `AutoModel`, [`model_class_for`]; for
+/// `AutoModelFor<Head>` (`AutoModelForCausalLM`), the declaring class named
+/// `…For<Head>` (none: `None`, the head is not in the module).
+pub fn model_class_for_call<'a>(body: &'a [Stmt], config_class: &str, call: &ExprCall) -> Option<&'a StmtClassDef> {
+    let auto = match &*call.func {
+        Expr::Attribute(a) => match &*a.value {
+            Expr::Name(n) => n.id.as_str(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let Some(head) = auto.strip_prefix("AutoModel").filter(|h| !h.is_empty()) else {
+        return model_class_for(body, config_class);
+    };
+    body.iter().find_map(|s| match s {
+        Stmt::ClassDef(c) if c.name.id.as_str().ends_with(head) && model_class_declares(c, config_class) => Some(c),
+        _ => None,
+    })
+}
+
+/// Whether a class body declares `config_class` (`config: X`, `config_class = X`).
+fn model_class_declares(c: &StmtClassDef, config_class: &str) -> bool {
+    c.body.iter().any(|s| match s {
+        Stmt::AnnAssign(a) => {
+            matches!(&*a.target, Expr::Name(n) if n.id.as_str() == "config")
+                && matches!(&*a.annotation, Expr::Name(n) if n.id.as_str() == config_class)
+        }
+        Stmt::Assign(a) => {
+            a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "config_class"))
+                && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == config_class)
+        }
+        _ => false,
+    })
+}
+
+/// Top-level definitions of the module that `start` uses, transitively
+/// (itself included): names loaded anywhere in their bodies.
+pub fn closure(body: &[Stmt], start: &[&str]) -> Vec<String> {
+    let defined: FxHashSet<&str> = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::ClassDef(c) => Some(c.name.id.as_str()),
+            Stmt::FunctionDef(f) => Some(f.name.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo: Vec<String> = start.iter().filter(|s| defined.contains(*s)).map(|s| s.to_string()).collect();
+    while let Some(name) = todo.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        let Some(stmt) = body.iter().find(|s| match s {
+            Stmt::ClassDef(c) => c.name.id.as_str() == name,
+            Stmt::FunctionDef(f) => f.name.id.as_str() == name,
+            _ => false,
+        }) else {
+            continue;
+        };
+        // A base's `_init_weights` names every module class of the model:
+        // following it would make everything reach everything.
+        let exprs: Vec<&Expr> = match stmt {
+            Stmt::ClassDef(c) => {
+                let mut v: Vec<&Expr> = Vec::new();
+                for b in c.bases() {
+                    v.extend(pyfacts::all_exprs_of(b));
+                }
+                for s in &c.body {
+                    if matches!(s, Stmt::FunctionDef(f) if f.name.id.as_str() == "_init_weights") {
+                        continue;
+                    }
+                    v.extend(pyfacts::all_exprs(std::slice::from_ref(s)));
+                }
+                v
+            }
+            _ => pyfacts::all_exprs(std::slice::from_ref(stmt)),
+        };
+        for expr in exprs {
+            if let Expr::Name(n) = expr
+                && defined.contains(n.id.as_str())
+                // The shared base names every module class of the model
+                // (`_no_split_modules`, output recorders): not a use.
+                && !n.id.as_str().ends_with("PreTrainedModel")
+                && !seen.iter().any(|s| s == n.id.as_str())
+            {
+                todo.push(n.id.to_string());
+            }
+        }
+        seen.push(name);
+    }
+    seen
+}
+
+/// Classes the model package's registry functions return (`None`: no
+/// registry function found, so nothing can be ruled out).
+fn registry_returns(init: &ParsedFile) -> Option<Vec<String>> {
+    let regs = package::model_registrations(init);
+    if regs.is_empty() {
+        return None;
+    }
+    Some(regs.iter().flat_map(|r| package::returned_names(r.function)).collect())
+}
+
+fn check(ctx: &LintContext) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let body = ctx.generated.body();
+    // Names a config patch wrote: replaced classes and functions, classes
+    // with an overriding method; and where each was registered.
+    let mut patched_names: Vec<(String, Option<patchgen_config::plan::Loc>)> = Vec::new();
+    for o in &ctx.origins {
+        if o.kind != OriginKind::Replacement {
+            continue;
+        }
+        let top = o.qualname.split('.').next().unwrap_or(&o.qualname).to_string();
+        if !patched_names.iter().any(|(n, _)| *n == top) {
+            patched_names.push((top, o.patch.map(|i| ctx.plan.patches[i].registered_at.clone())));
+        }
+    }
+    if patched_names.is_empty() {
+        return out;
+    }
+    let reachable: std::cell::OnceCell<Option<Vec<String>>> = std::cell::OnceCell::new();
+    for stmt in body {
+        let Stmt::ClassDef(holder) = stmt else {
+            continue;
+        };
+        let calls = automodel_calls(holder);
+        if calls.is_empty() {
+            continue;
+        }
+        let reachable = reachable.get_or_init(|| {
+            ctx.package_init()
+                .and_then(registry_returns)
+                .map(|returned| closure(body, &returned.iter().map(String::as_str).collect::<Vec<_>>()))
+        });
+        if let Some(reach) = reachable
+            && !reach.iter().any(|r| r == holder.name.id.as_str())
+        {
+            continue;
+        }
+        for (call, attr) in calls {
+            let config_class = ctx.upstream_configuration().and_then(|c| sub_config_class(c, &attr));
+            let Some(model) = config_class
+                .as_deref()
+                .and_then(|cc| model_class_for_call(body, cc, call).or_else(|| model_class_for(body, cc)))
+            else {
+                continue;
+            };
+            let model_name = model.name.id.as_str();
+            let used = closure(body, &[model_name]);
+            let bypassed: Vec<&(String, Option<patchgen_config::plan::Loc>)> =
+                patched_names.iter().filter(|(n, _)| used.contains(n)).collect();
+            let Some(first) = bypassed.first() else {
+                continue;
+            };
+            let list = bypassed.iter().take(4).map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            let more = if bypassed.len() > 4 { format!(" and {} more", bypassed.len() - 4) } else { String::new() };
+            let callee = &ctx.generated.text[call.func.range()];
+            let d = RULE
+                .diagnostic(format!(
+                    "`{}` builds `config.{attr}` with `{callee}`, which resolves to transformers' own `{model_name}`, not the generated one: the patches to {list}{more} are bypassed",
+                    holder.name.id
+                ))
+                .help(format!(
+                    "override `{}.__init__` and build the sub-model with `{model_name}._from_config(config.{attr})`",
+                    holder.name.id
+                ));
+            let fallback = first.1.clone().unwrap_or_else(|| patched::config_anchor(ctx));
+            out.push(ctx.at_generated(d, call.start(), Some(&fallback)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::pyfacts::parsed as parse;
+
+    #[test]
+    fn calls_sub_configs_and_model_classes() {
+        let cfg = parse(
+            "class VisCfg(PreTrainedConfig):\n    pass\nclass TxtCfg(PreTrainedConfig):\n    pass\n\
+class Cfg(PreTrainedConfig):\n    sub_configs = {\"vision_config\": VisCfg, \"text_config\": TxtCfg}\n",
+        );
+        assert_eq!(sub_config_class(&cfg, "vision_config").as_deref(), Some("VisCfg"));
+        assert_eq!(sub_config_class(&cfg, "audio_config"), None);
+        let module = parse(
+            "class PreTrained(PreTrainedModel):\n    config: Cfg\n\
+class VisModel(PreTrained):\n    config: VisCfg\n    def forward(self):\n        return helper(self.blocks)\n\
+def helper(x):\n    return Block(x)\n\
+class Block(nn.Module):\n    pass\n\
+class Composite(PreTrained):\n    def __init__(self, config):\n        self.visual = AutoModel.from_config(config.vision_config)\n        self.lm = AutoModelForCausalLM.from_config(config=config.text_config)\n        self.x = Other.from_config(config.y)\n",
+        );
+        let holder = pyfacts::class(module.body(), "Composite").unwrap();
+        let attrs: Vec<String> = automodel_calls(holder).into_iter().map(|(_, a)| a).collect();
+        assert_eq!(attrs, ["vision_config", "text_config"]);
+        assert_eq!(model_class_for(module.body(), "VisCfg").unwrap().name.id.as_str(), "VisModel");
+        let mut used = closure(module.body(), &["VisModel"]);
+        used.sort();
+        assert_eq!(used, ["Block", "PreTrained", "VisModel", "helper"]);
+    }
+
+    #[test]
+    fn an_automodel_for_a_head_builds_that_head() {
+        let module = parse(
+            "class TxtModel(P):\n    config: TxtCfg\nclass TxtForCausalLM(P):\n    config: TxtCfg\n\
+class C(P):\n    def __init__(self, config):\n        self.a = AutoModel.from_config(config.text_config)\n        self.b = AutoModelForCausalLM.from_config(config.text_config)\n        self.c = AutoModelForImageClassification.from_config(config.text_config)\n",
+        );
+        let holder = pyfacts::class(module.body(), "C").unwrap();
+        let built: Vec<Option<String>> = automodel_calls(holder)
+            .into_iter()
+            .map(|(call, _)| model_class_for_call(module.body(), "TxtCfg", call).map(|c| c.name.id.to_string()))
+            .collect();
+        assert_eq!(built, [Some("TxtModel".into()), Some("TxtForCausalLM".into()), None]);
+    }
+
+    #[test]
+    fn registry_returns_names() {
+        let init = parse(
+            "@MODELING_REGISTRY.register(\"gemma3_text\")\ndef register(architecture):\n    from .generated.x import A, B\n    if \"Model\" in architecture:\n        return B\n    return A\n",
+        );
+        assert_eq!(registry_returns(&init), Some(vec!["B".to_string(), "A".to_string()]));
+        assert_eq!(registry_returns(&parse("x = 1\n")), None);
+    }
+}

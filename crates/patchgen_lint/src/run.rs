@@ -1,0 +1,440 @@
+//! A lint run: the selected rules over the configs (configs in parallel, then cross-config rules, then
+//! suppressions) and the report. Exit codes: 0 clean, 1 findings, 2 usage
+//! or project errors (including a config that cannot be evaluated or
+//! generated: lint cannot see it).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::context::{LintContext, ProjectContext, Shared};
+use super::settings::{LintSettings, selects};
+use super::{Rule, noqa, rules};
+use patchgen_core::error::RunError;
+use patchgen_core::pipeline::{Context, Failure};
+use patchgen_core::project::Project;
+use patchgen_core::settings::{LintFlags, Overrides, Resolved, process_env};
+use patchgen_core::survey::modules::Version;
+use patchgen_core::survey::source::{self, Upstream, WheelCache};
+use patchgen_core::upstream::SearchPath;
+use patchgen_diagnostics::{Diagnostic, Severity};
+
+/// Everything a lint run needs: the command's arguments, parsed once.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Config modules to lint (empty: every discovered config).
+    pub modules: Vec<String>,
+    /// Rules to run instead of the defaults: codes, prefixes (PG1) or ALL.
+    pub select: Option<Vec<String>>,
+    /// Rules to add to the selection.
+    pub extend_select: Vec<String>,
+    /// Rules to leave out.
+    pub ignore: Vec<String>,
+    /// Lint against another upstream: a directory, a .whl file or a version number.
+    pub upstream: Option<String>,
+    /// The PatchConfig variable in each config module.
+    pub config_name: String,
+    /// Find the project from this directory instead of the working directory.
+    pub project: Option<PathBuf>,
+    /// Never run pip for `upstream` VERSION (the wheel must be cached).
+    pub no_download: bool,
+    /// Parallel jobs (`None`: the settings', else one per CPU).
+    pub jobs: Option<usize>,
+    /// Neither read nor write the result cache.
+    pub no_cache: bool,
+    /// Keep the cache's note (hit, or why not) in the report.
+    pub verbose: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            modules: Vec::new(),
+            select: None,
+            extend_select: Vec::new(),
+            ignore: Vec::new(),
+            upstream: None,
+            config_name: "config".into(),
+            project: None,
+            no_download: false,
+            jobs: None,
+            no_cache: false,
+            verbose: false,
+        }
+    }
+}
+
+/// Which rule's documentation `patchgen rule` prints.
+#[derive(Debug, Clone)]
+pub enum RuleQuery {
+    /// One rule, by code (PG101) or name (dead-patch-target).
+    One(String),
+    /// Every rule, in code order.
+    All,
+}
+
+/// The outcome of a lint run.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct LintReport {
+    /// The upstream version linted against.
+    pub upstream: String,
+    /// Configs linted.
+    pub configs: usize,
+    /// Codes of the rules that ran.
+    pub rules: Vec<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Configs lint could not read (evaluation or generation failed).
+    pub errors: Vec<Diagnostic>,
+    /// Findings silenced by `noqa` or per-file-ignores.
+    pub suppressed: usize,
+    /// What the result cache did (`-v`; not part of the report).
+    #[serde(skip)]
+    pub cache_note: Option<String>,
+}
+
+impl LintReport {
+    pub fn exit_code(&self) -> i32 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.diagnostics.is_empty() {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// `(code, name, count)` per rule that fired, most frequent first.
+    pub fn statistics(&self) -> Vec<(String, String, usize)> {
+        let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for d in &self.diagnostics {
+            *counts.entry((&d.code, &d.name)).or_default() += 1;
+        }
+        let mut out: Vec<_> = counts.into_iter().map(|((c, n), k)| (c.to_string(), n.to_string(), k)).collect();
+        out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+/// Stack for evaluation threads (as `patchgen --check` uses).
+const STACK_SIZE: usize = 256 << 20;
+
+/// The rules `settings` (flags, environment and pyproject resolved) select.
+pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, RunError> {
+    let select: Option<&Vec<String>> = settings.select.as_ref();
+    let extend: Vec<&String> = settings.extend_select.iter().collect();
+    let ignore: Vec<&String> = settings.ignore.iter().collect();
+    let all = select.into_iter().flatten().chain(extend.iter().copied()).chain(ignore.iter().copied());
+    for s in all {
+        if !rules::RULES.iter().any(|r| selects(s, r.code, r.name)) {
+            return Err(RunError::Usage(format!(
+                "unknown rule selector `{s}`\n  help: `patchgen rule --all` lists the rules"
+            )));
+        }
+    }
+    Ok(rules::RULES
+        .iter()
+        .filter(|r| {
+            let on = match select {
+                Some(sel) => sel.iter().any(|s| selects(s, r.code, r.name)),
+                None => r.default_on,
+            } || extend.iter().any(|s| selects(s, r.code, r.name));
+            on && !ignore.iter().any(|s| selects(s, r.code, r.name))
+        })
+        .collect())
+}
+
+/// A config lint cannot see, as `PG000`: the failure's own diagnostic
+/// (message, help, and the place with its column and range where known)
+/// under lint's code.
+fn failure_diagnostic(module: &str, failure: &Failure) -> Diagnostic {
+    Diagnostic {
+        code: "PG000".to_string(),
+        name: "config-error".to_string(),
+        severity: Severity::Error,
+        ..failure.diagnostic(module)
+    }
+}
+
+/// The upstream lint reads: `--upstream` resolved as `survey` resolves
+/// `--to`, else the search path `check` uses.
+fn upstream_for(
+    arg: Option<&str>,
+    project: &Project,
+    cwd: &Path,
+    download: bool,
+) -> Result<(Upstream, Option<PathBuf>), RunError> {
+    let package_root = project.package_root();
+    match arg {
+        Some(arg) => {
+            let cache =
+                WheelCache { dir: WheelCache::default_dir(&project.root), package: "transformers".into(), download };
+            let up = source::resolve(arg, cwd, &cache).map_err(|e| RunError::Usage(format!("--upstream {e}")))?;
+            let location = up.location.clone();
+            let search = SearchPath::new(vec![location.clone(), package_root]);
+            Ok((Upstream { search, ..up }, Some(location)))
+        }
+        None => {
+            let search = SearchPath::from_env(&project.root, cwd, &package_root);
+            let version = search.transformers_version();
+            Ok((Upstream { arg: String::new(), version, location: PathBuf::new(), search }, None))
+        }
+    }
+}
+
+/// Run lint. `cwd` resolves relative paths; the project is found from
+/// `args.project` (else `cwd`).
+pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
+    let project_dir = match &args.project {
+        Some(p) if p.is_relative() => cwd.join(p),
+        Some(p) => p.clone(),
+        None => cwd.to_path_buf(),
+    };
+    let project = Project::find(&project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let flags = LintFlags {
+        select: args.select.clone(),
+        extend_select: args.extend_select.clone(),
+        ignore: args.ignore.clone(),
+    };
+    let overrides = Overrides { jobs: args.jobs, no_cache: args.no_cache, ..Overrides::default() };
+    let resolved = Resolved::resolve(&overrides, &process_env, &project)
+        .map_err(|e| RunError::Usage(e.to_string()))?
+        .with_lint_flags(&flags);
+    let settings = LintSettings::from_options(&resolved.lint, &project.settings.package_prefix);
+    let rules = selected_rules(&settings)?;
+    let (upstream, location) = upstream_for(args.upstream.as_deref(), &project, cwd, !args.no_download)?;
+    let version_label = upstream.version.clone();
+    let mut pipeline = Context::new(project, &project_dir, None);
+    if let Some(location) = location {
+        pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
+    }
+    let modules: Vec<String> = if args.modules.is_empty() {
+        pipeline.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect()
+    } else {
+        let modules: Vec<String> = args.modules.iter().map(|m| pipeline.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| pipeline.loader.find(m).is_none()) {
+            return Err(RunError::Usage(format!(
+                "{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
+                pipeline.project.package_root().display()
+            )));
+        }
+        modules
+    };
+    let explicit = !args.modules.is_empty();
+    // The result cache: a hit answers the whole run (see `cached`).
+    let cache = super::cached::open(&resolved, &pipeline.project, cwd);
+    let key = super::cached::key(args, &resolved.lint, &modules, &project_dir);
+    let mut note = match &cache {
+        Ok(None) => None,
+        Err(why) => Some(format!("off: {why}")),
+        Ok(Some(c)) => match c.lookup::<LintReport>(&key, &pipeline.fresh_prober(c)) {
+            patchgen_cache::Lookup::Hit(mut report) => {
+                c.save_files();
+                report.cache_note = args.verbose.then(|| "hit".to_string());
+                return Ok(report);
+            }
+            patchgen_cache::Lookup::Miss(m) => Some(format!("miss: {m}")),
+        },
+    };
+    let before = match &cache {
+        Ok(Some(c)) => super::cached::before(&pipeline, &upstream.search, &pipeline.fresh_prober(c)),
+        _ => Vec::new(),
+    };
+    let shared = Shared::new(pipeline, Version::new(upstream), settings);
+    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
+    if let Some(j) = resolved.jobs.filter(|&j| j > 0) {
+        pool = pool.num_threads(j);
+    }
+    let pool = pool.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))?;
+    let mut report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
+    if let Ok(Some(c)) = &cache {
+        let inputs = super::cached::inputs(before, &shared);
+        if let Err(why) = super::cached::store(c, &key, &inputs, &report, &shared.pipeline) {
+            note = note.map(|n| format!("{n}; {why}"));
+        }
+    }
+    report.cache_note = note.filter(|_| args.verbose);
+    // The process exits next: freeing every syntax tree costs only time.
+    std::mem::forget(shared);
+    Ok(report)
+}
+
+fn run(
+    shared: &Shared,
+    modules: &[String],
+    config_name: &str,
+    explicit: bool,
+    rules: &[&'static Rule],
+    upstream: String,
+) -> LintReport {
+    // Boxed: a failure is large and rare.
+    let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
+        .par_iter()
+        .map(|m| LintContext::build(shared, m, config_name).map_err(|f| Box::new((m.clone(), f))))
+        .collect();
+    patchgen_core::timings::mark("lint: configs generated and parsed");
+    let mut errors = Vec::new();
+    let mut contexts = Vec::new();
+    for b in built {
+        match b.map_err(|e| *e) {
+            Ok(c) => contexts.push(c),
+            Err((_, Failure::NotAConfig { .. })) if !explicit => {}
+            Err((_, Failure::OptionalSkipped { .. })) => {}
+            Err((m, f)) => errors.push(failure_diagnostic(&m, &f)),
+        }
+    }
+    let mut found: Vec<Diagnostic> = contexts
+        .par_iter()
+        .flat_map_iter(|ctx| {
+            rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
+        })
+        .collect();
+    patchgen_core::timings::mark("lint: per-config rules");
+    let project = ProjectContext { shared, configs: &contexts };
+    for r in rules {
+        if let Some(check) = r.check_project {
+            found.extend(check(&project));
+        }
+    }
+    patchgen_core::timings::mark("lint: project rules");
+    let before = found.len();
+    let root = shared.project_root().to_path_buf();
+    found.retain(|d| !suppressed(shared, &root, d));
+    let suppressed = before - found.len();
+    sort(&mut found);
+    let found = merge_same_line(found);
+    let report = LintReport {
+        upstream,
+        configs: contexts.len(),
+        rules: rules.iter().map(|r| r.code.to_string()).collect(),
+        diagnostics: found,
+        errors,
+        suppressed,
+        cache_note: None,
+    };
+    std::mem::forget(contexts);
+    report
+}
+
+/// One finding per (code, config line, message): a replacement shared by
+/// several configs (an NPU config reusing the GPU one's function) is one
+/// edit; the other configs' generated files are kept as related locations.
+fn merge_same_line(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(found.len());
+    for d in found {
+        match out
+            .iter_mut()
+            .rev()
+            .take_while(|o| o.location == d.location)
+            .find(|o| o.code == d.code && o.message == d.message)
+        {
+            Some(kept) => {
+                for r in d.related {
+                    if !kept.related.contains(&r) {
+                        kept.related.push(r);
+                    }
+                }
+            }
+            None => out.push(d),
+        }
+    }
+    out
+}
+
+fn sort(ds: &mut [Diagnostic]) {
+    ds.sort_by(|a, b| {
+        let key = |d: &Diagnostic| d.location.as_ref().map(|l| (l.path.clone(), l.line, l.column));
+        key(a).cmp(&key(b)).then_with(|| a.code.cmp(&b.code)).then_with(|| a.message.cmp(&b.message))
+    });
+}
+
+/// `# noqa` on the primary line, or a per-file ignore of its file.
+fn suppressed(shared: &Shared, root: &Path, d: &Diagnostic) -> bool {
+    let Some(loc) = &d.location else { return false };
+    let rel = loc.path.strip_prefix(root).unwrap_or(&loc.path).to_string_lossy().replace('\\', "/");
+    if shared.settings.ignored_for(&rel).iter().any(|c| selects(c, &d.code, &d.name)) {
+        return true;
+    }
+    if loc.line == 0 {
+        return false;
+    }
+    let Ok(file) = shared.pipeline.loader.parse_file(&loc.path) else {
+        return false;
+    };
+    let line = file.text.lines().nth(loc.line - 1).unwrap_or_default();
+    noqa::parse(line).is_some_and(|n| n.suppresses(&d.code))
+}
+
+/// Text: `path:line[:col]: CODE [name] message`, then help and related lines.
+pub fn render_text(report: &LintReport, cwd: &Path) -> String {
+    let mut out = String::new();
+    let rel = |p: &Path| p.strip_prefix(cwd).unwrap_or(p).display().to_string();
+    for d in report.errors.iter().chain(&report.diagnostics) {
+        let place = match &d.location {
+            Some(l) => {
+                let mut l = l.clone();
+                l.path = PathBuf::from(rel(&l.path));
+                format!("{l}: ")
+            }
+            None => d.config.as_ref().map(|c| format!("{c}: ")).unwrap_or_default(),
+        };
+        out.push_str(&format!("{place}{} [{}] {}\n", d.code, d.name, d.message));
+        for r in &d.related {
+            let mut l = r.location.clone();
+            l.path = PathBuf::from(rel(&l.path));
+            out.push_str(&format!("  = {}: {l}\n", r.message));
+        }
+        if let Some(h) = &d.help {
+            out.push_str(&format!("  help: {h}\n"));
+        }
+    }
+    out.push_str(&summary(report));
+    out
+}
+
+/// The last line: how many findings, in how many configs, against which upstream.
+pub fn summary(report: &LintReport) -> String {
+    let mut out = String::new();
+    let n = report.diagnostics.len();
+    if n == 0 && report.errors.is_empty() {
+        out.push_str(&format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream));
+    } else {
+        out.push_str(&format!(
+            "Found {n} finding{} in {} configs (upstream {}){}.\n",
+            if n == 1 { "" } else { "s" },
+            report.configs,
+            report.upstream,
+            if report.suppressed > 0 { format!("; {} suppressed", report.suppressed) } else { String::new() }
+        ));
+    }
+    out
+}
+
+/// `--statistics`: one line per rule.
+pub fn render_statistics(report: &LintReport) -> String {
+    report.statistics().iter().map(|(c, n, k)| format!("{k:>5}\t{c}\t{n}\n")).collect()
+}
+
+/// GitHub workflow commands (`::error file=…,line=…,title=…::message`), as every command writes them.
+pub fn render_github(report: &LintReport, cwd: &Path) -> String {
+    report.errors.iter().chain(&report.diagnostics).map(|d| patchgen_diagnostics::render::github(d, cwd)).collect()
+}
+
+pub fn render_json(report: &LintReport) -> String {
+    serde_json::to_string_pretty(report).expect("report serialises") + "\n"
+}
+
+/// What `patchgen rule` prints.
+pub fn rule_text(query: &RuleQuery) -> Result<String, RunError> {
+    let code = match query {
+        RuleQuery::All => {
+            return Ok(rules::RULES.iter().map(super::docs::rule_markdown).collect::<Vec<_>>().join("\n"));
+        }
+        RuleQuery::One(code) => code.as_str(),
+    };
+    match super::rule(code) {
+        Some(r) => Ok(super::docs::rule_markdown(r)),
+        None => Err(RunError::Usage(format!("unknown rule `{code}`\n  help: `patchgen rule --all` lists the rules"))),
+    }
+}

@@ -1,0 +1,162 @@
+//! `patchgen lint [MODULE...]`: the arguments, and `patchgen_lint`'s
+//! report printed through the one printer (findings with their source
+//! excerpt on stderr, the summary on stdout; `--statistics`; `json`;
+//! `github`). Exit codes: 0 clean, 1 findings, 2 usage or project errors.
+
+use std::path::PathBuf;
+
+use patchgen_diagnostics::Diagnostic;
+use patchgen_lint::{LintReport, Options, render_statistics};
+
+use crate::printer::{ExitStatus, Format, Printer, Report, fields};
+use crate::session::Console;
+
+const EXAMPLES: &str = "\
+Examples:
+  patchgen lint                                 every config, default rules
+  patchgen lint pkg.models.qwen3.qwen3_gpu_patch_gen_config
+  patchgen lint --select PG1,PG2 --ignore PG203
+  patchgen lint --upstream 5.16.1               preview a pin bump (wheel cached as `survey` caches it)
+  patchgen lint --format github                 annotations in GitHub Actions
+  patchgen rule PG101                           what a rule checks and why
+
+Suppress a finding with `# noqa: PG101` on the config line it points at, or with
+per-file-ignores in [tool.patchgen.lint].
+Exit status: 0 clean, 1 findings, 2 usage or project error.";
+
+/// Check patch configs for the protocol's silent pitfalls (statically; no ruff, no torch).
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = EXAMPLES)]
+pub struct LintArgs {
+    /// Config modules to lint (default: every discovered config).
+    #[arg(value_name = "MODULE")]
+    pub modules: Vec<String>,
+    /// Rules to run instead of the defaults: codes, prefixes (PG1) or ALL; comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub select: Option<Vec<String>>,
+    /// Rules to add to the selection.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub extend_select: Vec<String>,
+    /// Rules to leave out.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub ignore: Vec<String>,
+    /// Lint against another upstream: a directory, a .whl file or a version number.
+    #[arg(long, value_name = "DIR|WHEEL|VERSION")]
+    pub upstream: Option<String>,
+    /// Output format [default: text; env: PATCHGEN_OUTPUT_FORMAT]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Print how often each rule fired instead of the findings.
+    #[arg(long)]
+    pub statistics: bool,
+    /// The PatchConfig variable in each config module.
+    #[arg(short = 'c', long, value_name = "NAME", default_value = "config")]
+    pub config_name: String,
+    /// Find the project from this directory instead of the working directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Never run pip for --upstream VERSION (the wheel must be cached).
+    #[arg(long)]
+    pub no_download: bool,
+    /// Parallel jobs (default: one per CPU).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Neither read nor write the result cache (also PATCHGEN_NO_CACHE=1).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Say whether the result came from the cache (and, if not, why).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl LintArgs {
+    /// The library's options.
+    pub fn options(&self) -> Options {
+        Options {
+            modules: self.modules.clone(),
+            select: self.select.clone(),
+            extend_select: self.extend_select.clone(),
+            ignore: self.ignore.clone(),
+            upstream: self.upstream.clone(),
+            config_name: self.config_name.clone(),
+            project: self.project.clone(),
+            no_download: self.no_download,
+            jobs: self.jobs,
+            no_cache: self.no_cache,
+            verbose: self.verbose,
+        }
+    }
+}
+
+/// `patchgen lint`: lint from the working directory and print the report.
+pub fn run(args: &LintArgs) -> ExitStatus {
+    let console = match Console::start("lint", args.format) {
+        Ok(c) => c,
+        Err(status) => return status,
+    };
+    let outcome = patchgen_lint::lint(&args.options(), &console.cwd);
+    if args.statistics { console.finish(outcome.map(Statistics)) } else { console.finish(outcome) }
+}
+
+impl Report for LintReport {
+    fn command(&self) -> &'static str {
+        "lint"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.errors.iter().chain(&self.diagnostics).collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = fields(self);
+        m.remove("diagnostics");
+        m.remove("errors");
+        m
+    }
+
+    /// Each finding with its source excerpt (the shared renderer, on
+    /// stderr), then the summary line on stdout.
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        if let Some(note) = &self.cache_note {
+            let label = p.style.dim("cache:");
+            p.err(&format!("{label} {note}\n"))?;
+        }
+        for d in self.errors.iter().chain(&self.diagnostics) {
+            p.diagnostic(d)?;
+        }
+        p.out(patchgen_lint::run::summary(self).as_str())
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        match self.exit_code() {
+            0 => ExitStatus::Success,
+            1 => ExitStatus::Failure,
+            _ => ExitStatus::Error,
+        }
+    }
+}
+
+/// `lint --statistics`: how often each rule fired, instead of the findings.
+struct Statistics(LintReport);
+
+impl Report for Statistics {
+    fn command(&self) -> &'static str {
+        "lint"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.0.diagnostics()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0.json_fields()
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&render_statistics(&self.0))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        self.0.exit_status()
+    }
+}

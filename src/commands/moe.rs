@@ -1,0 +1,192 @@
+//! `patchgen moe inspect|convert`: the arguments, and the reports of
+//! `patchgen_moe` printed through the one printer.
+
+use std::path::PathBuf;
+
+use patchgen_core::error::RunError;
+use patchgen_core::survey::source::{self, WheelCache};
+use patchgen_diagnostics::Diagnostic;
+use patchgen_moe::convert::{self, ConvertReport};
+use patchgen_moe::inspect::{self, InspectReport};
+
+use crate::printer::{ExitStatus, Format, Printer, Report, fields};
+use crate::session::Console;
+
+const EXAMPLES: &str = "\
+Examples:
+  patchgen moe inspect ./Qwen3-30B-A3B                   families, completeness, recipe (headers only)
+  patchgen moe inspect ckpt --upstream 5.16.1 --format json
+  patchgen moe convert ./ckpt ./ckpt-fused --verify      per-expert/transposed/stacked -> v5 fused
+  patchgen moe convert ./fused ./split --to per-expert   the reverse
+
+Exit codes: 0 ok, 1 a problem found (incomplete or malformed checkpoint, refused conversion), 2 usage error.";
+
+/// MoE checkpoints: inspect the expert layout from safetensors headers, convert it offline
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct MoeArgs {
+    #[command(subcommand)]
+    pub command: MoeCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum MoeCommand {
+    /// Expert layout family, completeness and the upstream recipe, from safetensors headers only
+    Inspect(InspectArgs),
+    /// Convert between per-expert and v5 fused expert layouts, streaming
+    Convert(ConvertArgs),
+}
+
+const INSPECT_EXAMPLES: &str = "\
+Examples:
+  patchgen moe inspect ./Qwen3-30B-A3B                    a checkpoint directory (index or model.safetensors)
+  patchgen moe inspect ckpt --upstream 5.16.1             the recipe of that transformers version (wheel cache, pip)
+  patchgen moe inspect model-00001-of-00016.safetensors --config config.json
+  patchgen moe inspect ckpt --format json
+
+Exit codes: 0 ok, 1 an incomplete or mismatched module (PGM001) or a malformed checkpoint, 2 usage error.";
+
+const CONVERT_EXAMPLES: &str = "\
+Examples:
+  patchgen moe convert ./ckpt ./ckpt-fused --verify           per-expert, mixtral, stacked, transposed -> v5 fused
+  patchgen moe convert ./fused ./split --to per-expert        the reverse (what HF exports)
+  patchgen moe convert ./vl ./vl-fused --source-layout transposed   square experts: say what they are
+  patchgen moe convert ./ckpt ./out --shard-size 2GB -j 2
+
+Exit codes: 0 written, 1 refused or failed (nothing is left at DST), 2 usage error.";
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = INSPECT_EXAMPLES)]
+pub struct InspectArgs {
+    /// A checkpoint directory (with model.safetensors.index.json or model.safetensors) or one .safetensors file
+    pub checkpoint: PathBuf,
+    /// The model's config.json (default: the one next to the checkpoint)
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The transformers whose recipes apply: a directory, a .whl or a version (default: the one on PYTHONPATH / in the virtualenv)
+    #[arg(long)]
+    pub upstream: Option<String>,
+    /// Output format [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = CONVERT_EXAMPLES)]
+pub struct ConvertArgs {
+    /// The source checkpoint (directory or .safetensors file)
+    pub src: PathBuf,
+    /// The new checkpoint directory (must not exist, or be empty)
+    pub dst: PathBuf,
+    /// Target layout
+    #[arg(long, value_enum, default_value_t = patchgen_moe::plan::Target::Fused)]
+    pub to: patchgen_moe::plan::Target,
+    /// What square fused tensors are, when their shape cannot tell
+    #[arg(long, value_enum)]
+    pub source_layout: Option<patchgen_moe::plan::SourceLayout>,
+    /// Maximum shard size (HF's max_shard_size: 5GB, 500MB, 2GiB)
+    #[arg(long, default_value = "5GB")]
+    pub shard_size: String,
+    /// Output shards written in parallel
+    #[arg(short = 'j', long)]
+    pub jobs: Option<usize>,
+    /// Re-read the output and compare every tensor with its sources
+    #[arg(long)]
+    pub verify: bool,
+    /// Output format [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+}
+
+/// Run one `moe` subcommand and print its report.
+pub fn run(args: MoeArgs) -> ExitStatus {
+    match args.command {
+        MoeCommand::Inspect(a) => {
+            let console = match Console::start("moe inspect", a.format) {
+                Ok(c) => c,
+                Err(status) => return status,
+            };
+            let outcome = run_inspect(&a, &console.cwd);
+            console.finish(outcome)
+        }
+        MoeCommand::Convert(a) => {
+            let console = match Console::start("moe convert", a.format) {
+                Ok(c) => c,
+                Err(status) => return status,
+            };
+            let outcome = run_convert(&a);
+            console.finish(outcome)
+        }
+    }
+}
+
+fn run_inspect(a: &InspectArgs, cwd: &std::path::Path) -> Result<InspectReport, RunError> {
+    let upstream = match &a.upstream {
+        None => inspect::UpstreamArg::FromEnv,
+        Some(u) => {
+            let root = patchgen_core::project::Project::find(cwd).map(|p| p.root).unwrap_or_else(|_| cwd.to_path_buf());
+            let cache =
+                WheelCache { dir: WheelCache::default_dir(&root), package: "transformers".into(), download: true };
+            let up = source::resolve(u, cwd, &cache).map_err(|e| RunError::usage(format!("--upstream {e}")))?;
+            inspect::UpstreamArg::Given(up)
+        }
+    };
+    inspect::inspect(&a.checkpoint, a.config.as_deref(), upstream, cwd).map_err(|e| RunError::failed(e.to_string()))
+}
+
+fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
+    let shard_size = convert::parse_size(&a.shard_size).map_err(|e| RunError::usage(format!("--shard-size {e}")))?;
+    let opts = convert::ConvertOptions {
+        to: a.to,
+        source_layout: a.source_layout,
+        shard_size,
+        jobs: a.jobs,
+        verify: a.verify,
+        progress: convert::stderr_is_terminal(),
+    };
+    convert::convert(&a.src, &a.dst, &opts).map_err(|e| RunError::failed(e.to_string()))
+}
+
+impl Report for InspectReport {
+    fn command(&self) -> &'static str {
+        "moe inspect"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.diagnostics.iter().collect()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&patchgen_moe::report::inspect_text(self))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::failure_if(self.has_problems())
+    }
+}
+
+impl Report for ConvertReport {
+    fn command(&self) -> &'static str {
+        "moe convert"
+    }
+
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+
+    fn text(&self, p: &mut Printer) -> std::io::Result<()> {
+        p.out(&patchgen_moe::report::convert_text(self))
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Success
+    }
+}

@@ -1,0 +1,243 @@
+//! What every core command does first: find the project, resolve the
+//! settings, check that ruff runs, start the worker pool; and the report
+//! of a command that could not start ([`Fatal`], exit 2).
+
+use std::io;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::args::ProjectArg;
+use crate::printer::{ExitStatus, Format, Printer, Report, fields};
+use patchgen_core::error::RunError;
+use patchgen_core::normalize::RuffError;
+use patchgen_core::pipeline::Context;
+use patchgen_core::project::Project;
+use patchgen_core::settings::{self, Overrides, Resolved};
+use patchgen_diagnostics::{Diagnostic, codes};
+
+/// Stack for evaluation threads: the parser and evaluator recurse on
+/// nested input, and depth limits turn runaway input into errors well
+/// before this is used up.
+pub const STACK_SIZE: usize = 256 << 20;
+
+/// A worker pool of `jobs` threads (`None` or 0: one per CPU).
+pub fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
+    let mut b = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
+    if let Some(j) = jobs.filter(|&j| j > 0) {
+        b = b.num_threads(j);
+    }
+    b.build().expect("thread pool")
+}
+
+/// A command that could not run: a usage, settings or project problem
+/// (`PGE009`, exit 2), or a run that could not finish (`PGE010`, exit 1).
+#[derive(Debug, Serialize)]
+pub struct Fatal {
+    #[serde(skip)]
+    command: &'static str,
+    /// The message: as printed after `patchgen: ` for the pipeline commands
+    /// (as it always was), the error's own message for the others.
+    error: String,
+    /// Text output names the command (`patchgen moe convert: error: …`).
+    #[serde(skip)]
+    named: bool,
+    #[serde(skip)]
+    status: ExitStatus,
+    #[serde(skip)]
+    diagnostic: Box<Diagnostic>,
+}
+
+impl Fatal {
+    /// A pipeline command that cannot start; `error` is printed after `patchgen: `.
+    pub fn new(command: &'static str, error: impl Into<String>) -> Fatal {
+        let error = error.into();
+        let message = error.strip_prefix("error: ").unwrap_or(&error).to_string();
+        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(message));
+        Fatal { command, error, named: false, status: ExitStatus::Error, diagnostic }
+    }
+
+    /// A command's typed error, printed as `patchgen <command>: error: <message>`.
+    pub fn of(command: &'static str, e: &RunError) -> Fatal {
+        let code = if e.is_usage() { codes::PROJECT_ERROR } else { codes::COMMAND_FAILED };
+        let diagnostic = Box::new(code.diagnostic(e.message().to_string()));
+        Fatal { command, error: e.message().to_string(), named: true, status: e.exit_status(), diagnostic }
+    }
+}
+
+impl Report for Fatal {
+    fn command(&self) -> &'static str {
+        self.command
+    }
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        vec![&self.diagnostic]
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(self)
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        if self.named {
+            p.err(&format!("patchgen {}: error: {}\n", self.command, self.error))
+        } else {
+            p.err(&format!("patchgen: {}\n", self.error))
+        }
+    }
+    fn exit_status(&self) -> ExitStatus {
+        self.status
+    }
+}
+
+/// The start of a command that finds its project itself, or needs none
+/// (`survey`, `lint`, `moe`, `reference`, `new`, `rule`): the output format
+/// (the flag, else `PATCHGEN_OUTPUT_FORMAT`, as every command resolves it)
+/// and the working directory. Whatever the command returns, report or
+/// error, goes through [`Console::finish`] in that format.
+pub struct Console {
+    pub command: &'static str,
+    pub cwd: PathBuf,
+    pub printer: Printer,
+}
+
+impl Console {
+    pub fn start(command: &'static str, format: Option<Format>) -> Result<Console, ExitStatus> {
+        let early = settings::early_format(format);
+        let fail = |e: RunError| Err(Printer::new(early).print(&Fatal::of(command, &e)));
+        let format = match settings::output_format(format, &settings::process_env) {
+            Ok(f) => f,
+            Err(e) => return fail(RunError::usage(e.to_string())),
+        };
+        match std::env::current_dir() {
+            Ok(cwd) => Ok(Console { command, cwd, printer: Printer::new(format) }),
+            Err(e) => fail(RunError::usage(format!("cannot read the working directory: {e}"))),
+        }
+    }
+
+    /// Print the report, or the error as a [`Fatal`] report; how the process ends.
+    pub fn finish<R: Report>(mut self, outcome: Result<R, RunError>) -> ExitStatus {
+        match outcome {
+            Ok(report) => self.printer.print(&report),
+            Err(e) => self.printer.print(&Fatal::of(self.command, &e)),
+        }
+    }
+}
+
+/// A started command: its project, settings and printer.
+pub struct Session {
+    pub cwd: PathBuf,
+    pub settings: Resolved,
+    pub printer: Printer,
+    project: Option<Project>,
+}
+
+impl Session {
+    /// Find the project from the working directory and resolve the
+    /// settings; on failure, the [`Fatal`] report is printed and its status
+    /// returned.
+    pub fn start(command: &'static str, overrides: &Overrides, project: &ProjectArg) -> Result<Session, ExitStatus> {
+        // The format is known before the project is: errors use it too.
+        let early_format = settings::early_format(overrides.format);
+        let fail = |msg: String| {
+            let mut printer = Printer::new(early_format);
+            Err(printer.print(&Fatal::new(command, msg)))
+        };
+        // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
+        if let Err(e) = settings::output_format(overrides.format, &settings::process_env) {
+            return fail(format!("error: {e}"));
+        }
+        let cwd = match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => return fail(format!("error: cannot read the working directory: {e}")),
+        };
+        let project_dir = project.project.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
+        let project = match Project::find(&project_dir) {
+            Ok(p) => p,
+            Err(e) => return fail(e.to_string()),
+        };
+        let settings = match Resolved::resolve(overrides, &settings::process_env, &project) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("error: {e}")),
+        };
+        let printer = Printer::new(settings.format);
+        Ok(Session { cwd, settings, printer, project: Some(project) })
+    }
+
+    /// The project (until [`Session::context`] takes it).
+    pub fn project(&self) -> &Project {
+        self.project.as_ref().expect("the project is in the context now")
+    }
+
+    /// The pipeline context (once per session).
+    pub fn context(&mut self) -> Context {
+        let project = self.project.take().expect("one context per session");
+        Context::with_ruff(project, &self.cwd, self.settings.ruff.clone())
+    }
+
+    /// Fail (printed, exit 2) unless ruff runs; with `verbose`, say which ruff.
+    pub fn preflight_ruff(&mut self, command: &'static str, ctx: &Context, verbose: bool) -> Result<(), ExitStatus> {
+        let found = if verbose {
+            match ctx.ruff.version() {
+                Some(v) => {
+                    let line = format!("using {v} ({})\n", ctx.ruff.program.display());
+                    let _ = self.printer.err(&line);
+                    true
+                }
+                None => false,
+            }
+        } else {
+            ctx.ruff.is_available()
+        };
+        if found {
+            return Ok(());
+        }
+        let msg = format!("error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
+        Err(self.printer.print(&Fatal::new(command, msg)))
+    }
+
+    /// The usual shape of a command on the pipeline: start a session, make
+    /// the context, check that ruff runs (`ruff`: `Some(verbose)`; `None`
+    /// for commands that never run it), run `body` on the worker pool and
+    /// print what it returns.
+    pub fn run_pipeline<R: Report + Send>(
+        command: &'static str,
+        overrides: &Overrides,
+        project: &ProjectArg,
+        ruff: Option<bool>,
+        body: impl FnOnce(&Context, &Resolved) -> Result<R, Fatal> + Send,
+    ) -> ExitStatus {
+        let mut session = match Session::start(command, overrides, project) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        let ctx = session.context();
+        if let Some(verbose) = ruff
+            && let Err(status) = session.preflight_ruff(command, &ctx, verbose)
+        {
+            return status;
+        }
+        let settings = &session.settings;
+        let report = pool(settings.jobs).install(|| body(&ctx, settings));
+        let status = match report {
+            Ok(r) => session.finish(&r),
+            Err(fatal) => session.finish(&fatal),
+        };
+        // The process exits next: freeing every syntax tree one by one would
+        // only cost time (~5 % of a check's generation).
+        std::mem::forget(ctx);
+        status
+    }
+
+    /// Print `report` and end the session.
+    pub fn finish(mut self, report: &dyn Report) -> ExitStatus {
+        self.printer.print(report)
+    }
+}
+
+/// The result cache of a pipeline command: `Ok(None)` with `--no-cache`
+/// (`PATCHGEN_NO_CACHE`), `Err(why)` when it cannot be used (the command
+/// then runs without it).
+pub fn open_cache(ctx: &Context, settings: &Resolved) -> Result<Option<patchgen_cache::Cache>, String> {
+    if settings.no_cache {
+        return Ok(None);
+    }
+    patchgen_cache::Cache::open(&settings.cache_path(&ctx.cwd, &ctx.project.root)).map(Some).map_err(|e| e.to_string())
+}
