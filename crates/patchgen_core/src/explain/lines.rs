@@ -77,18 +77,3 @@ mod tests {
         assert!(parse_spec("a/b.py:x").is_err());
     }
 }
-
-#[cfg(test)]
-mod debug_tests {
-    #[test]
-    #[ignore]
-    fn dump_demo() {
-        let dir = std::path::Path::new("/tmp/prov-demo");
-        let project = crate::project::Project::find(dir).unwrap();
-        let ctx = crate::pipeline::Context::new(project, dir, None);
-        let raw = ctx.generate_raw("demo.toy.toy_gpu_patch_gen_config", "config", None).unwrap();
-        for (i, (l, o)) in raw.text.split('\n').zip(&raw.trace.lines).enumerate().take(40) {
-            println!("{:3} {:60} {:?}", i + 1, l.chars().take(60).collect::<String>(), o);
-        }
-    }
-}

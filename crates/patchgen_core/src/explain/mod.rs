@@ -231,7 +231,7 @@ pub fn parse_diff(diff: &str, old_len: usize, new_len: usize) -> Option<Vec<Shap
             match line.as_bytes().first() {
                 Some(b'-') => {
                     if first.is_none() {
-                        let rest = lines[i..].iter().skip_while(|l| l.starts_with('-')).next();
+                        let rest = lines[i..].iter().find(|l| !l.starts_with('-'));
                         first = Some(if rest.is_some_and(|l| l.starts_with('+')) { n + 1 } else { n.max(1) });
                     }
                     shape.deleted.push(o);

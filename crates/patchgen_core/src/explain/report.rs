@@ -62,17 +62,21 @@ pub struct FilesReport {
 
 /// Explain every config of `modules` (in parallel), failures as diagnostics.
 pub fn explain_modules(ctx: &Context, modules: &[String], config_name: &str) -> FilesReport {
-    let results: Vec<Result<ExplainedFile, (String, Failure)>> = modules
+    let results: Vec<Result<ExplainedFile, Box<(String, Failure)>>> = modules
         .par_iter()
-        .map(|m| Mapped::generate(ctx, m, config_name).map(|mapped| mapped.explain()).map_err(|f| (m.clone(), f)))
+        .map(|m| {
+            Mapped::generate(ctx, m, config_name).map(|mapped| mapped.explain()).map_err(|f| Box::new((m.clone(), f)))
+        })
         .collect();
     let mut files = Vec::new();
     let mut diagnostics = Vec::new();
     for r in results {
         match r {
             Ok(f) => files.push(f),
-            Err((_, Failure::NotAConfig { .. } | Failure::OptionalSkipped { .. })) => {}
-            Err((m, f)) => diagnostics.push(f.diagnostic(&m)),
+            Err(e) => match *e {
+                (_, Failure::NotAConfig { .. } | Failure::OptionalSkipped { .. }) => {}
+                (m, f) => diagnostics.push(f.diagnostic(&m)),
+            },
         }
     }
     FilesReport { files, diagnostics }

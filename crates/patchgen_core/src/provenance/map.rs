@@ -279,10 +279,14 @@ pub struct Resolver<'a> {
     consumed: std::collections::HashMap<RawOrigin, Step>,
     /// Per upstream import statement (its first line): the first final
     /// line rendered from it, and the first consumed raw line.
-    imports: std::collections::HashMap<u32, (Option<MapLine>, Option<(RawOrigin, Step)>)>,
+    imports: std::collections::HashMap<u32, ImportFate>,
     /// Why each upstream line codegen did not copy is missing (the first record).
     removed: std::collections::HashMap<u32, RemovedBy>,
 }
+
+/// What became of an upstream import statement: the first final line
+/// rendered from it, and the first raw line of it a ruff step consumed.
+type ImportFate = (Option<MapLine>, Option<(RawOrigin, Step)>);
 
 /// The line where `object`'s code starts, below its leading comment block.
 fn code_start(object: Option<&patchgen_config::plan::SourceObject>) -> usize {
@@ -300,8 +304,7 @@ impl<'a> Resolver<'a> {
             .map(code_start)
             .collect();
         let mut kept = std::collections::HashSet::new();
-        let mut imports: std::collections::HashMap<u32, (Option<MapLine>, Option<(RawOrigin, Step)>)> =
-            Default::default();
+        let mut imports: std::collections::HashMap<u32, ImportFate> = Default::default();
         for m in &map.lines {
             match m.raw {
                 Some(RawOrigin::Upstream { line }) if m.step == Step::Kept => {
