@@ -244,5 +244,9 @@ pub fn transform_imports_traced(plan: &PatchPlan, imports: &[ImportStmt], lines:
             origins.pop();
         }
     }
+    // No import at all: the block is one empty line.
+    if origins.is_empty() {
+        origins.push(RawOrigin::Header);
+    }
     (out.join("\n"), origins)
 }
