@@ -4,7 +4,8 @@
 #   - ruff 0.13.2 (the normaliser VeOmni pins) in $CACHE/ruff-0.13.2
 #   - the transformers 5.9.0 and 5.16.1 wheels in $CACHE/wheels (tests read them directly)
 #   - a venv with numpy + safetensors in $CACHE/py-oracles (moe tests build and read
-#     checkpoints with it: the independent implementation)
+#     checkpoints with it: the independent implementation), and moto's S3 server
+#     (tests/moe_remote.rs starts it on 127.0.0.1)
 # usage: eval "$(scripts/test-env.sh)"
 # env: PATCHGEN_CACHE (default: <repo>/.cache)
 set -euo pipefail
@@ -16,6 +17,7 @@ tf_version=5.9.0
 tf_next_version=5.16.1
 oracle_numpy=2.2.6
 oracle_safetensors=0.6.2
+oracle_moto=5.2.5
 
 die() { echo "test-env: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is required to install ruff and download the transformers wheel"
@@ -52,6 +54,11 @@ if ! "$oracles/bin/python" -c "import numpy, safetensors" 2>/dev/null; then
   python3 -m venv "$oracles" >&2 || die "python3 -m venv failed (install python3-venv)"
   "$oracles/bin/pip" install --quiet --disable-pip-version-check "numpy==$oracle_numpy" "safetensors==$oracle_safetensors" >&2 \
     || die "pip could not install numpy and safetensors"
+fi
+if ! "$oracles/bin/python" -c "import moto.server" 2>/dev/null; then
+  echo "test-env: installing moto[server] $oracle_moto into $oracles" >&2
+  "$oracles/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$oracle_moto" >&2 \
+    || die "pip could not install moto[server]"
 fi
 
 echo "export PATCHGEN_TEST_RUFF='$ruff'"

@@ -9,4 +9,4 @@ cd "$repo"
 . scripts/toolchain.sh
 env_lines=$(scripts/test-env.sh)
 eval "$env_lines"
-exec cargo test --profile testing "$@"
+exec cargo test --workspace --profile testing "$@"

@@ -5,49 +5,13 @@
 //! compared byte for byte with numpy's stack/concatenate/transpose of the
 //! source read back through `safetensors.safe_open`.
 
-use std::path::{Path, PathBuf};
+#[path = "moe/support.rs"]
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn python() -> Option<String> {
-    match std::env::var("PATCHGEN_TEST_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!(
-                "PATCHGEN_TEST_PYTHON must name a python with numpy and safetensors (scripts/test-env.sh installs it)"
-            )
-        }
-        _ => {
-            eprintln!("skipping: PATCHGEN_TEST_PYTHON is not set (run through scripts/test.sh)");
-            None
-        }
-    }
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/moe/ckpt.py")
-}
-
-fn py(python: &str, args: &[&str]) -> Out {
-    let o = Command::new(python).arg(script()).args(args).output().expect("run python");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn make(python: &str, family: &str, dir: &Path, extra: &[&str]) {
-    let mut args = vec!["make", family, dir.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let o = py(python, &args);
-    assert_eq!(o.code, 0, "make {family}: {}", o.stderr);
-}
+use support::{Out, make, ok, py, python};
 
 fn check(python: &str, src: &Path, dst: &Path, family: &str, to: &str) {
     let o = py(python, &["check", src.to_str().unwrap(), dst.to_str().unwrap(), family, to]);
@@ -55,28 +19,20 @@ fn check(python: &str, src: &Path, dst: &Path, family: &str, to: &str) {
 }
 
 fn patchgen(cwd: &Path, args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_patchgen"))
+    Command::new(env!("CARGO_BIN_EXE_patchgen"))
         .args(args)
         .current_dir(cwd)
         .env_remove("PYTHONPATH")
         .env_remove("VIRTUAL_ENV")
         .output()
-        .expect("run patchgen");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+        .expect("run patchgen")
+        .into()
 }
 
 fn convert(dir: &Path, src: &Path, dst: &Path, extra: &[&str]) -> Out {
     let mut args = vec!["moe", "convert", src.to_str().unwrap(), dst.to_str().unwrap(), "--verify"];
     args.extend_from_slice(extra);
     patchgen(dir, &args)
-}
-
-fn ok(o: &Out, what: &str) {
-    assert_eq!(o.code, 0, "{what}: stdout {} stderr {}", o.stdout, o.stderr);
 }
 
 #[test]

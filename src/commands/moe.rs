@@ -8,6 +8,7 @@ use patchgen_core::survey::source::{self, WheelCache};
 use patchgen_diagnostics::Diagnostic;
 use patchgen_moe::convert::{self, ConvertReport};
 use patchgen_moe::inspect::{self, InspectReport};
+use patchgen_moe::remote;
 
 use crate::printer::{ExitStatus, Format, Printer, Report, fields};
 use crate::session::Console;
@@ -43,6 +44,7 @@ Examples:
   patchgen moe inspect ckpt --upstream 5.16.1             the recipe of that transformers version (wheel cache, pip)
   patchgen moe inspect model-00001-of-00016.safetensors --config config.json
   patchgen moe inspect ckpt --format json
+  patchgen moe inspect hf://deepseek-ai/DeepSeek-V3 -v    on the Hub, by range reads (HF_TOKEN for private repos)
 
 Exit codes: 0 ok, 1 an incomplete or mismatched module (PGM001) or a malformed checkpoint, 2 usage error.";
 
@@ -52,13 +54,14 @@ Examples:
   patchgen moe convert ./fused ./split --to per-expert        the reverse (what HF exports)
   patchgen moe convert ./vl ./vl-fused --source-layout transposed   square experts: say what they are
   patchgen moe convert ./ckpt ./out --shard-size 2GB -j 2
+  patchgen moe convert s3://models/ckpt s3://models/ckpt-fused --verify   remote to remote, streaming (docs/moe.md)
 
 Exit codes: 0 written, 1 refused or failed (nothing is left at DST), 2 usage error.";
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = INSPECT_EXAMPLES)]
 pub struct InspectArgs {
-    /// A checkpoint directory (with model.safetensors.index.json or model.safetensors) or one .safetensors file
+    /// A checkpoint directory (with model.safetensors.index.json or model.safetensors), one .safetensors file, or a URL: hf://ORG/REPO[@REV][/DIR], s3://, gs://, az://, http(s)://
     pub checkpoint: PathBuf,
     /// The model's config.json (default: the one next to the checkpoint)
     #[arg(long)]
@@ -69,14 +72,20 @@ pub struct InspectArgs {
     /// Output format [default: text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
+    /// Touch no network: hf:// resolves to the local Hub cache, other URLs are errors
+    #[arg(long)]
+    pub offline: bool,
+    /// Also print the bytes fetched from a remote checkpoint
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = CONVERT_EXAMPLES)]
 pub struct ConvertArgs {
-    /// The source checkpoint (directory or .safetensors file)
+    /// The source checkpoint (directory, .safetensors file, or URL: hf://, s3://, gs://, az://, http(s)://)
     pub src: PathBuf,
-    /// The new checkpoint directory (must not exist, or be empty)
+    /// The new checkpoint: a directory or a bucket prefix (s3://, gs://, az://); must not exist, or be empty
     pub dst: PathBuf,
     /// Target layout
     #[arg(long, value_enum, default_value_t = patchgen_moe::plan::Target::Fused)]
@@ -93,6 +102,9 @@ pub struct ConvertArgs {
     /// Re-read the output and compare every tensor with its sources
     #[arg(long)]
     pub verify: bool,
+    /// Touch no network: hf:// resolves to the local Hub cache, other URLs are errors
+    #[arg(long)]
+    pub offline: bool,
     /// Output format [default: text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
@@ -131,7 +143,17 @@ fn run_inspect(a: &InspectArgs, cwd: &std::path::Path) -> Result<InspectReport, 
             inspect::UpstreamArg::Given(up)
         }
     };
-    inspect::inspect(&a.checkpoint, a.config.as_deref(), upstream, cwd).map_err(|e| RunError::failed(e.to_string()))
+    let failed = |e: String| RunError::failed(e);
+    let mut report = match remote::locate(&a.checkpoint, a.offline).map_err(|e| failed(e.to_string()))? {
+        remote::Location::Local(p) => inspect::inspect(&p, a.config.as_deref(), upstream, cwd).map_err(failed)?,
+        remote::Location::Remote(r) => {
+            remote::inspect(&r, a.config.as_deref(), upstream, cwd).map_err(|e| failed(e.to_string()))?
+        }
+    };
+    if !a.verbose {
+        report.transfer_note = None;
+    }
+    Ok(report)
 }
 
 fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
@@ -144,7 +166,13 @@ fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
         verify: a.verify,
         progress: convert::stderr_is_terminal(),
     };
-    convert::convert(&a.src, &a.dst, &opts).map_err(|e| RunError::failed(e.to_string()))
+    let failed = |e: String| RunError::failed(e);
+    let src = remote::locate(&a.src, a.offline).map_err(|e| failed(e.to_string()))?;
+    let dst = remote::locate(&a.dst, a.offline).map_err(|e| failed(e.to_string()))?;
+    match (src, dst) {
+        (remote::Location::Local(s), remote::Location::Local(d)) => convert::convert(&s, &d, &opts).map_err(failed),
+        (s, d) => remote::transfer::convert(&s, &d, &a.src, &a.dst, &opts).map_err(|e| failed(e.to_string())),
+    }
 }
 
 impl Report for InspectReport {

@@ -64,38 +64,23 @@ impl Checkpoint {
 
     fn from_index(dir: &Path, index: &Path) -> Result<Checkpoint, String> {
         let text = std::fs::read_to_string(index).map_err(|e| format!("{}: {e}", index.display()))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", index.display(), e.line(), e.column()))?;
-        let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {
-            return Err(format!("{}: no \"weight_map\" object", index.display()));
-        };
-        let mut files: Vec<String> = Vec::new();
-        let mut wanted: Vec<(&str, &str)> = Vec::with_capacity(map.len());
-        for (name, file) in map {
-            let Some(file) = file.as_str() else {
-                return Err(format!("{}: weight_map[\"{name}\"] is not a file name", index.display()));
-            };
-            wanted.push((name, file));
-            files.push(file.to_string());
-        }
-        files.sort();
-        files.dedup();
+        let (files, wanted) = parse_index(index, &text)?;
         let missing: Vec<&String> = files.iter().filter(|f| !dir.join(f).is_file()).collect();
         if !missing.is_empty() {
-            let shown: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
-            return Err(format!(
-                "{}: the index names {} missing file(s): {}{}\n  help: download the missing shards, or fix the index",
-                index.display(),
-                missing.len(),
-                shown.join(", "),
-                if missing.len() > 5 { ", ..." } else { "" }
-            ));
+            return Err(missing_files(index, &missing));
         }
         let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
         let shards = read_all(&paths)?;
         let ck = Checkpoint::from_shards(dir.to_path_buf(), Some(index.to_path_buf()), shards)?;
+        ck.check_weight_map(index, &wanted)?;
+        Ok(ck)
+    }
+
+    /// Every `(tensor, file)` of the weight map is in that file's header.
+    pub(crate) fn check_weight_map(&self, index: &Path, wanted: &[(String, String)]) -> Result<(), String> {
         for (name, file) in wanted {
-            let ok = ck.by_name.get(name).is_some_and(|&(s, _)| ck.shards[s].path.file_name() == Some(file.as_ref()));
+            let ok =
+                self.by_name.get(name).is_some_and(|&(s, _)| self.shards[s].path.file_name() == Some(file.as_ref()));
             if !ok {
                 return Err(format!(
                     "{}: weight_map says \"{name}\" is in {file}, but that file's header has no such tensor",
@@ -103,10 +88,10 @@ impl Checkpoint {
                 ));
             }
         }
-        Ok(ck)
+        Ok(())
     }
 
-    fn from_shards(dir: PathBuf, index: Option<PathBuf>, shards: Vec<Header>) -> Result<Checkpoint, String> {
+    pub(crate) fn from_shards(dir: PathBuf, index: Option<PathBuf>, shards: Vec<Header>) -> Result<Checkpoint, String> {
         let mut by_name: HashMap<String, (usize, usize)> =
             HashMap::with_capacity(shards.iter().map(|s| s.tensors.len()).sum());
         for (si, s) in shards.iter().enumerate() {
@@ -141,6 +126,43 @@ impl Checkpoint {
     pub fn total_bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.tensors.iter().map(TensorInfo::len).sum::<u64>()).sum()
     }
+}
+
+/// An index's `(tensor, file)` pairs.
+pub(crate) type WeightMap = Vec<(String, String)>;
+
+/// The files an index names (sorted, once each) and its `(tensor, file)`
+/// pairs; `index` names it in errors.
+pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", index.display(), e.line(), e.column()))?;
+    let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {
+        return Err(format!("{}: no \"weight_map\" object", index.display()));
+    };
+    let mut files: Vec<String> = Vec::new();
+    let mut wanted: Vec<(String, String)> = Vec::with_capacity(map.len());
+    for (name, file) in map {
+        let Some(file) = file.as_str() else {
+            return Err(format!("{}: weight_map[\"{name}\"] is not a file name", index.display()));
+        };
+        wanted.push((name.clone(), file.to_string()));
+        files.push(file.to_string());
+    }
+    files.sort();
+    files.dedup();
+    Ok((files, wanted))
+}
+
+/// The error for an index naming files that are not there.
+pub(crate) fn missing_files(index: &Path, missing: &[&String]) -> String {
+    let shown: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
+    format!(
+        "{}: the index names {} missing file(s): {}{}\n  help: download the missing shards, or fix the index",
+        index.display(),
+        missing.len(),
+        shown.join(", "),
+        if missing.len() > 5 { ", ..." } else { "" }
+    )
 }
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Header>, String> {

@@ -55,6 +55,12 @@ pub struct ConvertReport {
     pub skipped_dirs: Vec<String>,
     pub seconds: f64,
     pub verified: bool,
+    /// Bytes fetched from a remote SRC (and, with `--verify`, a remote DST).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_read: Option<u64>,
+    /// Bytes uploaded to a remote DST.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<u64>,
 }
 
 /// Parse `5GB`, `500MB`, `1GiB`, `123` (bytes), as HF's `max_shard_size`.
@@ -89,41 +95,16 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
     if dst_abs == src_abs || dst_abs.starts_with(&src_abs) && src.is_dir() {
         return Err(format!("{}: DST is SRC or inside it: refusing to write into the source", dst.display()));
     }
-    if dst.exists() {
-        let empty = dst.is_dir() && std::fs::read_dir(dst).map(|mut d| d.next().is_none()).unwrap_or(false);
-        if !empty {
-            return Err(format!("{}: exists and is not an empty directory: refusing to overwrite", dst.display()));
-        }
-    }
+    refuse_non_empty(dst)?;
     let ck = Checkpoint::open(src)?;
     let config = if src.is_dir() { Some(src.join("config.json")).filter(|p| p.is_file()) } else { None };
     let dims = config.as_deref().map(MoeDims::load).transpose()?;
-    let groups = groups(&ck, dims.as_ref());
-    if groups.is_empty() {
-        return Err(format!("{}: no routed experts (`<prefix>.experts.` tensors): nothing to convert", src.display()));
-    }
-    let plan = plan(&ck, &groups, opts.to, opts.source_layout)?;
-    let cuts = shards(&plan.tensors, opts.shard_size);
+    let Prepared { plan, cuts, names, total } = prepare(&ck, dims.as_ref(), src, opts)?;
     let n = cuts.len();
-    let names: Vec<String> = if n == 1 {
-        vec![SINGLE.to_string()]
-    } else {
-        (1..=n).map(|i| format!("model-{i:05}-of-{n:05}.safetensors")).collect()
-    };
 
-    let parent = dst_abs.parent().ok_or_else(|| format!("{}: no parent directory", dst.display()))?;
-    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".patchgen-moe-")
-        .tempdir_in(parent)
-        .map_err(|e| format!("{}: cannot create a temporary directory: {e}", parent.display()))?;
+    let tmp = temporary_dir(dst, &dst_abs)?;
 
-    let total: u64 = plan.tensors.iter().map(OutTensor::len).sum();
-    let bar = if opts.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar(total, opts.progress);
     let inputs: Vec<PathBuf> = ck.shards.iter().map(|s| s.path.clone()).collect();
     let write_one = |k: usize| -> Result<(), String> {
         let path = tmp.path().join(&names[k]);
@@ -136,14 +117,7 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
     pool.install(|| (0..n).into_par_iter().map(write_one).collect::<Result<Vec<()>, String>>())?;
     bar.finish_and_clear();
 
-    if n > 1 {
-        let mut weight_map = std::collections::BTreeMap::new();
-        for (k, r) in cuts.iter().enumerate() {
-            for t in &plan.tensors[r.clone()] {
-                weight_map.insert(t.name.as_str(), names[k].as_str());
-            }
-        }
-        let index = index_json(total, &weight_map);
+    if let Some(index) = index_of(&plan, &cuts, &names, total) {
         std::fs::write(tmp.path().join(INDEX), index).map_err(|e| format!("{INDEX}: {e}"))?;
     }
     let (copied_files, skipped_dirs) =
@@ -158,28 +132,140 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
         })?;
     }
 
+    commit(tmp, dst, &dst_abs)?;
+    let prepared = Prepared { plan, cuts: Vec::new(), names, total };
+    Ok(ConvertReport::new(src, dst, opts, prepared, (copied_files, skipped_dirs), start))
+}
+
+impl ConvertReport {
+    /// The report of a finished conversion (no remote transfer counts).
+    pub(crate) fn new(
+        src: &Path,
+        dst: &Path,
+        opts: &ConvertOptions,
+        prepared: Prepared,
+        (copied_files, skipped_dirs): (Vec<String>, Vec<String>),
+        start: Instant,
+    ) -> ConvertReport {
+        let Prepared { plan, names, total, .. } = prepared;
+        ConvertReport {
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            to: opts.to,
+            converted: plan.converted.iter().map(|(p, f)| (p.clone(), f.letter().to_string())).collect(),
+            unchanged: plan.unchanged.len(),
+            tensors: plan.tensors.len(),
+            shards: names,
+            bytes: total,
+            copied_files,
+            skipped_dirs,
+            seconds: start.elapsed().as_secs_f64(),
+            verified: opts.verify,
+            bytes_read: None,
+            bytes_written: None,
+        }
+    }
+}
+
+/// What a conversion writes: the plan, its cut into output shards, their
+/// names and the bytes of tensor data.
+pub(crate) struct Prepared {
+    pub plan: super::plan::Plan,
+    pub cuts: Vec<std::ops::Range<usize>>,
+    pub names: Vec<String>,
+    pub total: u64,
+}
+
+/// Plan the conversion of `ck` (named `src` in errors).
+pub(crate) fn prepare(
+    ck: &Checkpoint,
+    dims: Option<&MoeDims>,
+    src: &Path,
+    opts: &ConvertOptions,
+) -> Result<Prepared, String> {
+    let groups = groups(ck, dims);
+    if groups.is_empty() {
+        return Err(format!("{}: no routed experts (`<prefix>.experts.` tensors): nothing to convert", src.display()));
+    }
+    let plan = plan(ck, &groups, opts.to, opts.source_layout)?;
+    let cuts = shards(&plan.tensors, opts.shard_size);
+    let n = cuts.len();
+    let names: Vec<String> = if n == 1 {
+        vec![SINGLE.to_string()]
+    } else {
+        (1..=n).map(|i| format!("model-{i:05}-of-{n:05}.safetensors")).collect()
+    };
+    let total: u64 = plan.tensors.iter().map(OutTensor::len).sum();
+    Ok(Prepared { plan, cuts, names, total })
+}
+
+/// The index of a sharded output (`None` for one shard).
+pub(crate) fn index_of(
+    plan: &super::plan::Plan,
+    cuts: &[std::ops::Range<usize>],
+    names: &[String],
+    total: u64,
+) -> Option<String> {
+    if names.len() < 2 {
+        return None;
+    }
+    let mut weight_map = std::collections::BTreeMap::new();
+    for (k, r) in cuts.iter().enumerate() {
+        for t in &plan.tensors[r.clone()] {
+            weight_map.insert(t.name.as_str(), names[k].as_str());
+        }
+    }
+    Some(index_json(total, &weight_map))
+}
+
+/// The progress bar of a conversion: bytes, throughput, time left.
+pub(crate) fn progress_bar(total: u64, show: bool) -> ProgressBar {
+    let bar = if show { ProgressBar::new(total) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// A local DST must not exist, or be an empty directory.
+pub(crate) fn refuse_non_empty(dst: &Path) -> Result<(), String> {
+    if dst.exists() {
+        let empty = dst.is_dir() && std::fs::read_dir(dst).map(|mut d| d.next().is_none()).unwrap_or(false);
+        if !empty {
+            return Err(format!("{}: exists and is not an empty directory: refusing to overwrite", dst.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The temporary directory next to DST that becomes DST at the end.
+pub(crate) fn temporary_dir(dst: &Path, dst_abs: &Path) -> Result<tempfile::TempDir, String> {
+    let parent = dst_abs.parent().ok_or_else(|| format!("{}: no parent directory", dst.display()))?;
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    tempfile::Builder::new()
+        .prefix(".patchgen-moe-")
+        .tempdir_in(parent)
+        .map_err(|e| format!("{}: cannot create a temporary directory: {e}", parent.display()))
+}
+
+/// Move the finished temporary directory into place as DST.
+pub(crate) fn commit(tmp: tempfile::TempDir, dst: &Path, dst_abs: &Path) -> Result<(), String> {
     if dst.exists() {
         std::fs::remove_dir(dst).map_err(|e| format!("{}: {e}", dst.display()))?;
     }
     let kept = tmp.keep();
-    std::fs::rename(&kept, &dst_abs).map_err(|e| {
+    std::fs::rename(&kept, dst_abs).map_err(|e| {
         let _ = std::fs::remove_dir_all(&kept);
         format!("{}: cannot move the result into place: {e}", dst.display())
-    })?;
-    Ok(ConvertReport {
-        src: src.to_path_buf(),
-        dst: dst.to_path_buf(),
-        to: opts.to,
-        converted: plan.converted.iter().map(|(p, f)| (p.clone(), f.letter().to_string())).collect(),
-        unchanged: plan.unchanged.len(),
-        tensors: plan.tensors.len(),
-        shards: names,
-        bytes: total,
-        copied_files,
-        skipped_dirs,
-        seconds: start.elapsed().as_secs_f64(),
-        verified: opts.verify,
     })
+}
+
+/// Weights and indexes are never copied as "other files".
+pub(crate) fn is_weight_file(name: &str) -> bool {
+    [".safetensors", ".bin", ".pt", ".pth"].iter().any(|x| name.ends_with(x))
+        || name == INDEX
+        || name == "pytorch_model.bin.index.json"
 }
 
 /// The safetensors header of `tensors`, with `__metadata__` first and the
@@ -320,8 +406,7 @@ fn copy_other_files(src: &Path, dst: &Path) -> Result<(Vec<String>, Vec<String>)
             dirs.push(name);
             continue;
         }
-        let weights = [".safetensors", ".bin", ".pt", ".pth"].iter().any(|x| name.ends_with(x));
-        if weights || name == INDEX || name == "pytorch_model.bin.index.json" {
+        if is_weight_file(&name) {
             continue;
         }
         std::fs::copy(&path, dst.join(&name)).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -341,38 +426,14 @@ fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBu
     let n = u64::from_le_bytes(len);
     let mut json = vec![0u8; n.min(file_len) as usize];
     file.read_exact(&mut json).map_err(io)?;
-    // The crate's own parser and validation (dtypes, shapes, offsets that
-    // tile the data, sizes), then the end of the data against the file.
-    let meta: safetensors::tensor::Metadata = serde_json::from_slice(&json)
-        .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
-    let infos = meta.tensors();
-    let data_end = infos.values().map(|i| i.data_offsets.1 as u64).max().unwrap_or(0);
-    if 8 + n + data_end != file_len {
-        return Err(format!("verify: {name}: the data ends at {} but the file has {file_len} bytes", 8 + n + data_end));
-    }
-    if infos.len() != tensors.len() {
-        return Err(format!("verify: {name}: {} tensors, expected {}", infos.len(), tensors.len()));
-    }
+    let meta = check_written_header(name, n, file_len, &json, tensors)?;
     let data_start = 8 + n;
     let mut at = data_start;
     let mut files: Vec<Option<File>> = (0..inputs.len()).map(|_| None).collect();
     let (mut want, mut got, mut matrix) = (Vec::new(), Vec::new(), Vec::new());
     const CHUNK: u64 = 8 << 20;
     for t in tensors {
-        let info = meta.info(&t.name).ok_or_else(|| format!("verify: {name}: no tensor {}", t.name))?;
-        let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
-        if shape != t.shape || format!("{:?}", info.dtype) != t.dtype || data_start + info.data_offsets.0 as u64 != at {
-            return Err(format!(
-                "verify: {name}: {}: {:?} {:?} at {:?}, expected {} {:?} at {}",
-                t.name,
-                info.dtype,
-                shape,
-                info.data_offsets,
-                t.dtype,
-                t.shape,
-                at - data_start
-            ));
-        }
+        check_written_entry(&meta, name, t, at - data_start)?;
         for piece in &t.pieces {
             match *piece {
                 Piece::Range { shard, offset, len } => {
@@ -407,7 +468,50 @@ fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBu
     Ok(())
 }
 
-fn mismatch(shard: &str, tensor: &str, base: u64, want: &[u8], got: &[u8]) -> String {
+/// A written shard's header (its `n` JSON bytes, of a file of `file_len`)
+/// through the `safetensors` crate's own parser and validation (dtypes,
+/// shapes, offsets that tile the data, sizes), then the end of the data
+/// against the file and the tensor count against the plan.
+pub(crate) fn check_written_header(
+    name: &str,
+    n: u64,
+    file_len: u64,
+    json: &[u8],
+    tensors: &[OutTensor],
+) -> Result<safetensors::tensor::Metadata, String> {
+    let meta: safetensors::tensor::Metadata = serde_json::from_slice(json)
+        .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
+    let infos = meta.tensors();
+    let data_end = infos.values().map(|i| i.data_offsets.1 as u64).max().unwrap_or(0);
+    if 8 + n + data_end != file_len {
+        return Err(format!("verify: {name}: the data ends at {} but the file has {file_len} bytes", 8 + n + data_end));
+    }
+    if infos.len() != tensors.len() {
+        return Err(format!("verify: {name}: {} tensors, expected {}", infos.len(), tensors.len()));
+    }
+    Ok(meta)
+}
+
+/// Tensor `t`'s entry in a written header: its dtype, shape and offset
+/// (`at`, relative to the data section).
+pub(crate) fn check_written_entry(
+    meta: &safetensors::tensor::Metadata,
+    name: &str,
+    t: &OutTensor,
+    at: u64,
+) -> Result<(), String> {
+    let info = meta.info(&t.name).ok_or_else(|| format!("verify: {name}: no tensor {}", t.name))?;
+    let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
+    if shape != t.shape || format!("{:?}", info.dtype) != t.dtype || info.data_offsets.0 as u64 != at {
+        return Err(format!(
+            "verify: {name}: {}: {:?} {:?} at {:?}, expected {} {:?} at {at}",
+            t.name, info.dtype, shape, info.data_offsets, t.dtype, t.shape
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn mismatch(shard: &str, tensor: &str, base: u64, want: &[u8], got: &[u8]) -> String {
     let i = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(0);
     format!(
         "verify: {shard}: {tensor}: first mismatch at data byte {} (expected {:#04x}, found {:#04x})",

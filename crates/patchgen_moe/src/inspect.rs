@@ -78,6 +78,12 @@ pub struct InspectReport {
     pub project: Option<ProjectFacts>,
     /// What loads this checkpoint, in sentences.
     pub verdict: Vec<Verdict>,
+    /// Bytes fetched from a remote checkpoint (headers, index, config.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_read: Option<u64>,
+    /// A line on the transfer, printed by the text form (`-v`).
+    #[serde(skip)]
+    pub transfer_note: Option<String>,
     /// The findings as diagnostics (printed by the printer's JSON/github forms).
     #[serde(skip)]
     pub diagnostics: Vec<patchgen_diagnostics::Diagnostic>,
@@ -101,7 +107,18 @@ pub fn inspect(
         None => Some(ck.dir.join("config.json")).filter(|p| p.is_file()),
     };
     let dims = config_path.as_deref().map(MoeDims::load).transpose()?;
-    let groups = groups(&ck, dims.as_ref());
+    Ok(report(checkpoint.to_path_buf(), &ck, dims, upstream, cwd))
+}
+
+/// The report on an opened checkpoint (local or remote), named `checkpoint`.
+pub fn report(
+    checkpoint: PathBuf,
+    ck: &Checkpoint,
+    dims: Option<MoeDims>,
+    upstream: UpstreamArg,
+    cwd: &Path,
+) -> InspectReport {
+    let groups = groups(ck, dims.as_ref());
 
     // Layers vs config.
     let mut layer_problems = Vec::new();
@@ -158,7 +175,7 @@ pub fn inspect(
     let verdict = verdict(&groups, recipe.as_ref(), project.as_ref());
     let at = ck.index.clone().unwrap_or_else(|| ck.shards[0].path.clone());
     let mut report = InspectReport {
-        checkpoint: checkpoint.to_path_buf(),
+        checkpoint,
         shards: ck.shards.len(),
         tensors: ck.tensor_count(),
         total_bytes: ck.total_bytes(),
@@ -170,10 +187,12 @@ pub fn inspect(
         recipe_note,
         project,
         verdict,
+        bytes_read: None,
+        transfer_note: None,
         diagnostics: Vec::new(),
     };
     report.diagnostics = super::diagnostics_of(&report, &at);
-    Ok(report)
+    report
 }
 
 fn fact(r: &Recipes, model_type: &str, version: &str) -> RecipeFact {

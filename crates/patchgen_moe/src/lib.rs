@@ -11,7 +11,8 @@
 //!   lint rule PG401);
 //! - `modeling`: whether a modeling module's classes hold fused expert
 //!   parameters (AST; shared with PG401);
-//! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`.
+//! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`;
+//! - `remote`: both on `hf://`, `s3://`, `gs://`, `az://`, `http(s)://`.
 pub mod checkpoint;
 pub mod config;
 pub mod convert;
@@ -22,6 +23,7 @@ pub mod layout;
 pub mod modeling;
 pub mod plan;
 pub mod recipes;
+pub mod remote;
 pub mod report;
 
 use patchgen_diagnostics::codes::Code;

@@ -140,6 +140,9 @@ pub fn inspect_text(r: &InspectReport) -> String {
     for v in &r.verdict {
         let _ = writeln!(s, "=> {v}");
     }
+    if let Some(t) = &r.transfer_note {
+        let _ = writeln!(s, "{t}");
+    }
     s
 }
 

@@ -111,10 +111,22 @@ fn kwargs_calls(stmts: &[Stmt], method: &str, file: &ParsedFile, out: &mut Vec<F
     }
 }
 
+/// A configuration module that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: syntax error: {message}", path.display())]
+pub struct SyntaxError {
+    pub path: std::path::PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
 impl ConfigurationModule {
-    pub fn parse(path: std::path::PathBuf, text: &str) -> Result<ConfigurationModule, String> {
-        let file = ParsedFile::parse(path.clone(), text)
-            .map_err(|e| format!("{}:{}: syntax error: {}", path.display(), e.line, e.message))?;
+    pub fn parse(path: std::path::PathBuf, text: &str) -> Result<ConfigurationModule, SyntaxError> {
+        let file = ParsedFile::parse(path.clone(), text).map_err(|e| SyntaxError {
+            path,
+            line: e.line,
+            message: e.message,
+        })?;
         let mut classes = Vec::new();
         for stmt in file.body() {
             let Stmt::ClassDef(c) = stmt else { continue };

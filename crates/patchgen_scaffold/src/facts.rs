@@ -95,16 +95,28 @@ pub fn dunder_all(file: &ParsedFile) -> Vec<String> {
     out
 }
 
+/// Why a model's facts cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactsError {
+    #[error("upstream module `{module}` not found in {}", location.display())]
+    NotFound { module: String, location: std::path::PathBuf },
+    /// The module exists but cannot be read or parsed (the message names the file and line).
+    #[error("{0}")]
+    Broken(String),
+    #[error("{}: no `<Prefix>PreTrainedModel` class: not a model module", path.display())]
+    NotAModel { path: std::path::PathBuf },
+}
+
 impl ModelFacts {
     /// Read `transformers.models.<m>.modeling_<m>` from `version`.
-    pub fn read(version: &Version, package: &str, hf_name: &str) -> Result<ModelFacts, String> {
+    pub fn read(version: &Version, package: &str, hf_name: &str) -> Result<ModelFacts, FactsError> {
         let module = format!("{package}.models.{hf_name}.modeling_{hf_name}");
         let file = match version.module(&module) {
             Ok(f) => f,
             Err(modules::ModuleError::NotFound) => {
-                return Err(format!("upstream module `{module}` not found in {}", version.upstream.location.display()));
+                return Err(FactsError::NotFound { module, location: version.upstream.location.clone() });
             }
-            Err(modules::ModuleError::Broken(m)) => return Err(m),
+            Err(modules::ModuleError::Broken(m)) => return Err(FactsError::Broken(m)),
         };
         let mut classes = Vec::new();
         let mut functions = Vec::new();
@@ -123,9 +135,7 @@ impl ModelFacts {
             .filter_map(|c| c.strip_suffix("PreTrainedModel").filter(|p| !p.is_empty()))
             .min_by_key(|p| p.len())
             .map(str::to_string)
-            .ok_or_else(|| {
-                format!("{}: no `<Prefix>PreTrainedModel` class: not a model module", file.path.display())
-            })?;
+            .ok_or_else(|| FactsError::NotAModel { path: file.path.clone() })?;
         Ok(ModelFacts { hf_name: hf_name.to_string(), module, file, prefix, all, classes, functions })
     }
 

@@ -369,7 +369,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         },
     };
     let template_facts = match &template {
-        Some(t) => Some(ModelFacts::read(&version, &args.package, t).map_err(NewError::failed)?),
+        Some(t) => Some(ModelFacts::read(&version, &args.package, t).map_err(|e| NewError::failed(e.to_string()))?),
         None => None,
     };
     let rel = |p: &Path| p.strip_prefix(&project.root).unwrap_or(p).display().to_string();

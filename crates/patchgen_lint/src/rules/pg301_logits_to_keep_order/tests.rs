@@ -32,20 +32,20 @@ fn loss_before_slice(src: &str) -> Option<(String, String)> {
 
 const VEOMNI_D977_SHAPE: &str = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-outputs = self.model(input_ids=input_ids, **kwargs)
-hidden_states = outputs.last_hidden_state
-slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
-loss = None
-logits = None
-if labels is not None:
-    if veomni_causal_lm_loss.use_non_eager_impl:
-        loss, logits, aux = veomni_causal_lm_loss(logits=logits, labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight, **kwargs)
+    outputs = self.model(input_ids=input_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    loss = None
+    logits = None
+    if labels is not None:
+        if veomni_causal_lm_loss.use_non_eager_impl:
+            loss, logits, aux = veomni_causal_lm_loss(logits=logits, labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight, **kwargs)
+        else:
+            logits = self.lm_head(hidden_states)
+            loss, _, aux = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states, **kwargs)
     else:
-        logits = self.lm_head(hidden_states)
-        loss, _, aux = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states, **kwargs)
-else:
-    logits = self.lm_head(hidden_states[:, slice_indices, :])
-return Out(loss=loss, logits=logits)
+        logits = self.lm_head(hidden_states[:, slice_indices, :])
+    return Out(loss=loss, logits=logits)
 "#;
 
 #[test]
@@ -67,14 +67,14 @@ fn slice_first_is_clean() {
 fn upstream_shape_is_clean() {
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-outputs = self.model(input_ids=input_ids, **kwargs)
-hidden_states = outputs.last_hidden_state
-slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
-logits = self.lm_head(hidden_states[:, slice_indices, :])
-loss = None
-if labels is not None:
-    loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size, **kwargs)
-return Out(loss=loss, logits=logits)
+    outputs = self.model(input_ids=input_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    logits = self.lm_head(hidden_states[:, slice_indices, :])
+    loss = None
+    if labels is not None:
+        loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size, **kwargs)
+    return Out(loss=loss, logits=logits)
 "#;
     assert_eq!(loss_before_slice(src), None);
 }
@@ -85,14 +85,14 @@ fn renamed_variables_and_inline_keep() {
     // differently named helper, positional arguments.
     let src = r#"
 def fwd(self, ids=None, labels=None, logits_to_keep: int = 0, **kw):
-h = self.model(ids, **kw)[0]
-if labels is not None:
-    loss = my_fused_loss(h, self.lm_head.weight, labels)
-    logits = None
-else:
-    loss = None
-    logits = self.lm_head(h[:, -logits_to_keep:, :])
-return loss, logits
+    h = self.model(ids, **kw)[0]
+    if labels is not None:
+        loss = my_fused_loss(h, self.lm_head.weight, labels)
+        logits = None
+    else:
+        loss = None
+        logits = self.lm_head(h[:, -logits_to_keep:, :])
+    return loss, logits
 "#;
     assert_eq!(loss_before_slice(src), Some(("my_fused_loss".to_string(), "h".to_string())));
 }
@@ -101,12 +101,12 @@ return loss, logits
 fn slicing_logits_but_feeding_unsliced_hidden_states_fires() {
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-hidden_states = self.model(input_ids).last_hidden_state
-keep = slice(-logits_to_keep, None)
-logits = self.lm_head(hidden_states[:, keep, :])
-if labels is not None:
-    loss = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states)
-return logits
+    hidden_states = self.model(input_ids).last_hidden_state
+    keep = slice(-logits_to_keep, None)
+    logits = self.lm_head(hidden_states[:, keep, :])
+    if labels is not None:
+        loss = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states)
+    return logits
 "#;
     assert_eq!(loss_before_slice(src), Some(("self.loss_function".to_string(), "hidden_states".to_string())));
 }
@@ -115,11 +115,11 @@ return logits
 fn slicing_guarded_by_keep_counts_as_applied() {
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-hidden_states = self.model(input_ids).last_hidden_state
-if logits_to_keep:
-    hidden_states = hidden_states[:, -logits_to_keep:, :]
-loss = self.loss_function(hidden_states=hidden_states, labels=labels)
-return loss
+    hidden_states = self.model(input_ids).last_hidden_state
+    if logits_to_keep:
+        hidden_states = hidden_states[:, -logits_to_keep:, :]
+    loss = self.loss_function(hidden_states=hidden_states, labels=labels)
+    return loss
 "#;
     assert_eq!(loss_before_slice(src), None);
 }
@@ -128,11 +128,11 @@ return loss
 fn slicing_in_an_unrelated_branch_before_the_loss_fires() {
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-hidden_states = self.model(input_ids).last_hidden_state
-if self.training:
-    hidden_states = hidden_states[:, -logits_to_keep:, :]
-loss = self.loss_function(hidden_states=hidden_states, labels=labels)
-return loss
+    hidden_states = self.model(input_ids).last_hidden_state
+    if self.training:
+        hidden_states = hidden_states[:, -logits_to_keep:, :]
+    loss = self.loss_function(hidden_states=hidden_states, labels=labels)
+    return loss
 "#;
     assert_eq!(loss_before_slice(src), Some(("self.loss_function".to_string(), "hidden_states".to_string())));
 }
@@ -143,11 +143,11 @@ fn attribute_base_and_load_balancing_loss() {
     // router loss on unsliced router logits is not a token loss.
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-outputs = self.model(input_ids)
-aux = load_balancing_loss_func(outputs.last_hidden_state, 4)
-hs = outputs.last_hidden_state[:, slice(-logits_to_keep, None), :]
-loss = self.loss_function(hidden_states=hs, labels=labels)
-return loss
+    outputs = self.model(input_ids)
+    aux = load_balancing_loss_func(outputs.last_hidden_state, 4)
+    hs = outputs.last_hidden_state[:, slice(-logits_to_keep, None), :]
+    loss = self.loss_function(hidden_states=hs, labels=labels)
+    return loss
 "#;
     assert_eq!(loss_before_slice(src), None);
     let bad = src.replace("hidden_states=hs", "hidden_states=outputs.last_hidden_state");
@@ -197,26 +197,26 @@ fn the_fix_turns_the_doc_example_into_use_instead() {
 /// What `fix` must make of `VEOMNI_D977_SHAPE`, written by hand.
 const VEOMNI_D977_SHAPE_FIXED: &str = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-outputs = self.model(input_ids=input_ids, **kwargs)
-hidden_states = outputs.last_hidden_state
-slice_indices = (
-    slice(-logits_to_keep, None) if isinstance(logits_to_keep, int)
-    else logits_to_keep
-)
-hidden_states = hidden_states[:, slice_indices, :]
-loss = None
-logits = None
-if labels is not None:
-    if veomni_causal_lm_loss.use_non_eager_impl:
-        loss, logits, aux = veomni_causal_lm_loss(
-            logits=logits, labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight, **kwargs
-        )
+    outputs = self.model(input_ids=input_ids, **kwargs)
+    hidden_states = outputs.last_hidden_state
+    slice_indices = (
+        slice(-logits_to_keep, None) if isinstance(logits_to_keep, int)
+        else logits_to_keep
+    )
+    hidden_states = hidden_states[:, slice_indices, :]
+    loss = None
+    logits = None
+    if labels is not None:
+        if veomni_causal_lm_loss.use_non_eager_impl:
+            loss, logits, aux = veomni_causal_lm_loss(
+                logits=logits, labels=labels, hidden_states=hidden_states, weights=self.lm_head.weight, **kwargs
+            )
+        else:
+            logits = self.lm_head(hidden_states)
+            loss, _, aux = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states, **kwargs)
     else:
         logits = self.lm_head(hidden_states)
-        loss, _, aux = self.loss_function(logits=logits, labels=labels, hidden_states=hidden_states, **kwargs)
-else:
-    logits = self.lm_head(hidden_states)
-return Out(loss=loss, logits=logits)
+    return Out(loss=loss, logits=logits)
 "#;
 
 /// python3's `ast.dump` of each source (formatting and comments aside).
@@ -244,14 +244,14 @@ fn the_fix_slices_a_directly_used_keep_where_it_is_needed() {
     // No keep local: `logits_to_keep` inline, the hidden states `h`.
     let src = r#"
 def fwd(self, ids=None, labels=None, logits_to_keep: int = 0, **kw):
-h = self.model(ids, **kw)[0]
-if labels is not None:
-    loss = my_fused_loss(h, self.lm_head.weight, labels)
-    logits = None
-else:
-    loss = None
-    logits = self.lm_head(h[:, -logits_to_keep:, :])
-return loss, logits
+    h = self.model(ids, **kw)[0]
+    if labels is not None:
+        loss = my_fused_loss(h, self.lm_head.weight, labels)
+        logits = None
+    else:
+        loss = None
+        logits = self.lm_head(h[:, -logits_to_keep:, :])
+    return loss, logits
 "#;
     let want = src
         .replace("[0]\n", "[0]\n    h = h[:, -logits_to_keep:, :]\n")
@@ -265,20 +265,20 @@ fn no_fix_when_it_is_not_unambiguous() {
     // The slice only under an unrelated condition.
     let src = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-hidden_states = self.model(input_ids).last_hidden_state
-if self.training:
-    hidden_states = hidden_states[:, -logits_to_keep:, :]
-loss = self.loss_function(hidden_states=hidden_states, labels=labels)
-return loss
+    hidden_states = self.model(input_ids).last_hidden_state
+    if self.training:
+        hidden_states = hidden_states[:, -logits_to_keep:, :]
+    loss = self.loss_function(hidden_states=hidden_states, labels=labels)
+    return loss
 "#;
     assert_eq!(fixed(src), None);
     // The unsliced value is an attribute, not a plain name.
     let attr = r#"
 def forward(self, input_ids=None, labels=None, logits_to_keep=0, **kwargs):
-outputs = self.model(input_ids)
-loss = self.loss_function(hidden_states=outputs.last_hidden_state, labels=labels)
-logits = self.lm_head(outputs.last_hidden_state[:, -logits_to_keep:, :])
-return loss, logits
+    outputs = self.model(input_ids)
+    loss = self.loss_function(hidden_states=outputs.last_hidden_state, labels=labels)
+    logits = self.lm_head(outputs.last_hidden_state[:, -logits_to_keep:, :])
+    return loss, logits
 "#;
     assert_eq!(fixed(attr), None);
     // Two slice forms.
