@@ -40,6 +40,7 @@ Examples:
   patchgen survey --from 5.9.0 --to 5.16.1   signature drift of every patch target
   patchgen moe inspect ./checkpoint      MoE expert layout from safetensors headers
   patchgen lint                         the protocol's silent pitfalls as rules (see `patchgen rule --all`)
+  patchgen explain                      each .diff hunk with the patch, import or ruff rule behind it
   patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
   patchgen new mistral                  a new model's config, __init__.py and toy config
   patchgen completions bash > /etc/bash_completion.d/patchgen
@@ -83,6 +84,7 @@ pub enum Command {
     Survey(commands::survey::SurveyArgs),
     Moe(commands::moe::MoeArgs),
     Lint(commands::lint::LintArgs),
+    Explain(commands::explain::ExplainArgs),
     Rule(commands::rule::RuleArgs),
     Reference(commands::reference::ReferenceArgs),
     New(commands::new::NewArgs),
@@ -114,6 +116,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Survey(a) => commands::survey::run(a),
         Command::Moe(a) => commands::moe::run(a),
         Command::Lint(a) => commands::lint::run(&a),
+        Command::Explain(a) => commands::explain::run(&a),
         Command::Rule(a) => commands::rule::run(&a),
         Command::Reference(a) => commands::reference::run(&a),
         Command::New(a) => commands::new::run(&a),

@@ -69,6 +69,7 @@ fn help_of_every_command() {
         ("help_moe_convert", vec!["moe", "convert", "--help"]),
         ("help_lint", vec!["lint", "--help"]),
         ("help_rule", vec!["rule", "--help"]),
+        ("help_explain", vec!["explain", "--help"]),
     ] {
         let out = bare(&args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);

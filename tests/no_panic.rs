@@ -317,6 +317,100 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
+// Provenance (issue 25): every generated line has an origin.
+
+/// Codegen's trace of `plan` over `upstream`: one origin per raw line, and
+/// each line copied from upstream is that upstream line. Returns the raw
+/// text and trace when generation succeeds.
+fn check_trace(plan: &PatchPlan, upstream: &ParsedFile) -> Option<(String, patchgen_core::provenance::raw::RawTrace)> {
+    use patchgen_core::provenance::raw::RawOrigin;
+    let (raw, trace) = codegen::generate_traced(plan, upstream, "5.9.0", &codegen::Cache::default()).ok()?;
+    assert_eq!(raw, codegen::generate(plan, upstream, "5.9.0").unwrap(), "tracing changes no byte");
+    let lines: Vec<&str> = raw.split('\n').collect();
+    assert_eq!(trace.lines.len(), lines.len(), "one origin per raw line");
+    // Upstream line numbers count `\n`-separated lines only when that is the only break.
+    if upstream.only_newline_breaks() && patchgen_python::pytext::only_newline_breaks(&raw) {
+        let up: Vec<&str> = upstream.text.split('\n').collect();
+        for (i, o) in trace.lines.iter().enumerate() {
+            if let RawOrigin::Upstream { line } = o {
+                assert_eq!(Some(&lines[i]), up.get(*line as usize - 1), "raw line {} is upstream line {line}", i + 1);
+            }
+        }
+    }
+    Some((raw, trace))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    /// For random configs over random upstream modules, every raw line has
+    /// an origin and every upstream origin is the line's own text.
+    #[test]
+    fn every_raw_line_has_an_origin(upstream in module_strategy(UPSTREAM_FRAGMENTS), config in module_strategy(CONFIG_FRAGMENTS)) {
+        on_big_stack(move || {
+            let Ok(parsed) = ParsedFile::parse(PathBuf::new(), &upstream) else { return };
+            let (_, mut plans) = eval_modules(&config, None);
+            plans.push(fixed_plan());
+            for plan in &plans {
+                let _ = check_trace(plan, &parsed);
+            }
+        });
+    }
+}
+
+/// Through ruff (when `PATCHGEN_TEST_RUFF` is set): every line of the final
+/// file has an origin, and every line the map says ruff did not touch and
+/// codegen copied from upstream is that upstream line's text.
+#[test]
+fn every_final_line_has_an_origin() {
+    use patchgen_core::provenance::map::{SourceMap, Step};
+    use patchgen_core::provenance::raw::RawOrigin;
+    use proptest::strategy::ValueTree;
+    let Some(ruff) = std::env::var_os("PATCHGEN_TEST_RUFF") else {
+        eprintln!("skipping: PATCHGEN_TEST_RUFF is not set");
+        return;
+    };
+    // Fragments use names nothing defines: only the rules that reject a
+    // file without fixing it are ignored.
+    let ignore = ["F821", "F822", "F811", "F841", "E999"].map(String::from).to_vec();
+    let ruff = patchgen_core::normalize::Ruff { program: ruff.into(), extra_ignore: ignore, isolated: true };
+    let upstreams = [TOY_UPSTREAM.to_string(), UPSTREAM_FRAGMENTS.join("\n")];
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let configs = module_strategy(CONFIG_FRAGMENTS);
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("patched_m.py");
+    let mut checked = 0;
+    for case in 0..24 {
+        let config = configs.new_tree(&mut runner).unwrap().current();
+        let upstream = &upstreams[case % upstreams.len()];
+        let Ok(parsed) = ParsedFile::parse(PathBuf::new(), upstream) else { continue };
+        let (_, mut plans) = eval_modules(&config, None);
+        plans.push(fixed_plan());
+        for plan in &plans {
+            let Some((raw, trace)) = check_trace(plan, &parsed) else { continue };
+            let steps = match ruff.steps(&raw, &target) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("ruff: {e}");
+                    continue;
+                }
+            };
+            let map = SourceMap::build(&raw, &trace, &steps.fixed, &steps.formatted, &steps.fixes);
+            let final_lines = patchgen_python::pytext::splitlines(&steps.formatted);
+            assert_eq!(map.lines.len(), final_lines.len(), "one origin per final line");
+            let up = parsed.splitlines();
+            for (i, m) in map.lines.iter().enumerate() {
+                if let (Step::Kept, Some(RawOrigin::Upstream { line })) = (m.step, m.raw) {
+                    assert_eq!(Some(&final_lines[i]), up.get(line as usize - 1), "final line {}", i + 1);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} plans went through ruff");
+}
+
+// ---------------------------------------------------------------------------
 // Regressions.
 
 const HEADER: &str = "from patchgen import PatchConfig\nconfig = PatchConfig(source_module=\"m\")\n";

@@ -251,6 +251,7 @@ fn plan(source_module: &str, drop: &[&str]) -> PatchPlan {
         exclude: vec![],
         transformers_version: None,
         optional: false,
+        call_sites: Default::default(),
     }
 }
 

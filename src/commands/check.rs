@@ -212,7 +212,7 @@ fn row(module: &str, outcome: Outcome, seconds: f64, cache: Note, args: &CheckAr
                     }
                     for f in &files {
                         if let FileStatus::Drift(_) = f.status {
-                            row.diagnostics.push(drift_diagnostic(f, module));
+                            row.diagnostics.push(drift_related(drift_diagnostic(f, module), f, &g));
                         }
                     }
                     row.files = Some(files.into_iter().map(file_row).collect());
@@ -257,6 +257,25 @@ fn drift_diagnostic(f: &FileCheck, module: &str) -> Diagnostic {
         .at(Location::file(f.path.clone()))
         .help("run `patchgen check --fix` (or `patchgen --check --fix`) and commit the result")
         .config(module)
+}
+
+/// A drifted `.py`'s diagnostic, with where the expected text of each
+/// drift hunk comes from as related entries.
+fn drift_related(d: Diagnostic, f: &FileCheck, g: &patchgen_core::pipeline::Generated) -> Diagnostic {
+    if f.path != g.py_path {
+        return d;
+    }
+    let checked_in = patchgen_core::check::read_text(&f.path).unwrap_or_default();
+    let base = std::env::current_dir().unwrap_or_default();
+    patchgen_core::provenance::drift::hunk_origins(g, &checked_in).into_iter().fold(d, |d, (hunk, origin)| {
+        match (origin.path.clone(), origin.line) {
+            (Some(path), Some(line)) => d.related(
+                Location::line(path, line),
+                format!("{hunk}: expected text from {}", patchgen_core::explain::report::describe(&origin, &base)),
+            ),
+            _ => d,
+        }
+    })
 }
 
 fn file_row(f: FileCheck) -> FileRow {

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod clean;
 pub mod completions;
+pub mod explain;
 pub mod generate;
 pub mod lint;
 pub mod list;

@@ -201,14 +201,16 @@ pub(super) fn call_config_method(
             let names = ev.force(a.or_none("names"))?;
             let alias = ev.force(a.or_none("alias"))?;
             let is_from_import = ev.force(a.or("is_from_import", Value::Bool(true)))?;
-            let spec = Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import }));
+            let spec =
+                Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import, loc: loc.clone() }));
             push(&config.borrow().additional_imports, spec, "additional_imports", loc)?;
             Ok(Value::None)
         }
         "add_post_import_block" => {
             let mut a = bind(name, &[("block", false)], args, loc)?;
             let block = need_str(ev, a.required("block")?, "the post-import block", loc)?;
-            push(&config.borrow().post_import_blocks, Value::Str(block), "post_import_blocks", loc)?;
+            push(&config.borrow().post_import_blocks, Value::Str(block.clone()), "post_import_blocks", loc)?;
+            config.borrow_mut().call_sites.blocks.push((block.to_string(), loc.clone()));
             Ok(Value::None)
         }
         "drop_import_names" => {
@@ -218,6 +220,7 @@ pub(super) fn call_config_method(
             let set = config.borrow().drop_imported_names.clone();
             for a in args.positional {
                 let s = need_str(ev, a, "a dropped import name", loc)?;
+                config.borrow_mut().call_sites.drops.push((s.to_string(), loc.clone()));
                 match &set {
                     Value::Set(s2) => set_add(s2, Value::Str(s), loc)?,
                     other => {
@@ -237,6 +240,7 @@ pub(super) fn call_config_method(
             let list = config.borrow().exclude.clone();
             for a in args.positional {
                 let s = need_str(ev, a, "an excluded name", loc)?;
+                config.borrow_mut().call_sites.excludes.push((s.to_string(), loc.clone()));
                 push(&list, Value::Str(s), "exclude", loc)?;
             }
             Ok(Value::None)
@@ -368,6 +372,7 @@ pub(super) fn call_builtin(
                 transformers_version: a.or_none("transformers_version"),
                 optional: a.or("optional", Value::Bool(false)),
                 created_at: loc.clone(),
+                call_sites: Default::default(),
             };
             Ok(Value::Config(shared(config)))
         }
@@ -435,7 +440,7 @@ pub(super) fn call_builtin(
             let names = a.or_none("names");
             let alias = a.or_none("alias");
             let is_from_import = a.or("is_from_import", Value::Bool(true));
-            Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import })))
+            Ok(Value::ImportSpec(shared(ImportSpecObj { module, names, alias, is_from_import, loc: loc.clone() })))
         }
         Builtin::PositionedHelperClass => {
             let mut a =

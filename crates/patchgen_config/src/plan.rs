@@ -97,6 +97,17 @@ impl PatchType {
     }
 }
 
+impl SourceObject {
+    /// The 1-based file line of `source`'s line `index` (0-based); 0 when unknown.
+    pub fn line_of(&self, index: usize) -> usize {
+        match (self.first_line, self.code_line) {
+            (0, _) | (_, 0) => 0,
+            (first, _) if index < self.leading => first + index,
+            (_, code) => code + index - self.leading,
+        }
+    }
+}
+
 /// A class or function whose source text goes into the generated file:
 /// the text is what `inspect.getsource` returns plus the column-0 comment
 /// block above it (the reference's `get_object_source_with_leading_comments`).
@@ -108,6 +119,12 @@ pub struct SourceObject {
     pub module: String,
     pub source: String,
     pub defined_at: Loc,
+    /// Where `source`'s lines are in `defined_at.path`: the leading comment
+    /// block's `leading` lines from line `first_line` (1-based), the rest
+    /// from `code_line`; 0 when unknown.
+    pub first_line: usize,
+    pub leading: usize,
+    pub code_line: usize,
     /// `textwrap.dedent(source)` is known to parse as a module holding a
     /// function definition: the source is a function statement of a parsed
     /// config file (see `source::ObjectSource`). `false` means not known.
@@ -171,4 +188,27 @@ pub struct PatchPlan {
     pub transformers_version: Option<String>,
     /// `optional=True`: a missing upstream module skips the config.
     pub optional: bool,
+    /// Where the calls that added imports, blocks, dropped names and
+    /// exclusions were made (for provenance).
+    pub call_sites: CallSites,
+}
+
+/// Config locations of the plan's by-value parts (for provenance): one
+/// entry per `additional_imports` and `post_import_blocks` element (the
+/// `PatchConfig(...)` call when nothing better is known), and the
+/// `drop_import_names` / `exclude_from_output` call of each name.
+#[derive(Clone, Debug, Default)]
+pub struct CallSites {
+    pub imports: Vec<Loc>,
+    pub blocks: Vec<Loc>,
+    pub drops: Vec<(String, Loc)>,
+    pub excludes: Vec<(String, Loc)>,
+}
+
+impl CallSites {
+    /// Where name `name` was dropped or excluded (`excluded`).
+    pub fn name_site(&self, name: &str, excluded: bool) -> Option<&Loc> {
+        let list = if excluded { &self.excludes } else { &self.drops };
+        list.iter().find(|(n, _)| n == name).map(|(_, l)| l)
+    }
 }

@@ -145,6 +145,13 @@ pub struct ObjectSource {
     /// `textwrap.dedent(text)` parses as a module holding a function
     /// definition (see [`dedents_to_function`]).
     pub dedents_to_function: bool,
+    /// The 1-based file line of `text`'s first line.
+    pub first_line: usize,
+    /// How many of `text`'s lines are the leading comment block (its
+    /// other lines start at file line `code_line`).
+    pub leading: usize,
+    /// The 1-based file line of the first line after the comment block.
+    pub code_line: usize,
 }
 
 /// The reference's `get_object_source_with_leading_comments` (computed once
@@ -180,9 +187,11 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
         break;
     }
     let mut leading = &lines[actual_start..start];
+    let mut first_line = actual_start;
     while let Some(first) = leading.first() {
         if pytext::is_blank(first) {
             leading = &leading[1..];
+            first_line += 1;
         } else {
             break;
         }
@@ -201,7 +210,9 @@ fn compute_object_source(def: &DefObj) -> Result<ObjectSource, SourceError> {
     let dedents_to_function = !def.is_class
         && def.first_line == start + 1
         && from_parse::dedents_to_function(&def.file, &lines, start..start + src_lines.len(), !leading.is_empty());
-    Ok(ObjectSource { text: out, dedents_to_function })
+    let code_line = start + 1;
+    let first_line = if leading.is_empty() { start } else { first_line } + 1;
+    Ok(ObjectSource { text: out, dedents_to_function, first_line, leading: leading.len(), code_line })
 }
 
 /// The class statement a `DefObj` stands for (by its keyword line).

@@ -48,6 +48,9 @@ fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option
                 module: def.module.clone(),
                 source: found.text,
                 defined_at: def.loc.clone(),
+                first_line: found.first_line,
+                leading: found.leading,
+                code_line: found.code_line,
                 dedents_to_function: found.dedents_to_function,
             })),
             Err(e) => {
@@ -60,6 +63,9 @@ fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option
                     module: def.module.clone(),
                     source: String::new(),
                     defined_at: def.loc.clone(),
+                    first_line: 0,
+                    leading: 0,
+                    code_line: 0,
                     dedents_to_function: false,
                 }))
             }
@@ -133,7 +139,7 @@ fn patch(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Patch> {
     })
 }
 
-fn import_spec(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<ImportSpec> {
+fn import_spec(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<(ImportSpec, Loc)> {
     let Value::ImportSpec(s) = ev.force(v.clone())? else {
         return Err(field_error(config, "additional_imports", "a list of ImportSpec objects", v));
     };
@@ -156,7 +162,7 @@ fn import_spec(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Imp
         Some(b) => b,
         None => return Err(field_error(config, "additional_imports[].is_from_import", "a bool", &s.is_from_import)),
     };
-    Ok(ImportSpec { module, names, alias, is_from_import })
+    Ok((ImportSpec { module, names, alias, is_from_import }, s.loc.clone()))
 }
 
 fn helper(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Helper> {
@@ -176,12 +182,24 @@ pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &st
         patches.push(patch(ev, config, &p)?);
     }
     let mut additional_imports = Vec::new();
+    let mut call_sites = CallSites {
+        drops: config.call_sites.drops.clone(),
+        excludes: config.call_sites.excludes.clone(),
+        ..Default::default()
+    };
     for s in items(ev, config, "additional_imports", &config.additional_imports)? {
-        additional_imports.push(import_spec(ev, config, &s)?);
+        let (spec, loc) = import_spec(ev, config, &s)?;
+        additional_imports.push(spec);
+        call_sites.imports.push(loc);
     }
     let mut post_import_blocks = Vec::new();
+    let mut block_sites: Vec<Option<&(String, Loc)>> = config.call_sites.blocks.iter().map(Some).collect();
     for b in items(ev, config, "post_import_blocks", &config.post_import_blocks)? {
-        post_import_blocks.push(as_str(ev, config, "post_import_blocks[]", &b)?);
+        let block = as_str(ev, config, "post_import_blocks[]", &b)?;
+        // The first call not yet used that added this text.
+        let site = block_sites.iter_mut().find(|s| s.is_some_and(|(t, _)| *t == block)).and_then(Option::take);
+        call_sites.blocks.push(site.map_or_else(|| config.created_at.clone(), |(_, l)| l.clone()));
+        post_import_blocks.push(block);
     }
     let mut helpers = Vec::new();
     for h in items(ev, config, "helpers", &config.helpers)? {
@@ -233,5 +251,6 @@ pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &st
         drop_imported_names,
         exclude,
         transformers_version,
+        call_sites,
     })
 }

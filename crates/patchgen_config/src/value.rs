@@ -120,6 +120,18 @@ pub struct ConfigObj {
     /// Skip (not fail) the config when its upstream module is missing.
     pub optional: Value,
     pub created_at: Loc,
+    /// Where the DSL calls that add text by value were made (for
+    /// provenance: `add_post_import_block`, `drop_import_names`,
+    /// `exclude_from_output`), with the value each added.
+    pub call_sites: ConfigCallSites,
+}
+
+/// `(value, call location)` of the config's by-value DSL calls, in call order.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigCallSites {
+    pub blocks: Vec<(String, Loc)>,
+    pub drops: Vec<(String, Loc)>,
+    pub excludes: Vec<(String, Loc)>,
 }
 
 pub const CONFIG_FIELDS: [&str; 12] = [
@@ -228,6 +240,8 @@ pub struct ImportSpecObj {
     pub names: Value,
     pub alias: Value,
     pub is_from_import: Value,
+    /// The `add_import(...)` or `ImportSpec(...)` call that made it.
+    pub loc: Loc,
 }
 
 pub const IMPORT_SPEC_FIELDS: [&str; 4] = ["module", "names", "alias", "is_from_import"];

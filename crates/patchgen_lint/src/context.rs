@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use ruff_python_ast::Stmt;
-use ruff_text_size::{Ranged, TextSize};
+use ruff_text_size::TextSize;
 
 use super::genmap::{self, Origin};
 use super::settings::LintSettings;
 use patchgen_config::plan::{Loc, Patch, PatchPlan};
-use patchgen_config::source::{ParsedFile, keyword_line};
+use patchgen_config::source::ParsedFile;
 use patchgen_core::pipeline::{self, Failure};
 use patchgen_core::survey::modules::{ClassRef, Lineage, ModuleError, Version};
 use patchgen_diagnostics::{Diagnostic, Location};
@@ -189,7 +189,12 @@ pub struct LintContext<'a> {
     pub injected: Vec<String>,
     /// Generated regions → config definitions.
     pub origins: Vec<Origin>,
-    checked_in: OnceLock<Option<ParsedFile>>,
+    /// Where each line of `generated` came from (codegen's trace).
+    pub trace: patchgen_core::provenance::raw::RawTrace,
+    /// Where the upstream module was read from.
+    pub upstream_path: PathBuf,
+    /// The checked-in generated file mapped against `generated`.
+    checked_in: OnceLock<Option<CheckedIn>>,
     configuration: OnceLock<Option<Arc<ParsedFile>>>,
     package_init: OnceLock<Option<Arc<ParsedFile>>>,
 }
@@ -199,6 +204,7 @@ impl<'a> LintContext<'a> {
     pub fn build(shared: &'a Shared, module: &str, config_name: &str) -> Result<LintContext<'a>, Failure> {
         let raw = shared.pipeline.generate_raw(module, config_name, None)?;
         let upstream = raw.upstream.clone();
+        let trace = raw.trace;
         shared.upstream.seed(&raw.job.plan.source_module, upstream.clone());
         let py_path = raw.job.py_path.clone();
         let generated = ParsedFile::parse(py_path, &raw.text).map_err(|e| Failure::Codegen {
@@ -223,6 +229,8 @@ impl<'a> LintContext<'a> {
             upstream,
             injected: job.injected,
             origins,
+            trace,
+            upstream_path: job.upstream_origin,
             checked_in: OnceLock::new(),
             configuration: OnceLock::new(),
             package_init: OnceLock::new(),
@@ -278,9 +286,25 @@ impl<'a> LintContext<'a> {
         self.origins.iter().find(|o| o.qualname == qualname)
     }
 
-    /// The config line generated line `line` came from, if config code produced it.
+    /// The config line generated line `line` came from, if config code
+    /// produced it (a patch's replacement or banner, a helper, an
+    /// `add_import` or post-import block): codegen's trace says.
     pub fn config_location_of_line(&self, line: usize) -> Option<Location> {
-        self.origin_of_line(line).map(|o| Location::line(o.config_path.clone(), o.config_line_of(line)))
+        use patchgen_core::provenance::raw::RawOrigin;
+        let raw = *self.trace.lines.get(line.checked_sub(1)?)?;
+        if !matches!(
+            raw,
+            RawOrigin::Patch { .. }
+                | RawOrigin::Banner { .. }
+                | RawOrigin::Helper { .. }
+                | RawOrigin::Import { .. }
+                | RawOrigin::Block { .. }
+        ) {
+            return None;
+        }
+        let map = patchgen_core::provenance::map::SourceMap::default();
+        let origin = patchgen_core::provenance::map::Resolver::new(&self.plan, &self.upstream_path, &map).raw(raw);
+        Some(Location::line(origin.path?, origin.line?))
     }
 
     /// A place in the generated text: the config line that produced it as the
@@ -297,46 +321,34 @@ impl<'a> LintContext<'a> {
     }
 
     /// The checked-in generated file's line for a line of the (pre-ruff)
-    /// generated text: the same line text inside the same def when the file
+    /// generated text: where the line matching of the two texts (codegen's
+    /// output against ruff's, `provenance::map`) puts it when the file
     /// exists, else the pre-ruff line number.
     pub fn generated_location(&self, line: usize) -> Location {
         let path = self.py_path().to_path_buf();
-        let Some(disk) = self.checked_in() else {
-            return Location::line(path, line);
-        };
-        if disk.text == self.generated.text {
-            return Location::line(path, line);
-        }
-        let lines = self.generated.splitlines();
-        let wanted = lines.get(line.wrapping_sub(1)).map(|l| l.trim()).unwrap_or_default();
-        let (qual, def_line) = enclosing_def(&self.generated, line);
-        let disk_lines = disk.splitlines();
-        let (start, end) = match qual.as_deref().and_then(|q| def_range(disk, q)) {
-            Some(r) => r,
-            None => (1, disk_lines.len()),
-        };
-        if !wanted.is_empty() {
-            for (i, l) in disk_lines.iter().enumerate().take(end).skip(start.saturating_sub(1)) {
-                if l.trim() == wanted {
-                    return Location::line(path, i + 1);
-                }
-            }
-        }
-        match (qual, def_line) {
-            (Some(_), Some(_)) if start > 1 || end < disk_lines.len() => Location::line(path, start),
-            _ => Location::line(path, line),
+        match self.checked_in().and_then(|c| c.to_disk.get(line.checked_sub(1)?)) {
+            Some(at) => Location::line(path, at + 1),
+            None => Location::line(path, line),
         }
     }
 
-    /// The generated file on disk (ruff-normalised), parsed; `None` when
-    /// absent or not Python.
-    pub fn checked_in(&self) -> Option<&ParsedFile> {
+    /// The generated file on disk (ruff-normalised) mapped against the
+    /// generated text; `None` when absent or not UTF-8.
+    pub fn checked_in(&self) -> Option<&CheckedIn> {
         self.checked_in
             .get_or_init(|| {
                 let text = self.shared.read_noted("checked-in generated file", self.py_path())?;
-                ParsedFile::parse(self.py_path().to_path_buf(), &text).ok()
+                let text = patchgen_python::pytext::universal_newlines(&text).into_owned();
+                let (map, to_disk) =
+                    patchgen_core::provenance::map::SourceMap::without_steps(&self.generated.text, &self.trace, &text);
+                Some(CheckedIn { text, map, to_disk })
             })
             .as_ref()
+    }
+
+    /// The checked-in file's source map resolver.
+    pub fn resolver<'m>(&'m self, checked_in: &'m CheckedIn) -> patchgen_core::provenance::map::Resolver<'m> {
+        patchgen_core::provenance::map::Resolver::new(&self.plan, &self.upstream_path, &checked_in.map)
     }
 
     /// The upstream configuration module: `configuration_<m>` next to
@@ -434,63 +446,13 @@ impl<'a> LintContext<'a> {
     }
 }
 
-/// The qualified name (`C.m`, `C`, `f`) and keyword line of the innermost
-/// top-level def or class-level method holding generated line `line`.
-fn enclosing_def(file: &ParsedFile, line: usize) -> (Option<String>, Option<usize>) {
-    for stmt in file.body() {
-        let (start, end) = (file.line_of(stmt.start()), file.line_of(stmt.end()));
-        if line < start || line > end {
-            continue;
-        }
-        match stmt {
-            Stmt::ClassDef(c) => {
-                for m in &c.body {
-                    if let Stmt::FunctionDef(f) = m
-                        && file.line_of(m.start()) <= line
-                        && line <= file.line_of(m.end())
-                    {
-                        return (
-                            Some(format!("{}.{}", c.name.id, f.name.id)),
-                            Some(keyword_line(file, f.name.start())),
-                        );
-                    }
-                }
-                return (Some(c.name.id.to_string()), Some(keyword_line(file, c.name.start())));
-            }
-            Stmt::FunctionDef(f) => {
-                return (Some(f.name.id.to_string()), Some(keyword_line(file, f.name.start())));
-            }
-            _ => return (None, None),
-        }
-    }
-    (None, None)
-}
-
-/// Lines (first, last) of `qualname` in `file`.
-fn def_range(file: &ParsedFile, qualname: &str) -> Option<(usize, usize)> {
-    let (outer, inner) = match qualname.split_once('.') {
-        Some((a, b)) => (a, Some(b)),
-        None => (qualname, None),
-    };
-    for stmt in file.body() {
-        match stmt {
-            Stmt::ClassDef(c) if c.name.id.as_str() == outer => {
-                let Some(inner) = inner else {
-                    return Some((file.line_of(stmt.start()), file.line_of(stmt.end())));
-                };
-                for m in &c.body {
-                    if matches!(m, Stmt::FunctionDef(f) if f.name.id.as_str() == inner) {
-                        return Some((file.line_of(m.start()), file.line_of(m.end())));
-                    }
-                }
-            }
-            Stmt::FunctionDef(f) if inner.is_none() && f.name.id.as_str() == outer => {
-                return Some((file.line_of(stmt.start()), file.line_of(stmt.end())));
-            }
-            _ => {}
-        }
-    }
-    None
+/// The checked-in generated file: its text, its source map (every change
+/// from the generated text put down to ruff), and for each line of the
+/// generated text (0-based) the line of the file it became.
+pub struct CheckedIn {
+    pub text: String,
+    pub map: patchgen_core::provenance::map::SourceMap,
+    pub to_disk: Vec<usize>,
 }
 
 /// The last `def name` of a statement list.

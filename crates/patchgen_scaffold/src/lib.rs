@@ -1133,7 +1133,8 @@ fn generate_pruning(
             Err(error) => {
                 return fail(
                     &plan.module,
-                    patchgen_core::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error }.to_string(),
+                    patchgen_core::pipeline::Failure::Ruff { py_path: raw.job.py_path.clone(), error, at: None }
+                        .to_string(),
                 );
             }
         }

@@ -17,6 +17,10 @@ use super::CodegenError;
 /// the patch's `name_map`, the method's name.
 pub(super) type OverrideKey = (String, String, Option<Vec<(String, String)>>, String);
 
+/// A prepared override: its text, and each line's index in the
+/// replacement's source.
+pub(super) type Prepared = (String, std::sync::Arc<Vec<u32>>);
+
 /// A rewritten class: the upstream file, where the class's name starts in
 /// it, and the (method, prepared source) overrides in order.
 pub(super) type ClassKey = (PathBuf, u32, Vec<(String, String)>);
@@ -24,8 +28,9 @@ pub(super) type ClassKey = (PathBuf, u32, Vec<(String, String)>);
 /// Memoised generation steps; share one between the configs of a run.
 #[derive(Default)]
 pub struct Cache {
-    pub(super) overrides: Mutex<HashMap<OverrideKey, Option<String>>>,
-    pub(super) classes: Mutex<HashMap<ClassKey, Result<String, CodegenError>>>,
+    /// The prepared text and, per line, its line in the replacement's source.
+    pub(super) overrides: Mutex<HashMap<OverrideKey, Option<Prepared>>>,
+    pub(super) classes: Mutex<HashMap<ClassKey, Result<super::methods::TracedClass, CodegenError>>>,
 }
 
 /// `map[key]`, computing it with `compute` (outside the lock) the first time.

@@ -11,6 +11,8 @@ use patchgen_config::eval::dotted;
 use patchgen_config::plan::PatchPlan;
 use patchgen_python::pytext;
 
+use crate::provenance::raw::RawOrigin;
+
 /// One upstream import statement, reduced to what rendering needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImportStmt {
@@ -34,14 +36,35 @@ impl From<&StmtImportFrom> for ImportStmt {
     }
 }
 
+impl ImportStmt {
+    /// An `import` or `from` statement (anything else: an empty `import`).
+    pub fn of(stmt: &Stmt) -> ImportStmt {
+        match stmt {
+            Stmt::Import(i) => i.into(),
+            Stmt::ImportFrom(i) => i.into(),
+            _ => ImportStmt::Import { names: Vec::new() },
+        }
+    }
+
+    fn names(&self) -> &[(String, Option<String>)] {
+        match self {
+            ImportStmt::Import { names } | ImportStmt::From { names, .. } => names,
+        }
+    }
+}
+
 /// Every import statement in the module, in `ast.NodeVisitor` order (which
 /// for statements is source order, nested bodies included).
 pub fn collect_imports(body: &[Stmt]) -> Vec<ImportStmt> {
-    fn walk(body: &[Stmt], out: &mut Vec<ImportStmt>) {
+    import_statements(body).into_iter().map(ImportStmt::of).collect()
+}
+
+/// The statements [`collect_imports`] reads, in its order.
+pub fn import_statements(body: &[Stmt]) -> Vec<&Stmt> {
+    fn walk<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
         for stmt in body {
             match stmt {
-                Stmt::Import(i) => out.push(i.into()),
-                Stmt::ImportFrom(i) => out.push(i.into()),
+                Stmt::Import(_) | Stmt::ImportFrom(_) => out.push(stmt),
                 Stmt::FunctionDef(f) => walk(&f.body, out),
                 Stmt::ClassDef(c) => walk(&c.body, out),
                 Stmt::If(s) => {
@@ -122,11 +145,38 @@ fn keep_alias(drop: &BTreeSet<String>, (name, asname): &(String, Option<String>)
     !(drop.contains(name) || drop.contains(last) || asname.as_ref().is_some_and(|a| drop.contains(a)))
 }
 
+/// Whether `_transform_imports` renders `imp` (some name survives
+/// `drop_import_names`).
+pub fn renders_any(plan: &PatchPlan, imp: &ImportStmt) -> bool {
+    imp.names().iter().any(|a| keep_alias(&plan.drop_imported_names, a))
+}
+
+/// The index in `plan.call_sites.drops` of the call that dropped a name
+/// of `imp`, if one did.
+pub fn drop_site(plan: &PatchPlan, imp: &ImportStmt) -> Option<u32> {
+    let (name, asname) = imp.names().iter().find(|a| !keep_alias(&plan.drop_imported_names, a))?;
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let sites = &plan.call_sites.drops;
+    let at = sites.iter().position(|(n, _)| n == name || n == last || asname.as_deref() == Some(n.as_str()))?;
+    u32::try_from(at).ok()
+}
+
 /// `_transform_imports`.
 pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
+    transform_imports_traced(plan, imports, &[]).0
+}
+
+/// [`transform_imports`], and each line's origin; `lines[i]` is the first
+/// upstream line of `imports[i]` (0 where missing).
+pub fn transform_imports_traced(plan: &PatchPlan, imports: &[ImportStmt], lines: &[u32]) -> (String, Vec<RawOrigin>) {
     let drop = &plan.drop_imported_names;
     let mut out: Vec<String> = Vec::new();
-    for imp in imports {
+    let mut origins: Vec<RawOrigin> = Vec::new();
+    let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+    for (i, imp) in imports.iter().enumerate() {
+        let line = lines.get(i).copied().unwrap_or(0);
+        let dropped = drop_site(plan, imp);
+        let before = out.len();
         match imp {
             ImportStmt::From { module, level, names } => {
                 let kept: Vec<&(String, Option<String>)> = names.iter().filter(|a| keep_alias(drop, a)).collect();
@@ -151,11 +201,14 @@ pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
                 out.push(format!("import {}", render_aliases(&kept)));
             }
         }
+        origins.resize(out.len(), RawOrigin::UpstreamImport { line, dropped });
+        debug_assert!(out.len() <= before + 1);
     }
     if !plan.additional_imports.is_empty() {
         out.push(String::new());
         out.push("# Additional imports for patches".into());
-        for imp in &plan.additional_imports {
+        origins.resize(out.len(), RawOrigin::Header);
+        for (i, imp) in plan.additional_imports.iter().enumerate() {
             let line = if imp.is_from_import {
                 match imp.names.as_ref().filter(|n| !n.is_empty()) {
                     Some(names) => format!("from {} import {}", imp.module, names.join(", ")),
@@ -168,22 +221,32 @@ pub fn transform_imports(plan: &PatchPlan, imports: &[ImportStmt]) -> String {
                 }
             };
             out.push(line);
+            origins.push(RawOrigin::Import { index: index(i) });
         }
     }
     if !plan.post_import_blocks.is_empty() {
         out.push(String::new());
         out.push("# Additional import blocks for patches".into());
-        for block in &plan.post_import_blocks {
+        origins.resize(out.len(), RawOrigin::Header);
+        for (i, block) in plan.post_import_blocks.iter().enumerate() {
             let block = pytext::dedent(block);
             let block = pytext::strip(&block);
             if !block.is_empty() {
+                let n = block.split('\n').count();
                 out.push(block.to_string());
+                origins.extend(std::iter::repeat_n(RawOrigin::Block { index: index(i) }, n));
                 out.push(String::new());
+                origins.push(RawOrigin::Header);
             }
         }
         if out.last().is_some_and(|l| l.is_empty()) {
             out.pop();
+            origins.pop();
         }
     }
-    out.join("\n")
+    // No import at all: the block is one empty line.
+    if origins.is_empty() {
+        origins.push(RawOrigin::Header);
+    }
+    (out.join("\n"), origins)
 }

@@ -12,13 +12,14 @@ use std::collections::BTreeSet;
 use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
+use crate::provenance::raw::{Origins, RawOrigin, RawTrace, Removed, RemovedBy, config_lines, piece_lines};
 pub use cache::Cache;
 use patchgen_config::plan::{Helper, Patch, PatchPlan, PatchType};
 use patchgen_config::source::{ParsedFile, keyword_line};
 use patchgen_python::pytext;
 use text::{
     apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range,
-    strip_patch_decorators,
+    strip_patch_decorators_traced,
 };
 
 /// Why generation failed (the reference's `CodegenError` and the errors it
@@ -55,6 +56,73 @@ fn lookup<'a>(map: &[(&str, &'a Patch)], key: &str) -> Option<&'a Patch> {
     map.iter().find(|(t, _)| *t == key).map(|(_, p)| *p)
 }
 
+/// The raw text's pieces (joined with `\n`) and their origins.
+#[derive(Default)]
+struct Pieces {
+    parts: Vec<String>,
+    origins: Vec<RawOrigin>,
+    removed: Vec<Removed>,
+}
+
+impl Pieces {
+    fn push(&mut self, text: String, origins: Origins) {
+        origins.expand(piece_lines(&text), &mut self.origins);
+        self.parts.push(text);
+    }
+
+    /// An empty separator piece.
+    fn blank(&mut self) {
+        self.push(String::new(), Origins::All(RawOrigin::Header));
+    }
+
+    fn extend(&mut self, piece: Piece) {
+        self.origins.extend(piece.origins);
+        self.parts.push(piece.text);
+    }
+}
+
+/// A piece of raw text with one origin per `\n`-separated line.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Piece {
+    text: String,
+    origins: Vec<RawOrigin>,
+}
+
+impl Piece {
+    fn new(text: String, origins: Origins) -> Piece {
+        let mut lines = Vec::new();
+        origins.expand(piece_lines(&text), &mut lines);
+        Piece { text, origins: lines }
+    }
+
+    /// Lines, each with one origin.
+    fn of_lines(lines: Vec<String>, origin: RawOrigin) -> Piece {
+        Piece { origins: vec![origin; lines.len()], text: lines.join("\n") }
+    }
+
+    /// Append a line.
+    fn line(&mut self, line: &str, origin: RawOrigin) {
+        if !self.origins.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        self.origins.push(origin);
+    }
+
+    /// Append another piece's lines.
+    fn append(&mut self, other: Piece) {
+        if !self.origins.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&other.text);
+        self.origins.extend(other.origins);
+    }
+}
+
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
 struct Generator<'a> {
     plan: &'a PatchPlan,
     upstream: &'a ParsedFile,
@@ -73,6 +141,16 @@ pub fn generate(plan: &PatchPlan, upstream: &ParsedFile, transformers_version: &
     generate_with(plan, upstream, transformers_version, &Cache::default())
 }
 
+/// [`generate_with`], and the origin of every line of the text.
+pub fn generate_traced(
+    plan: &PatchPlan,
+    upstream: &ParsedFile,
+    transformers_version: &str,
+    cache: &Cache,
+) -> Result<(String, RawTrace), CodegenError> {
+    Generator::new(plan, upstream, cache).generate(transformers_version)
+}
+
 /// [`generate`], reusing (and adding to) what `cache` holds from other
 /// configs of the same run.
 pub fn generate_with(
@@ -81,34 +159,57 @@ pub fn generate_with(
     transformers_version: &str,
     cache: &Cache,
 ) -> Result<String, CodegenError> {
-    let g = Generator {
-        plan,
-        upstream,
-        cache,
-        source_lines: upstream.splitlines(),
-        newline_only: upstream.only_newline_breaks(),
-        class_replacements: by_target(plan, PatchType::ClassReplacement),
-        method_overrides: by_target(plan, PatchType::MethodOverride),
-        function_replacements: by_target(plan, PatchType::FunctionReplacement),
-    };
-    g.generate(transformers_version)
+    Generator::new(plan, upstream, cache).generate(transformers_version).map(|(text, _)| text)
 }
 
 impl<'a> Generator<'a> {
-    fn generate(&self, transformers_version: &str) -> Result<String, CodegenError> {
+    fn new(plan: &'a PatchPlan, upstream: &'a ParsedFile, cache: &'a Cache) -> Generator<'a> {
+        Generator {
+            plan,
+            upstream,
+            cache,
+            source_lines: upstream.splitlines(),
+            newline_only: upstream.only_newline_breaks(),
+            class_replacements: by_target(plan, PatchType::ClassReplacement),
+            method_overrides: by_target(plan, PatchType::MethodOverride),
+            function_replacements: by_target(plan, PatchType::FunctionReplacement),
+        }
+    }
+
+    /// The upstream lines (1-based, half-open) `extract_source_segment`
+    /// takes for lines `start..=end`.
+    fn segment_lines(&self, start: usize, end: usize) -> std::ops::Range<u32> {
+        let r = segment_range(&self.source_lines, start, end);
+        index(r.start + 1)..index(r.end + 1)
+    }
+
+    /// `extract_source_segment(start, end)` with its upstream origins.
+    fn upstream_piece(&self, start: usize, end: usize) -> Piece {
+        let lines = self.segment_lines(start, end);
+        Piece::new(extract_source_segment(&self.source_lines, start, end), Origins::Upstream(lines.start))
+    }
+
+    fn exclude_site(&self, name: &str) -> Option<u32> {
+        self.plan.call_sites.excludes.iter().position(|(n, _)| n == name).map(index)
+    }
+
+    fn generate(&self, transformers_version: &str) -> Result<(String, RawTrace), CodegenError> {
         let plan = self.plan;
-        let mut parts: Vec<String> = Vec::new();
+        let mut parts = Pieces::default();
         let mut emitted_positioned: BTreeSet<&str> = BTreeSet::new();
 
-        parts.push(self.header(transformers_version));
-        let imports = imports::collect_imports(self.upstream.body());
-        parts.push(imports::transform_imports(plan, &imports));
-        parts.push(String::new());
+        parts.push(self.header(transformers_version), Origins::All(RawOrigin::Header));
+        let import_stmts = imports::import_statements(self.upstream.body());
+        let imports: Vec<imports::ImportStmt> = import_stmts.iter().map(|s| imports::ImportStmt::of(s)).collect();
+        let import_lines: Vec<u32> = import_stmts.iter().map(|s| index(self.upstream.line_of(s.start()))).collect();
+        let (block, origins) = imports::transform_imports_traced(plan, &imports, &import_lines);
+        parts.push(block, Origins::Lines(origins));
+        parts.blank();
 
         let helpers = self.helpers_block();
-        if !helpers.is_empty() {
-            parts.push(helpers);
-            parts.push(String::new());
+        if !helpers.text.is_empty() {
+            parts.extend(helpers);
+            parts.blank();
         }
 
         let mut previous_end = 0;
@@ -116,32 +217,67 @@ impl<'a> Generator<'a> {
             let after = previous_end;
             previous_end = self.end_line(stmt);
             match stmt {
-                Stmt::Import(_) | Stmt::ImportFrom(_) => {}
+                Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                    let first = index(self.upstream.line_of(stmt.start()));
+                    let imp = imports::ImportStmt::of(stmt);
+                    let by = if imports::renders_any(plan, &imp) {
+                        RemovedBy::ImportRendered { first }
+                    } else {
+                        RemovedBy::ImportDropped { site: imports::drop_site(plan, &imp) }
+                    };
+                    parts.removed.push(Removed { lines: first..index(previous_end + 1), by });
+                }
                 Stmt::ClassDef(class) if !self.excluded(class.name.id.as_str()) => {
-                    parts.push(self.class_source(class, after)?);
+                    let piece = self.class_source(class, after, &mut parts.removed)?;
+                    parts.extend(piece);
                     self.push_after(&mut parts, &mut emitted_positioned, class.name.id.as_str());
                 }
                 Stmt::FunctionDef(func) if !self.excluded(func.name.id.as_str()) => {
-                    parts.push(self.function_source(func));
+                    let piece = self.function_source(func, &mut parts.removed);
+                    parts.extend(piece);
                     self.push_after(&mut parts, &mut emitted_positioned, func.name.id.as_str());
+                }
+                Stmt::ClassDef(ruff_python_ast::StmtClassDef { name, decorator_list, .. })
+                | Stmt::FunctionDef(ruff_python_ast::StmtFunctionDef { name, decorator_list, .. }) => {
+                    let start = self.def_start_line(decorator_list, name);
+                    let lines = self.segment_lines(start, previous_end);
+                    parts
+                        .removed
+                        .push(Removed { lines, by: RemovedBy::Exclude { site: self.exclude_site(name.id.as_str()) } });
                 }
                 Stmt::Assign(assign) => {
                     if let Some(rendered) = self.filtered_all(assign) {
-                        parts.push(rendered);
+                        let site = plan.exclude.first().and_then(|n| self.exclude_site(n));
+                        let start = self.upstream.line_of(assign.start());
+                        parts.removed.push(Removed {
+                            lines: self.segment_lines(start, previous_end),
+                            by: RemovedBy::Exclude { site },
+                        });
+                        parts.push(rendered, Origins::All(RawOrigin::Exclude { site }));
                     } else {
                         let start = self.upstream.line_of(assign.start());
                         let end = self.end_line(stmt);
-                        parts.push(extract_source_segment(&self.source_lines, start, end));
+                        parts.extend(self.upstream_piece(start, end));
                     }
-                    parts.push(String::new());
+                    parts.blank();
                 }
                 Stmt::Expr(expr) if matches!(&*expr.value, Expr::StringLiteral(_)) => {
                     let start = self.upstream.line_of(expr.start());
                     let end = self.end_line(stmt);
-                    parts.push(extract_source_segment(&self.source_lines, start, end));
-                    parts.push(String::new());
+                    parts.extend(self.upstream_piece(start, end));
+                    parts.blank();
                 }
-                _ => {}
+                _ => {
+                    // Not copied; an import guard's imports are in the import block.
+                    if let Some(first) = imports::import_statements(std::slice::from_ref(stmt)).first() {
+                        let first = index(self.upstream.line_of(first.start()));
+                        let start = index(self.upstream.line_of(stmt.start()));
+                        parts.removed.push(Removed {
+                            lines: start..index(previous_end + 1),
+                            by: RemovedBy::ImportRendered { first },
+                        });
+                    }
+                }
             }
         }
 
@@ -166,7 +302,10 @@ impl<'a> Generator<'a> {
             });
         }
 
-        Ok(collapse_blank_lines(&parts.join("\n"), 2))
+        let joined = parts.parts.join("\n");
+        let text = collapse_blank_lines(&joined, 2);
+        let lines = crate::provenance::raw::collapse_origins(&joined, &text, &parts.origins);
+        Ok((text, RawTrace { lines, removed: parts.removed }))
     }
 
     fn excluded(&self, name: &str) -> bool {
@@ -175,12 +314,12 @@ impl<'a> Generator<'a> {
 
     /// The blank separator after a class or function, then its
     /// `add_helper_after` section if it has one.
-    fn push_after(&self, parts: &mut Vec<String>, emitted: &mut BTreeSet<&'a str>, name: &'a str) {
-        parts.push(String::new());
+    fn push_after(&self, parts: &mut Pieces, emitted: &mut BTreeSet<&'a str>, name: &'a str) {
+        parts.blank();
         let after = self.positioned_helpers_after(name);
-        if !after.is_empty() {
-            parts.push(after);
-            parts.push(String::new());
+        if !after.text.is_empty() {
+            parts.extend(after);
+            parts.blank();
             emitted.insert(name);
         }
     }
@@ -202,16 +341,32 @@ impl<'a> Generator<'a> {
             .unwrap_or_else(|| keyword_line(self.upstream, name.start()))
     }
 
-    fn class_segment(&self, class: &StmtClassDef) -> String {
+    fn class_segment(&self, class: &StmtClassDef) -> Piece {
         let start = self.def_start_line(&class.decorator_list, &class.name);
         let end = self.upstream.line_of(class.end());
-        extract_source_segment(&self.source_lines, start, end)
+        self.upstream_piece(start, end)
     }
 
-    fn function_segment(&self, func: &StmtFunctionDef) -> String {
+    fn function_segment(&self, func: &StmtFunctionDef) -> Piece {
         let start = self.def_start_line(&func.decorator_list, &func.name);
         let end = self.upstream.line_of(func.end());
-        extract_source_segment(&self.source_lines, start, end)
+        self.upstream_piece(start, end)
+    }
+
+    /// The upstream lines of a class or function segment, replaced by patch `patch`.
+    fn replaced(&self, piece: &Piece, patch: u32, removed: &mut Vec<Removed>) {
+        if let Some(RawOrigin::Upstream { line }) = piece.origins.first() {
+            removed.push(Removed { lines: *line..*line + piece.origins.len() as u32, by: RemovedBy::Patch { patch } });
+        }
+    }
+
+    fn patch_index(&self, patch: &Patch) -> u32 {
+        index(self.plan.patches.iter().position(|p| std::ptr::eq(p, patch)).unwrap_or(0))
+    }
+
+    /// The banner origin of a patch: its registration line.
+    fn banner_origin(&self, patch: &Patch) -> RawOrigin {
+        RawOrigin::Banner { patch: self.patch_index(patch) }
     }
 
     fn header(&self, transformers_version: &str) -> String {
@@ -242,50 +397,57 @@ impl<'a> Generator<'a> {
         lines.join("\n")
     }
 
-    /// `_render_helper_source`.
-    fn render_helper(helper: &Helper) -> String {
-        let Some(obj) = &helper.object else { return String::new() };
+    /// `_render_helper_source`, with the config line of each line.
+    fn render_helper(helper: &Helper, origin: impl Fn(u32) -> RawOrigin) -> Piece {
+        let Some(obj) = &helper.object else { return Piece::default() };
         if obj.source.is_empty() {
-            return String::new();
+            return Piece::default();
         }
         let src = pytext::dedent(&obj.source);
-        let src = strip_patch_decorators(&src);
-        pytext::rstrip(&src).to_string()
+        let (src, kept) = strip_patch_decorators_traced(&src);
+        let text = pytext::rstrip(&src).to_string();
+        let origins = config_lines(&kept, obj, origin);
+        Piece::new(text, Origins::Lines(origins.into_iter().take(piece_lines(pytext::rstrip(&src))).collect()))
     }
 
-    fn helper_section<'h>(title: String, helpers: impl Iterator<Item = &'h Helper>) -> String {
+    /// `helpers`: (index, positioned, helper).
+    fn helper_section<'h>(title: String, helpers: impl Iterator<Item = (usize, bool, &'h Helper)>) -> Piece {
         let mut lines = vec![String::new(), rule(70), title, rule(70)];
-        for h in helpers {
-            let src = Self::render_helper(h);
-            if src.is_empty() {
+        let mut origins = vec![RawOrigin::Header; lines.len()];
+        for (i, positioned, h) in helpers {
+            let src = Self::render_helper(h, |line| RawOrigin::Helper { helper: index(i), positioned, line });
+            if src.text.is_empty() {
                 continue;
             }
             lines.push(String::new());
-            lines.push(src);
+            origins.push(RawOrigin::Header);
+            lines.push(src.text);
+            origins.extend(src.origins);
         }
-        lines.join("\n")
+        Piece { text: lines.join("\n"), origins }
     }
 
-    fn helpers_block(&self) -> String {
+    fn helpers_block(&self) -> Piece {
         if self.plan.helpers.is_empty() {
-            return String::new();
+            return Piece::default();
         }
         Self::helper_section(
             "# [HELPERS] Module-level helpers injected via config.add_helper".to_string(),
-            self.plan.helpers.iter(),
+            self.plan.helpers.iter().enumerate().map(|(i, h)| (i, false, h)),
         )
     }
 
-    fn positioned_helpers_after(&self, target: &str) -> String {
-        let helpers: Vec<&Helper> = self
+    fn positioned_helpers_after(&self, target: &str) -> Piece {
+        let helpers: Vec<(usize, bool, &Helper)> = self
             .plan
             .positioned_helpers
             .iter()
-            .filter(|h| h.target == target && h.placement == "after")
-            .map(|h| &h.helper)
+            .enumerate()
+            .filter(|(_, h)| h.target == target && h.placement == "after")
+            .map(|(i, h)| (i, true, &h.helper))
             .collect();
         if helpers.is_empty() {
-            return String::new();
+            return Piece::default();
         }
         Self::helper_section(format!("# [HELPERS AFTER] {target}"), helpers.into_iter())
     }
@@ -320,11 +482,25 @@ impl<'a> Generator<'a> {
         Some(out)
     }
 
-    /// The replacement's source after dedent, `name_map` and decorator stripping.
-    fn prepared_replacement(patch: &Patch, source: &str) -> String {
+    /// The replacement's source after dedent, `name_map` and decorator
+    /// stripping, and the source line index of each of its lines.
+    fn prepared_replacement(patch: &Patch, source: &str) -> (String, Vec<u32>) {
         let src = pytext::dedent(source);
         let src = apply_name_map(&src, patch.name_map.as_deref());
-        strip_patch_decorators(&src)
+        strip_patch_decorators_traced(&src)
+    }
+
+    /// A patch's prepared replacement text with its config origins.
+    fn replacement_lines(
+        &self,
+        patch: &Patch,
+        object: &patchgen_config::plan::SourceObject,
+        text: String,
+        kept: &[u32],
+    ) -> Piece {
+        let p = self.patch_index(patch);
+        let origins = config_lines(kept, object, |line| RawOrigin::Patch { patch: p, line });
+        Piece::new(text, Origins::Lines(origins))
     }
 
     fn patched_banner(&self, kind: &str, name: &str, patch: &Patch, replaced_with: Option<String>) -> Vec<String> {
@@ -342,13 +518,22 @@ impl<'a> Generator<'a> {
         lines
     }
 
-    fn class_replacement(&self, class: &StmtClassDef, patch: &Patch) -> Result<String, CodegenError> {
+    fn class_replacement(
+        &self,
+        class: &StmtClassDef,
+        patch: &Patch,
+        removed: &mut Vec<Removed>,
+    ) -> Result<Piece, CodegenError> {
         let class_name = class.name.id.as_str();
         let replaced_with = patch.replacement.as_ref().map(|r| r.name.clone()).unwrap_or_else(|| "external".into());
-        let mut lines = self.patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with));
+        let banner = self.banner_origin(patch);
+        let mut lines =
+            Piece::of_lines(self.patched_banner("PATCHED CLASS", class_name, patch, Some(replaced_with)), banner);
+        let segment = self.class_segment(class);
+        let p = self.patch_index(patch);
         if let Some(replacement) = &patch.replacement {
             if !replacement.source.is_empty() {
-                let mut src = Self::prepared_replacement(patch, &replacement.source);
+                let (mut src, kept) = Self::prepared_replacement(patch, &replacement.source);
                 if replacement.name != class_name {
                     src = py_replace(
                         &src,
@@ -357,14 +542,16 @@ impl<'a> Generator<'a> {
                         Some(1),
                     );
                 }
-                lines.push(src);
+                lines.append(self.replacement_lines(patch, replacement, src, &kept));
+                self.replaced(&segment, p, removed);
             } else {
-                lines.push(format!("# Could not get source for {}", replacement.name));
-                lines.push("# Using original class as fallback".into());
-                lines.push(self.class_segment(class));
+                lines.line(&format!("# Could not get source for {}", replacement.name), banner);
+                lines.line("# Using original class as fallback", banner);
+                lines.append(segment);
             }
         } else if let Some(rs) = patch.replacement_source.as_ref().filter(|s| !s.is_empty()) {
-            lines.push(format!("# Import from: {rs}"));
+            self.replaced(&segment, p, removed);
+            lines.line(&format!("# Import from: {rs}"), banner);
             let Some((module, name)) = rs.rsplit_once('.') else {
                 return Err(CodegenError {
                     message: format!("replacement_source `{rs}` of the patch for `{class_name}` has no module part"),
@@ -372,11 +559,11 @@ impl<'a> Generator<'a> {
                     location: Some(Box::new(patch.registered_at.clone())),
                 });
             };
-            lines.push(format!("from {module} import {name} as {class_name}"));
+            lines.line(&format!("from {module} import {name} as {class_name}"), banner);
         } else {
-            lines.push(self.class_segment(class));
+            lines.append(segment);
         }
-        Ok(lines.join("\n"))
+        Ok(lines)
     }
 
     /// The class segment, ready for its overrides.
@@ -386,14 +573,21 @@ impl<'a> Generator<'a> {
         methods::ClassEdit::upstream_segment(self.upstream, &self.source_lines, self.newline_only, class, range, after)
     }
 
-    fn class_source(&self, class: &StmtClassDef, after: usize) -> Result<String, CodegenError> {
+    fn class_source(
+        &self,
+        class: &StmtClassDef,
+        after: usize,
+        removed: &mut Vec<Removed>,
+    ) -> Result<Piece, CodegenError> {
         let class_name = class.name.id.as_str();
         if let Some(patch) = lookup(&self.class_replacements, class_name) {
-            return self.class_replacement(class, patch);
+            return self.class_replacement(class, patch, removed);
         }
         let prefix = format!("{class_name}.");
         let mut methods_patched: Vec<&str> = Vec::new();
         let mut sources: Vec<(&str, String)> = Vec::new();
+        let mut source_patches: Vec<(&Patch, std::sync::Arc<Vec<u32>>)> = Vec::new();
+        let mut first_patch: Option<&Patch> = None;
         for (target, patch) in &self.method_overrides {
             let Some(method_name) = target.strip_prefix(&prefix) else { continue };
             let prepared = match &patch.replacement {
@@ -403,62 +597,99 @@ impl<'a> Generator<'a> {
                     cache::memo(&self.cache.overrides, key, || methods::prepare_override(patch, method_name))
                 }
             };
-            if let Some(cleaned) = prepared {
+            if let Some((cleaned, kept)) = prepared {
                 methods_patched.push(method_name);
+                first_patch.get_or_insert(patch);
                 if !cleaned.is_empty() {
-                    match sources.iter_mut().find(|(m, _)| *m == method_name) {
-                        Some(slot) => slot.1 = cleaned,
-                        None => sources.push((method_name, cleaned)),
+                    match sources.iter().position(|(m, _)| *m == method_name) {
+                        Some(k) => {
+                            sources[k].1 = cleaned;
+                            source_patches[k] = (patch, kept);
+                        }
+                        None => {
+                            sources.push((method_name, cleaned));
+                            source_patches.push((patch, kept));
+                        }
                     }
                 }
             }
         }
-        if methods_patched.is_empty() {
+        let Some(first_patch) = first_patch else {
             return Ok(self.class_segment(class));
-        }
-        let mut lines = vec![
-            String::new(),
-            rule(70),
-            format!("# [MODIFIED CLASS] {class_name}"),
-            format!("# Methods patched: {}", methods_patched.join(", ")),
-            rule(70),
-        ];
+        };
+        let banner = self.banner_origin(first_patch);
+        let mut lines = Piece::of_lines(
+            vec![
+                String::new(),
+                rule(70),
+                format!("# [MODIFIED CLASS] {class_name}"),
+                format!("# Methods patched: {}", methods_patched.join(", ")),
+                rule(70),
+            ],
+            banner,
+        );
         let key = (
             self.upstream.path.clone(),
             u32::from(class.name.start()),
             sources.iter().map(|(m, s)| (m.to_string(), s.clone())).collect(),
         );
-        let class_source = cache::memo(&self.cache.classes, key, || {
+        let (class_source, class_lines, dropped) = cache::memo(&self.cache.classes, key, || {
             let mut edit = self.class_edit(class, after);
             for (method_name, preserved) in &sources {
                 edit.replace_method(method_name, preserved)?;
             }
-            Ok(edit.finish())
+            Ok(edit.finish_traced())
         })?;
-        lines.push(class_source);
-        Ok(lines.join("\n"))
+        // Each override's prepared text, line by line, against its config lines.
+        let override_lines: Vec<(u32, &[u32], Option<&patchgen_config::plan::SourceObject>)> = source_patches
+            .iter()
+            .map(|(patch, kept)| (self.patch_index(patch), kept.as_slice(), patch.replacement.as_ref()))
+            .collect();
+        let resolve = |line: methods::ClassLine| match line {
+            methods::ClassLine::Upstream(l) => RawOrigin::Upstream { line: l },
+            methods::ClassLine::Override { k, line } => {
+                let (patch, kept, object) = &override_lines[k as usize];
+                let config_line = match (kept.get(line as usize), object) {
+                    (Some(i), Some(o)) => o.line_of(*i as usize) as u32,
+                    _ => 0,
+                };
+                RawOrigin::Patch { patch: *patch, line: config_line }
+            }
+        };
+        for (line, k) in dropped.iter() {
+            removed.push(Removed {
+                lines: *line..*line + 1,
+                by: RemovedBy::Patch { patch: override_lines[*k as usize].0 },
+            });
+        }
+        let origins: Vec<RawOrigin> = class_lines.iter().map(|l| resolve(*l)).collect();
+        lines.append(Piece { text: class_source, origins });
+        Ok(lines)
     }
 
-    fn function_source(&self, func: &StmtFunctionDef) -> String {
+    fn function_source(&self, func: &StmtFunctionDef, removed: &mut Vec<Removed>) -> Piece {
         let name = func.name.id.as_str();
         let Some(patch) = lookup(&self.function_replacements, name) else {
             return self.function_segment(func);
         };
-        let mut lines = self.patched_banner("PATCHED FUNCTION", name, patch, None);
+        let banner = self.banner_origin(patch);
+        let mut lines = Piece::of_lines(self.patched_banner("PATCHED FUNCTION", name, patch, None), banner);
+        let segment = self.function_segment(func);
         match &patch.replacement {
             Some(replacement) if !replacement.source.is_empty() => {
-                let mut src = Self::prepared_replacement(patch, &replacement.source);
+                let (mut src, kept) = Self::prepared_replacement(patch, &replacement.source);
                 if replacement.name != name {
                     src = py_replace(&src, &format!("def {}", replacement.name), &format!("def {name}"), Some(1));
                 }
-                lines.push(src);
+                self.replaced(&segment, self.patch_index(patch), removed);
+                lines.append(self.replacement_lines(patch, replacement, src, &kept));
             }
             Some(_) => {
-                lines.push("# Could not get source for replacement".into());
-                lines.push(self.function_segment(func));
+                lines.line("# Could not get source for replacement", banner);
+                lines.append(segment);
             }
-            None => lines.push(self.function_segment(func)),
+            None => lines.append(segment),
         }
-        lines.join("\n")
+        lines
     }
 }

@@ -63,10 +63,17 @@ fn paren_balance(s: &str) -> i64 {
 /// `strip_patch_decorators`: drop DSL decorator lines (following a
 /// multi-line decorator by naive parenthesis counting).
 pub fn strip_patch_decorators(source: &str) -> String {
+    strip_patch_decorators_traced(source).0
+}
+
+/// [`strip_patch_decorators`], and the 0-based indexes (in
+/// `pytext::splitlines(source)`) of the lines it keeps.
+pub fn strip_patch_decorators_traced(source: &str) -> (String, Vec<u32>) {
     let mut out: Vec<&str> = Vec::new();
+    let mut kept: Vec<u32> = Vec::new();
     let mut in_decorator = false;
     let mut depth = 0i64;
-    for line in pytext::splitlines(source) {
+    for (i, line) in pytext::splitlines(source).into_iter().enumerate() {
         let stripped = pytext::strip(line);
         if !in_decorator && is_patch_decorator(stripped) {
             depth = paren_balance(stripped);
@@ -81,8 +88,9 @@ pub fn strip_patch_decorators(source: &str) -> String {
             continue;
         }
         out.push(line);
+        kept.push(i as u32);
     }
-    out.join("\n")
+    (out.join("\n"), kept)
 }
 
 /// `_apply_name_map`: plain replacement, longest key first (stable for
@@ -127,19 +135,24 @@ pub fn py_replace(s: &str, old: &str, new: &str, count: Option<usize>) -> String
 /// `@` or `class ` line (trailing blanks dropped), and the rest.
 pub fn split_leading_comments(source: &str) -> (Vec<&str>, String) {
     let lines = pytext::splitlines(source);
-    let mut i = 0;
-    while i < lines.len() {
-        let stripped = pytext::lstrip(lines[i]);
-        if ["def ", "async def ", "@", "class "].iter().any(|p| stripped.starts_with(p)) {
-            break;
-        }
-        i += 1;
-    }
+    let i = leading_lines(&lines);
     let mut leading = lines[..i].to_vec();
     while leading.last().is_some_and(|l| pytext::is_blank(l)) {
         leading.pop();
     }
     (leading, lines[i..].join("\n"))
+}
+
+/// How many of `lines` come before the first `def `, `async def `, `@` or
+/// `class ` line.
+pub fn leading_lines(lines: &[&str]) -> usize {
+    lines
+        .iter()
+        .position(|l| {
+            let stripped = pytext::lstrip(l);
+            ["def ", "async def ", "@", "class "].iter().any(|p| stripped.starts_with(p))
+        })
+        .unwrap_or(lines.len())
 }
 
 /// `_indent_preserved_source`: re-indent so the first non-blank line sits

@@ -19,6 +19,7 @@
 mod batch;
 pub mod inputs;
 mod settings;
+pub mod steps;
 #[cfg(test)]
 mod tests;
 

@@ -78,7 +78,7 @@ impl Context {
                 let start = Instant::now();
                 let result = match r {
                     Ok((raw, Ok(py), guess)) => Ok(raw.finish_guessed(py, guess)),
-                    Ok((raw, Err(error), _)) => Err(Failure::Ruff { py_path: raw.job.py_path, error }),
+                    Ok((raw, Err(error), _)) => Err(self.ruff_failure(&raw, error)),
                     Err(f) => Err(f),
                 };
                 (result, secs + start.elapsed().as_secs_f64())

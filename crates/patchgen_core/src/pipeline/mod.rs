@@ -86,6 +86,10 @@ pub struct Generated {
     pub py: String,
     pub diff: String,
     pub upstream_lines: usize,
+    /// The raw text `py` was normalised from, and codegen's trace of it
+    /// (`crate::provenance`: what a drift's details are mapped through).
+    pub raw: String,
+    pub trace: crate::provenance::raw::RawTrace,
     /// `py` is the text the caller expected for this config
     /// ([`Context::generate_many_expecting`]; the drift gate: the
     /// checked-in `.py`, read as `check::read_text` reads it).
@@ -123,7 +127,13 @@ pub enum Failure {
     #[error("{module}: code generation error: {error}")]
     Codegen { module: String, error: codegen::CodegenError },
     #[error("{}: {error}", py_path.display())]
-    Ruff { py_path: PathBuf, error: RuffError },
+    Ruff {
+        py_path: PathBuf,
+        error: RuffError,
+        /// The config (or upstream) line behind the first finding, and the
+        /// generated line (see `provenance::locate`).
+        at: Option<Box<(patchgen_diagnostics::Location, patchgen_diagnostics::Location)>>,
+    },
 }
 
 impl Failure {
@@ -162,6 +172,9 @@ impl Failure {
                 code.diagnostic(format!("upstream module `{module}` not found (searched: {})", searched.join(", ")))
                     .at((**at).clone())
                     .help(UpstreamError::NOT_FOUND_HELP)
+            }
+            Failure::Ruff { at: Some(at), .. } => {
+                code.diagnostic(self.to_string()).at(at.0.clone()).related(at.1.clone(), "in the generated module")
             }
             Failure::Ruff { py_path, .. } => code.diagnostic(self.to_string()).at(Location::file(py_path.clone())),
             // Located: the excerpt shows the config line, `help` its own line.
@@ -296,11 +309,18 @@ impl Context {
     /// Generate one config completely in memory.
     pub fn generate(&self, module: &str, config_name: &str, output_dir: Option<&Path>) -> Result<Generated, Failure> {
         let raw = self.generate_raw(module, config_name, output_dir)?;
-        let py = self
-            .ruff
-            .normalize(&raw.text, &raw.abs_target)
-            .map_err(|error| Failure::Ruff { py_path: raw.py_path.clone(), error })?;
+        let py = self.ruff.normalize(&raw.text, &raw.abs_target).map_err(|error| self.ruff_failure(&raw, error))?;
         Ok(raw.finish(py))
+    }
+
+    /// A ruff failure of `raw`, placed (when ruff rejected the text) at the
+    /// line behind its first finding.
+    pub fn ruff_failure(&self, raw: &Raw, error: RuffError) -> Failure {
+        let at = match &error {
+            RuffError::Rejected { .. } => crate::provenance::locate::ruff_rejection(&self.ruff, raw).map(Box::new),
+            _ => None,
+        };
+        Failure::Ruff { py_path: raw.job.py_path.clone(), error, at }
     }
 
     /// The upstream module `module`, found and parsed once per run.
@@ -365,7 +385,7 @@ impl Context {
         let diagnosis = diagnostics::diagnose(&plan, &parsed, module);
         let mut found: Vec<Diagnostic> = warnings.iter().map(|w| diagnostics::from_config_warning(w, module)).collect();
         found.extend(diagnosis.diagnostics);
-        let text = codegen::generate_with(&plan, &parsed, self.transformers_version(), &self.codegen)
+        let (text, trace) = codegen::generate_traced(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
@@ -415,6 +435,7 @@ impl Context {
             },
             abs_target,
             text,
+            trace,
             upstream: parsed,
         })
     }
@@ -427,6 +448,8 @@ pub struct Raw {
     pub abs_target: PathBuf,
     /// The generated text before ruff.
     pub text: String,
+    /// Where each line of `text` came from (`crate::provenance`).
+    pub trace: crate::provenance::raw::RawTrace,
     /// The upstream module (what the `.diff` is taken against).
     pub upstream: Arc<ParsedFile>,
 }
@@ -470,6 +493,14 @@ impl Raw {
             Some(g) if g.py == py => (g.diff, true),
             _ => (self.diff_for(&py), false),
         };
-        Generated { upstream_lines: self.upstream.splitlines().len(), job: self.job, py, diff, py_is_expected }
+        Generated {
+            upstream_lines: self.upstream.splitlines().len(),
+            job: self.job,
+            py,
+            diff,
+            py_is_expected,
+            raw: self.text,
+            trace: self.trace,
+        }
     }
 }

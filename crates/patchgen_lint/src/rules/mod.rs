@@ -7,6 +7,7 @@ mod pg101_dead_patch_target;
 mod pg102_orphaned_override;
 mod pg103_suppressed_undefined_name;
 mod pg104_unresolved_import;
+mod pg105_unexplained_hunk;
 mod pg201_call_site_signature;
 mod pg202_sibling_signature_drift;
 pub mod pg203_dropped_parameters;
@@ -31,6 +32,7 @@ pub static RULES: &[Rule] = &[
     pg102_orphaned_override::RULE,
     pg103_suppressed_undefined_name::RULE,
     pg104_unresolved_import::RULE,
+    pg105_unexplained_hunk::RULE,
     pg201_call_site_signature::RULE,
     pg202_sibling_signature_drift::RULE,
     pg203_dropped_parameters::RULE,

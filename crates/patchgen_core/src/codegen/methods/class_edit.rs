@@ -167,14 +167,49 @@ pub struct ClassEdit {
     /// empty element.
     text: Vec<String>,
     known: Known,
+    /// Where each element of `text` came from.
+    origins: Vec<ClassLine>,
+    /// Upstream lines an override removed, with the override's number.
+    dropped: Vec<(u32, u32)>,
+    /// How many overrides were applied so far.
+    applied: u32,
+}
+
+/// Where a line of a rewritten class came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClassLine {
+    /// Upstream line (1-based).
+    Upstream(u32),
+    /// Line `line` (0-based) of the prepared source of the `k`-th override
+    /// applied.
+    Override { k: u32, line: u32 },
+}
+
+/// A rewritten class: its text, each line's origin, and the upstream
+/// lines (with the override number) the overrides removed.
+pub type TracedClass = (String, Vec<ClassLine>, Vec<(u32, u32)>);
+
+fn slice_origins(origins: &[ClassLine], a: usize, b: usize) -> Vec<ClassLine> {
+    let b = b.min(origins.len());
+    if a >= b {
+        return Vec::new();
+    }
+    origins[a..b].to_vec()
 }
 
 impl ClassEdit {
     /// Start from a class segment's lines, with its shape when known
     /// (from the upstream module's parse).
-    pub(super) fn new(lines: Vec<String>, shape: Option<ClassShape>) -> ClassEdit {
+    pub(super) fn new(lines: Vec<String>, shape: Option<ClassShape>, first_line: u32) -> ClassEdit {
         debug_assert!(lines.iter().all(|l| pytext::splitlines(l).len() <= 1 && !l.contains('\n')));
-        ClassEdit { text: lines, known: shape.map_or(Known::Unparsed, Known::Shape) }
+        let origins = (0..lines.len() as u32).map(|i| ClassLine::Upstream(first_line + i)).collect();
+        ClassEdit {
+            text: lines,
+            known: shape.map_or(Known::Unparsed, Known::Shape),
+            origins,
+            dropped: Vec::new(),
+            applied: 0,
+        }
     }
 
     /// The class segment `source_lines[range]` of an upstream module, whose
@@ -194,13 +229,13 @@ impl ClassEdit {
         let lines: Vec<String> = source_lines[range.clone()].iter().map(|l| l.to_string()).collect();
         let standalone = newline_only && range.start >= after && lines.last().is_some_and(|l| !continues(l));
         let shape = standalone.then(|| ClassShape::read(upstream, class_def, range.start + 1));
-        ClassEdit::new(lines, shape)
+        ClassEdit::new(lines, shape, range.start as u32 + 1)
     }
 
     /// Always re-parse, as the reference does (for comparison in tests).
     #[cfg(test)]
     pub(super) fn reparsing(lines: Vec<String>) -> ClassEdit {
-        ClassEdit { text: lines, known: Known::Unparsed }
+        ClassEdit::new(lines, None, 1)
     }
 
     #[cfg(test)]
@@ -218,8 +253,23 @@ impl ClassEdit {
         }
     }
 
+    #[cfg(test)]
     pub fn finish(self) -> String {
         self.text.join("\n")
+    }
+
+    /// The text, each line's origin, and the upstream lines removed.
+    pub fn finish_traced(self) -> TracedClass {
+        (self.text.join("\n"), self.origins, self.dropped)
+    }
+
+    /// Record that `origins[a..b]` are replaced by override `k`.
+    fn drop_lines(&mut self, a: usize, b: usize, k: u32) {
+        for line in slice_origins(&self.origins, a, b) {
+            if let ClassLine::Upstream(l) = line {
+                self.dropped.push((l, k));
+            }
+        }
     }
 
     fn resolve_splice(&mut self) {
@@ -236,6 +286,8 @@ impl ClassEdit {
 
     /// `_replace_method_body_with_preserved(text, method_name, preserved)`.
     pub fn replace_method(&mut self, method_name: &str, preserved: &str) -> Result<(), CodegenError> {
+        let k = self.applied;
+        self.applied += 1;
         self.resolve_splice();
         if self.known == Known::Unparsed {
             self.known = ClassShape::parse(&self.text.join("\n")).map_or(Known::Unusable, Known::Shape);
@@ -272,6 +324,14 @@ impl ClassEdit {
                 indent_preserved_source(&leading.join("\n"), method_indent)
             };
             let indented_def = indent_preserved_source(&def_source, method_indent);
+            let n = source_lines.len();
+            let mut origins = slice_origins(&self.origins, 0, decorator_start);
+            origins.extend((0..indented_leading.len() as u32).map(|line| ClassLine::Override { k, line }));
+            origins.extend(slice_origins(&self.origins, decorator_start, method_start));
+            let def_offset = crate::codegen::text::leading_lines(&pytext::splitlines(preserved));
+            origins
+                .extend((0..indented_def.len() as u32).map(|i| ClassLine::Override { k, line: def_offset as u32 + i }));
+            origins.extend(slice_origins(&self.origins, method_end, n));
             let mut out = slice(&source_lines, 0, decorator_start);
             out.extend(indented_leading);
             out.extend(slice(&source_lines, decorator_start, method_start));
@@ -280,7 +340,9 @@ impl ClassEdit {
             let removed = method_end.min(source_lines.len()).saturating_sub(decorator_start);
             out.extend(slice(&source_lines, method_end, source_lines.len()));
             self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: index..index + 1, removed }));
+            self.drop_lines(method_start, method_end, k);
             self.text = out;
+            self.origins = origins;
             return Ok(());
         }
 
@@ -297,27 +359,37 @@ impl ClassEdit {
                 None => "",
             };
             let mut out = slice(&source_lines, 0, start);
+            let mut origins = slice_origins(&self.origins, 0, start);
             if let Some(colon) = colon
                 && matches!(pytext::strip(after), "pass" | "...")
             {
                 out.push(pytext::rstrip(&header[..colon + 1]).to_string());
+                origins.push(self.origins.get(start).copied().unwrap_or(ClassLine::Override { k, line: 0 }));
             }
+            origins.extend((0..indented.len() as u32).map(|line| ClassLine::Override { k, line }));
+            origins.extend(slice_origins(&self.origins, end, source_lines.len()));
             out.extend(indented);
             out.extend(slice(&source_lines, end, source_lines.len()));
             // Rare (a method injected into `pass`/`...`): re-parse next time.
             self.known = Known::Unparsed;
+            self.drop_lines(start, end, k);
             self.text = out;
+            self.origins = origins;
             return Ok(());
         }
         let mut out: Vec<String> = source_lines.iter().map(|s| s.to_string()).collect();
+        let mut origins = slice_origins(&self.origins, 0, out.len());
         if out.last().is_some_and(|l| !pytext::is_blank(l)) {
             out.push(String::new());
+            origins.push(ClassLine::Override { k, line: 0 });
         }
         let spliced = out.len()..out.len() + indented.len();
+        origins.extend((0..indented.len() as u32).map(|line| ClassLine::Override { k, line }));
         out.extend(indented);
         let n = shape.members.len();
         self.known = Known::Spliced(Box::new(Splice { shape, spliced, replaced: n..n, removed: 0 }));
         self.text = out;
+        self.origins = origins;
         Ok(())
     }
 }

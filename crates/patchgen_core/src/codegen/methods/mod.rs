@@ -8,11 +8,11 @@ mod tests;
 
 use ruff_python_ast::{Expr, Stmt};
 
-use super::text::{apply_name_map, py_replace, strip_patch_decorators};
+use super::text::{apply_name_map, py_replace, strip_patch_decorators_traced};
 use patchgen_config::plan::Patch;
 use patchgen_python::pytext;
 
-pub use class_edit::ClassEdit;
+pub use class_edit::{ClassEdit, ClassLine, TracedClass};
 
 /// Whether any function is defined anywhere in the statements (`ast.walk`).
 fn contains_function(body: &[Stmt]) -> bool {
@@ -40,27 +40,28 @@ fn contains_function(body: &[Stmt]) -> bool {
 /// `_apply_method_override`: the cleaned replacement source, or `None` when
 /// the reference would not apply the override (no source, or the
 /// dedented, name-mapped source does not parse as code with a function).
-pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<String> {
+pub fn prepare_override(patch: &Patch, method_name: &str) -> Option<(String, std::sync::Arc<Vec<u32>>)> {
     let replacement = patch.replacement.as_ref()?;
     if replacement.source.is_empty() {
         return None;
     }
     let dedented = pytext::dedent(&replacement.source);
     let src = apply_name_map(&dedented, patch.name_map.as_deref());
-    let mut cleaned = strip_patch_decorators(&src);
+    let (mut cleaned, kept) = strip_patch_decorators_traced(&src);
+    let kept = std::sync::Arc::new(kept);
     if replacement.name != method_name {
         cleaned = py_replace(&cleaned, &format!("def {}(", replacement.name), &format!("def {method_name}("), Some(1));
     }
     // The config file's parse already shows that the dedented source parses
     // and holds a function, unless the name map changed it.
     if replacement.dedents_to_function && src == dedented {
-        return Some(cleaned);
+        return Some((cleaned, kept));
     }
     let parsed = ruff_python_parser::parse_module(&src).ok()?;
     if !contains_function(&parsed.syntax().body) {
         return None;
     }
-    Some(cleaned)
+    Some((cleaned, kept))
 }
 
 fn is_empty_body_node(stmt: &Stmt) -> bool {

@@ -92,7 +92,7 @@ fn class_source(header: &str, indent: &str, members: &[&str]) -> String {
 /// Apply `overrides` both ways; the texts and errors must agree, and every
 /// shape the fast way keeps must be the text's parse.
 fn compare(lines: Vec<String>, shape: Option<ClassShape>, overrides: &[(&str, &str)]) -> Result<(), TestCaseError> {
-    let mut fast = ClassEdit::new(lines.clone(), shape);
+    let mut fast = ClassEdit::new(lines.clone(), shape, 1);
     let mut slow = ClassEdit::reparsing(lines);
     for (name, preserved) in overrides {
         let a = fast.replace_method(name, preserved).map_err(|e| e.message);
@@ -174,7 +174,7 @@ proptest! {
 fn keeps_the_shape_for_well_formed_overrides() {
     // The common case must not fall back to re-parsing.
     let source = class_source("class A(Base):", "    ", &[MEMBERS[11], MEMBERS[8], MEMBERS[9]]);
-    let mut edit = ClassEdit::new(lines_of(&source), ClassShape::parse(&source));
+    let mut edit = ClassEdit::new(lines_of(&source), ClassShape::parse(&source), 1);
     edit.replace_method("forward", REPLACEMENTS[3]).unwrap();
     edit.replace_method("__init__", REPLACEMENTS[19]).unwrap();
     edit.replace_method("missing", "def missing(self):\n    return 0").unwrap();

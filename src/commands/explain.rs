@@ -1,0 +1,133 @@
+//! `patchgen explain`: command-line glue (arguments, dispatch, printing)
+//! over `patchgen_core::explain`.
+
+use std::io;
+
+use clap::Args;
+
+use crate::args::{ConfigNameArg, FormatArg, ProjectArg, RunArgs};
+use crate::printer::{ExitStatus, Printer, Report, fields};
+use crate::session::{Fatal, Session};
+use patchgen_core::explain::lines::{explain_line, parse_spec};
+use patchgen_core::explain::report::{FilesReport, LineReport, explain_modules};
+use patchgen_diagnostics::Diagnostic;
+
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  patchgen explain                                          every hunk of every .diff, with its causes
+  patchgen explain pkg.models.qwen3.qwen3_gpu_patch_gen_config
+  patchgen explain pkg/models/qwen3/generated/patched_modeling_qwen3_gpu.py:120
+  patchgen explain --format github                          one notice per hunk (pull request annotations)";
+
+/// Where each generated line and each .diff hunk comes from (patch, import, upstream, ruff)
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+#[command(after_help = EXPLAIN_EXAMPLES)]
+pub struct ExplainArgs {
+    /// GENERATED_FILE:LINE, or config modules [default: every discovered config]
+    #[arg(value_name = "FILE:LINE | PATCH_MODULE")]
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub config_name: ConfigNameArg,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub project: ProjectArg,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+/// Whether `arg` names a line of a file (`x.py:12`) rather than a module.
+fn is_line_spec(arg: &str) -> bool {
+    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<usize>().is_ok())
+}
+
+pub fn run(args: &ExplainArgs) -> ExitStatus {
+    let mut overrides = args.run.overrides(&args.format);
+    overrides.no_cache = true;
+    let base = std::env::current_dir().unwrap_or_default();
+    let config_name = args.config_name.config_name.clone();
+    match args.targets.as_slice() {
+        [one] if is_line_spec(one) => {
+            Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
+                let (file, line) = parse_spec(one).map_err(|e| Fatal::new("explain", e.to_string()))?;
+                let origin =
+                    explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::new("explain", e.to_string()))?;
+                Ok(Line(LineReport::new(origin, &base)))
+            })
+        }
+        targets if targets.iter().any(|t| is_line_spec(t)) => {
+            let fatal = Fatal::new("explain", "give one FILE:LINE, or config modules, not both");
+            Printer::new(args.format.format.unwrap_or_default()).print(&fatal)
+        }
+        targets => Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
+            let modules: Vec<String> = if targets.is_empty() {
+                ctx.project
+                    .discover()
+                    .map_err(|e| Fatal::new("explain", e.to_string()))?
+                    .into_iter()
+                    .map(|c| c.module)
+                    .collect()
+            } else {
+                targets.iter().map(|m| ctx.project.normalize_module(m)).collect()
+            };
+            let report = explain_modules(ctx, &modules, &config_name);
+            let notices = report.notices(&base);
+            Ok(Files { report, notices, base: base.clone() })
+        }),
+    }
+}
+
+/// `explain FILE:LINE`.
+struct Line(LineReport);
+
+impl Report for Line {
+    fn command(&self) -> &'static str {
+        "explain"
+    }
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(&self.0)
+    }
+    fn annotations(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        p.out(&self.0.text)
+    }
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Success
+    }
+}
+
+/// `explain [MODULE...]`.
+struct Files {
+    report: FilesReport,
+    notices: Vec<Diagnostic>,
+    base: std::path::PathBuf,
+}
+
+impl Report for Files {
+    fn command(&self) -> &'static str {
+        "explain"
+    }
+    fn diagnostics(&self) -> Vec<&Diagnostic> {
+        self.report.diagnostics.iter().collect()
+    }
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        fields(&self.report)
+    }
+    fn annotations(&self) -> Vec<&Diagnostic> {
+        self.report.diagnostics.iter().chain(&self.notices).collect()
+    }
+    fn text(&self, p: &mut Printer) -> io::Result<()> {
+        for d in &self.report.diagnostics {
+            p.diagnostic(d)?;
+        }
+        p.out(&self.report.text(&self.base))
+    }
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::failure_if(!self.report.diagnostics.is_empty())
+    }
+}
