@@ -6,6 +6,7 @@
 #   2. downloads the transformers 5.9.0 wheel into $CACHE/wheels, if missing
 #      (patchgen reads upstream modules straight out of the .whl);
 #   3. builds patchgen (cargo build --release);
+#      (after generating: `patchgen explain` names the cause of every hunk);
 #   4. in a temporary copy of examples/demo (the repository stays clean):
 #      generates every config with its .diff, runs the drift gate, then
 #      edits a generated file and shows `--check` catching it and `--fix`
@@ -145,6 +146,11 @@ run head -n 30 demo/llama/generated/patched_modeling_llama.diff
 echo "[... $(($(wc -l <demo/llama/generated/patched_modeling_llama.diff) - 30)) more lines]"
 
 run patchgen --check || die "patchgen --check reported drift right after generation"
+
+# Provenance: which patch, import, header or ruff rule made each hunk of the
+# toy's .diff, and where one generated line came from.
+run patchgen explain demo.toy.toy_gpu_patch_gen_config || die "patchgen explain failed"
+run patchgen explain demo/toy/generated/patched_modeling_toy.py:1 || die "patchgen explain FILE:LINE failed"
 
 # Drift: a hand edit to a generated file.
 echo
