@@ -326,7 +326,13 @@ impl<'a> LintContext<'a> {
     /// exists, else the pre-ruff line number.
     pub fn generated_location(&self, line: usize) -> Location {
         let path = self.py_path().to_path_buf();
-        match self.checked_in().and_then(|c| c.to_disk.get(line.checked_sub(1)?)) {
+        // A line the checked-in file does not have (a stale or partial
+        // file: the match ran past its end) keeps its generated line.
+        let on_disk = self.checked_in().and_then(|c| {
+            let at = *c.to_disk.get(line.checked_sub(1)?)?;
+            (at < patchgen_python::pytext::splitlines(&c.text).len()).then_some(at)
+        });
+        match on_disk {
             Some(at) => Location::line(path, at + 1),
             None => Location::line(path, line),
         }
