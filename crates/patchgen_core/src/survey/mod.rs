@@ -113,7 +113,7 @@ pub fn survey(opts: &Options) -> Result<Report, RunError> {
                 Ok((plan, _, _)) => {
                     let (findings, error) = match targets::survey(&plan, &from, &to) {
                         Ok(f) => (f, None),
-                        Err(e) => (Vec::new(), Some(e)),
+                        Err(e) => (Vec::new(), Some(e.to_string())),
                     };
                     Some(ConfigReport {
                         module: m.clone(),
