@@ -16,20 +16,6 @@ use patchgen_core::project::Project;
 use patchgen_core::settings::{self, Overrides, Resolved};
 use patchgen_diagnostics::{Diagnostic, codes};
 
-/// Stack for evaluation threads: the parser and evaluator recurse on
-/// nested input, and depth limits turn runaway input into errors well
-/// before this is used up.
-pub const STACK_SIZE: usize = 256 << 20;
-
-/// A worker pool of `jobs` threads (`None` or 0: one per CPU).
-pub fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
-    let mut b = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = jobs.filter(|&j| j > 0) {
-        b = b.num_threads(j);
-    }
-    b.build().expect("thread pool")
-}
-
 /// A command that could not run: a usage, settings or project problem
 /// (`PGE009`, exit 2), or a run that could not finish (`PGE010`, exit 1).
 #[derive(Debug, Serialize)]
@@ -215,7 +201,11 @@ impl Session {
             return status;
         }
         let settings = &session.settings;
-        let report = pool(settings.jobs).install(|| body(&ctx, settings));
+        let pool = match patchgen_core::workers::pool(settings.jobs) {
+            Ok(p) => p,
+            Err(e) => return session.finish(&Fatal::new(command, format!("error: {e}"))),
+        };
+        let report = pool.install(|| body(&ctx, settings));
         let status = match report {
             Ok(r) => session.finish(&r),
             Err(fatal) => session.finish(&fatal),

@@ -117,9 +117,6 @@ impl LintReport {
     }
 }
 
-/// Stack for evaluation threads (as `patchgen --check` uses).
-const STACK_SIZE: usize = 256 << 20;
-
 /// The rules `settings` (flags, environment and pyproject resolved) select.
 pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, RunError> {
     let select: Option<&Vec<String>> = settings.select.as_ref();
@@ -242,11 +239,7 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         _ => Vec::new(),
     };
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
-    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = resolved.jobs.filter(|&j| j > 0) {
-        pool = pool.num_threads(j);
-    }
-    let pool = pool.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))?;
+    let pool = patchgen_core::workers::pool(resolved.jobs)?;
     let mut report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
     if let Ok(Some(c)) = &cache {
         let inputs = super::cached::inputs(before, &shared);
