@@ -18,8 +18,8 @@ use lsp_server::{Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::request::Request as _;
 use lsp_types::{
-    CodeActionOrCommand, CompletionResponse, GotoDefinitionResponse, HoverContents, Position,
-    PublishDiagnosticsParams, Range, TextEdit, Url,
+    CodeActionOrCommand, CompletionResponse, GotoDefinitionResponse, HoverContents, Position, PublishDiagnosticsParams,
+    Range, TextEdit, Url,
 };
 use serde_json::{Value, json};
 
@@ -68,7 +68,13 @@ def qwen3_forward_patched(
         loss, logits = veomni_causal_lm_loss(hidden_states=h, weights=self.lm_head.weight, labels=labels)  # é𝔘
     else:
         logits = self.lm_head(h[:, keep, :])
-    return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=out.past_key_values)
+    return CausalLMOutputWithPast(
+        loss=loss,
+        logits=logits,
+        past_key_values=out.past_key_values,
+        hidden_states=out.hidden_states,
+        attentions=out.attentions,
+    )
 "#;
 
 /// An LSP client over the server's pipes.
@@ -145,7 +151,11 @@ impl Client {
     }
 
     /// The next diagnostics published for `uri` that satisfy `wanted`.
-    fn diagnostics(&mut self, uri: &Url, wanted: impl Fn(&[lsp_types::Diagnostic]) -> bool) -> Vec<lsp_types::Diagnostic> {
+    fn diagnostics(
+        &mut self,
+        uri: &Url,
+        wanted: impl Fn(&[lsp_types::Diagnostic]) -> bool,
+    ) -> Vec<lsp_types::Diagnostic> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let n = match self.queue.pop_front() {
@@ -281,29 +291,23 @@ fn the_server_over_stdio() {
 
     // Hover on the target (after non-ASCII on its line): the upstream signature and place.
     let target_at = CONFIG.find("Qwen3ForCausalLM.forward\")").unwrap() + 5;
-    let hover: lsp_types::Hover = client.result(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}),
-    );
+    let hover: lsp_types::Hover =
+        client.result("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}));
     let HoverContents::Markup(md) = hover.contents else { panic!("markdown hover") };
     assert!(md.value.contains("def forward(") && md.value.contains("logits_to_keep"), "{}", md.value);
     assert!(md.value.contains(&format!("modeling_qwen3.py:{}`", forward_def + 1)), "{}", md.value);
 
     // Definition: the upstream `def forward` line, in a file holding the wheel's text.
-    let def: GotoDefinitionResponse = client.result(
-        "textDocument/definition",
-        json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}),
-    );
+    let def: GotoDefinitionResponse = client
+        .result("textDocument/definition", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}));
     let GotoDefinitionResponse::Scalar(loc) = def else { panic!("one location") };
     assert_eq!(loc.range.start.line as usize, forward_def);
     assert_eq!(std::fs::read_to_string(loc.uri.to_file_path().unwrap()).unwrap(), upstream);
 
     // Hover on a code in `# noqa`.
     let noqa_at = CONFIG.find("PG203").unwrap() + 2;
-    let hover: lsp_types::Hover = client.result(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, noqa_at)}),
-    );
+    let hover: lsp_types::Hover =
+        client.result("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, noqa_at)}));
     let HoverContents::Markup(md) = hover.contents else { panic!("markdown hover") };
     assert!(md.value.starts_with("**PG203** `dropped-parameters`"), "{}", md.value);
 
@@ -368,8 +372,11 @@ fn the_server_over_stdio() {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": outside, "languageId": "python", "version": 1, "text": "x = (\n"}}),
     );
-    let hover = client.request("textDocument/hover", json!({"textDocument": {"uri": outside}, "position": {"line": 0, "character": 1}}));
-    assert!(hover.error.is_none() && hover.result == Some(Value::Null));
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": outside}, "position": {"line": 0, "character": 1}}),
+    );
+    assert!(hover.error.is_none() && hover.result.unwrap_or(Value::Null).is_null());
 
     // Shutdown, exit: code 0.
     let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);

@@ -201,9 +201,8 @@ impl ProjectLoader {
             Some(text) => Ok(text.as_bytes().to_vec()),
             None => std::fs::read(path),
         };
-        let result = read
-            .map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })
-            .and_then(|bytes| {
+        let result =
+            read.map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() }).and_then(|bytes| {
                 let text = decode_python(path, &bytes)?;
                 let read = Arc::new(ReadBytes { bytes, digest: std::sync::OnceLock::new() });
                 ParsedFile::parse(path.to_path_buf(), &text)

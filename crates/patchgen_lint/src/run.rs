@@ -12,13 +12,13 @@ use serde::Serialize;
 use super::context::{LintContext, ProjectContext, Shared};
 use super::settings::{LintSettings, selects};
 use super::{Rule, noqa, rules};
+use patchgen_config::{Overlay, ProjectLoader};
 use patchgen_core::error::RunError;
 use patchgen_core::pipeline::{Context, Failure};
 use patchgen_core::project::Project;
 use patchgen_core::settings::{LintFlags, Overrides, Resolved, process_env};
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::{self, Upstream, WheelCache};
-use patchgen_config::{Overlay, ProjectLoader};
 use patchgen_core::upstream::SearchPath;
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
 

@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
-use lsp_types::{CodeAction, CodeActionKind, CodeActionOrCommand, Diagnostic, NumberOrString, Range, TextEdit, Url, WorkspaceEdit};
+use lsp_types::{
+    CodeAction, CodeActionKind, CodeActionOrCommand, Diagnostic, NumberOrString, Range, TextEdit, Url, WorkspaceEdit,
+};
 use ruff_python_ast::{Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
@@ -54,7 +56,10 @@ pub fn pg301_fix(text: &str, range: Range) -> Option<(String, Vec<TextEdit>)> {
         .edits
         .iter()
         .map(|e| TextEdit {
-            range: Range::new(position_of(text, e.range.start().to_usize()), position_of(text, e.range.end().to_usize())),
+            range: Range::new(
+                position_of(text, e.range.start().to_usize()),
+                position_of(text, e.range.end().to_usize()),
+            ),
             new_text: e.content.clone(),
         })
         .collect();
@@ -90,7 +95,9 @@ pub fn noqa_edit(text: &str, line: usize, code: &str) -> Option<TextEdit> {
             .split_inclusive([',', ' '])
             .take_while(|w| {
                 let w = w.trim_matches([',', ' ']);
-                w.is_empty() || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && w.chars().any(|c| c.is_ascii_digit())
+                w.is_empty()
+                    || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                        && w.chars().any(|c| c.is_ascii_digit())
             })
             .map(str::len)
             .sum::<usize>();
@@ -114,20 +121,27 @@ mod tests {
     #[test]
     fn noqa_is_added_or_extended() {
         let text = "a = 1\nb = 2  # noqa: PG101\nc = 3  # noqa\nd = 4\r\n";
-        assert_eq!(apply(text, &noqa_edit(text, 0, "PG301").unwrap()), text.replacen("a = 1", "a = 1  # noqa: PG301", 1));
+        assert_eq!(
+            apply(text, &noqa_edit(text, 0, "PG301").unwrap()),
+            text.replacen("a = 1", "a = 1  # noqa: PG301", 1)
+        );
         assert_eq!(
             apply(text, &noqa_edit(text, 1, "PG301").unwrap()),
             text.replacen("# noqa: PG101", "# noqa: PG101, PG301", 1)
         );
         assert_eq!(noqa_edit(text, 2, "PG301"), None);
-        assert_eq!(apply(text, &noqa_edit(text, 3, "PG301").unwrap()), text.replacen("d = 4", "d = 4  # noqa: PG301", 1));
+        assert_eq!(
+            apply(text, &noqa_edit(text, 3, "PG301").unwrap()),
+            text.replacen("d = 4", "d = 4  # noqa: PG301", 1)
+        );
     }
 
     #[test]
     fn pg301_fix_on_the_function_holding_the_finding() {
         let text = "def forward(self, labels=None, logits_to_keep=0):\n    h = self.model()\n    keep = slice(-logits_to_keep, None)\n    if labels is not None:\n        loss = self.loss_function(hidden_states=h, labels=labels)\n    else:\n        logits = self.lm_head(h[:, keep, :])\n";
         let line = text.lines().position(|l| l.contains("loss_function")).unwrap() as u32;
-        let (_, edits) = pg301_fix(text, Range::new(lsp_types::Position::new(line, 8), lsp_types::Position::new(line, 8))).unwrap();
+        let (_, edits) =
+            pg301_fix(text, Range::new(lsp_types::Position::new(line, 8), lsp_types::Position::new(line, 8))).unwrap();
         let mut fixed = text.to_string();
         for e in edits.iter().rev() {
             fixed = apply(&fixed, e);

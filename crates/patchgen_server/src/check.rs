@@ -57,21 +57,39 @@ pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -
     let text = overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())?;
     let project = Project::find(path.parent()?).ok()?;
     let module = module_name(&project.package_root(), path)?;
-    let options = Options { modules: vec![module], project: Some(project.root.clone()), no_cache: true, jobs: Some(1), ..Options::default() };
-    let lsp = |d: &Diagnostic| to_lsp(d, path, &text, &overlay, links);
-    let (diagnostics, files, generated) = match patchgen_lint::lint_buffers(&options, &project.root, overlay.clone(), with_ruff) {
-        Ok(found) => {
-            let r = &found.report;
-            let all = r.errors.iter().chain(&r.diagnostics).chain(&found.generation);
-            (all.map(lsp).collect(), found.files.iter().map(|f| resolve(f)).collect(), found.generated)
-        }
-        // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of the file.
-        Err(e) => {
-            let d = patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
-            (vec![lsp(&d)], vec![resolve(path)], Vec::new())
-        }
+    let options = Options {
+        modules: vec![module],
+        project: Some(project.root.clone()),
+        no_cache: true,
+        jobs: Some(1),
+        ..Options::default()
     };
+    let lsp = |d: &Diagnostic| to_lsp(d, path, &text, &overlay, links);
+    let (diagnostics, files, generated) =
+        match patchgen_lint::lint_buffers(&options, &project.root, overlay.clone(), with_ruff) {
+            Ok(found) => {
+                let r = &found.report;
+                let all = r.errors.iter().chain(&r.diagnostics).chain(&found.generation);
+                (all.map(lsp).collect(), found.files.iter().map(|f| resolve(f)).collect(), found.generated)
+            }
+            // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of the file.
+            Err(e) => {
+                let d = patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
+                (vec![lsp(&d)], vec![resolve(path)], Vec::new())
+            }
+        };
     Some(Checked { diagnostics, files, generated, took: started.elapsed() })
+}
+
+/// What a check that hit a bug publishes: one error at the top of the file.
+pub fn internal_error() -> Checked {
+    let d = lsp_types::Diagnostic {
+        severity: Some(DiagnosticSeverity::ERROR),
+        source: Some("patchgen".to_string()),
+        message: "patchgen: internal error while checking this config; this is a bug in patchgen, please report it with the config".to_string(),
+        ..lsp_types::Diagnostic::default()
+    };
+    Checked { diagnostics: vec![d], files: Vec::new(), generated: Vec::new(), took: Duration::ZERO }
 }
 
 /// The text of a file a location names: the buffer, else the file on disk.
@@ -101,11 +119,18 @@ pub fn to_lsp(d: &Diagnostic, path: &Path, text: &str, overlay: &Overlay, links:
         message.push_str(help);
     }
     let mut related: Vec<DiagnosticRelatedInformation> = Vec::new();
-    for (loc, msg) in elsewhere.iter().map(|l| (l, "reported here")).chain(d.related.iter().map(|r| (&r.location, r.message.as_str()))) {
+    for (loc, msg) in elsewhere
+        .iter()
+        .map(|l| (l, "reported here"))
+        .chain(d.related.iter().map(|r| (&r.location, r.message.as_str())))
+    {
         let Ok(uri) = Url::from_file_path(&loc.path) else { continue };
         let range = match text_of(&loc.path, overlay) {
             Some(t) => range_of(&t, loc),
-            None => Range::new(Position::new(loc.line.saturating_sub(1) as u32, 0), Position::new(loc.line.saturating_sub(1) as u32, 0)),
+            None => Range::new(
+                Position::new(loc.line.saturating_sub(1) as u32, 0),
+                Position::new(loc.line.saturating_sub(1) as u32, 0),
+            ),
         };
         related.push(DiagnosticRelatedInformation { location: LspLocation { uri, range }, message: msg.to_string() });
     }
@@ -133,7 +158,10 @@ mod tests {
     #[test]
     fn module_names_under_the_package_root() {
         let root = Path::new("/p");
-        assert_eq!(module_name(root, Path::new("/p/pkg/models/q/q_gpu_patch_gen_config.py")).as_deref(), Some("pkg.models.q.q_gpu_patch_gen_config"));
+        assert_eq!(
+            module_name(root, Path::new("/p/pkg/models/q/q_gpu_patch_gen_config.py")).as_deref(),
+            Some("pkg.models.q.q_gpu_patch_gen_config")
+        );
         assert_eq!(module_name(root, Path::new("/p/pkg/__init__.py")).as_deref(), Some("pkg"));
         assert_eq!(module_name(root, Path::new("/elsewhere/a.py")), None);
         assert_eq!(module_name(root, Path::new("/p/pkg/notes.txt")), None);

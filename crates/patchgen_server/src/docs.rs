@@ -86,6 +86,9 @@ mod tests {
         let written = std::fs::read_to_string(url.to_file_path().unwrap()).unwrap();
         assert_eq!(written, markdown("PG301").unwrap());
         let base = Url::parse("https://example.org/docs/rules/").unwrap();
-        assert_eq!(DocLinks::new(Some(base), dir.path().into()).url("PG301").unwrap().as_str(), "https://example.org/docs/rules/PG301.md");
+        assert_eq!(
+            DocLinks::new(Some(base), dir.path().into()).url("PG301").unwrap().as_str(),
+            "https://example.org/docs/rules/PG301.md"
+        );
     }
 }

@@ -101,7 +101,8 @@ impl Server {
         let events = self.events.1.clone();
         loop {
             let now = Instant::now();
-            let wait = self.due.values().min().map(|d| d.saturating_duration_since(now)).unwrap_or(Duration::from_secs(3600));
+            let wait =
+                self.due.values().min().map(|d| d.saturating_duration_since(now)).unwrap_or(Duration::from_secs(3600));
             select! {
                 recv(input) -> msg => match msg {
                     Ok(msg) => {
@@ -137,7 +138,11 @@ impl Server {
                 let id = req.id.clone();
                 let method = req.method.clone();
                 let response = std::panic::catch_unwind(AssertUnwindSafe(|| self.request(req))).unwrap_or_else(|_| {
-                    Response::new_err(id, ErrorCode::InternalError as i32, format!("patchgen server: internal error in {method}"))
+                    Response::new_err(
+                        id,
+                        ErrorCode::InternalError as i32,
+                        format!("patchgen server: internal error in {method}"),
+                    )
                 });
                 self.send(response);
                 None
@@ -185,7 +190,10 @@ impl Server {
                 if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
                     let path = uri.to_file_path().ok();
-                    self.docs.insert(uri.clone(), Doc { text: p.text_document.text, version: p.text_document.version, path });
+                    self.docs.insert(
+                        uri.clone(),
+                        Doc { text: p.text_document.text, version: p.text_document.version, path },
+                    );
                     self.changed(&uri, Duration::ZERO);
                 }
             }
@@ -277,8 +285,7 @@ impl Server {
         self.running.insert(uri.clone());
         let spawned = std::thread::Builder::new().name("patchgen-check".into()).spawn(move || {
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
-                .ok()
-                .flatten();
+                .unwrap_or_else(|_| Some(check::internal_error()));
             let _ = tx.send(Event::Checked { uri, version, result });
         });
         if spawned.is_err() {
@@ -365,7 +372,10 @@ impl Server {
             }
             Site::Definition { .. } => return None,
         };
-        Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }), range: None })
+        Some(Hover {
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
+            range: None,
+        })
     }
 
     fn definition(&mut self, p: GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
@@ -425,9 +435,18 @@ impl Server {
             .completions(&prefix)
             .into_iter()
             .map(|(label, detail, is_class)| CompletionItem {
-                kind: Some(if is_class { CompletionItemKind::CLASS } else if label.contains('.') { CompletionItemKind::METHOD } else { CompletionItemKind::FUNCTION }),
+                kind: Some(if is_class {
+                    CompletionItemKind::CLASS
+                } else if label.contains('.') {
+                    CompletionItemKind::METHOD
+                } else {
+                    CompletionItemKind::FUNCTION
+                }),
                 detail: Some(detail),
-                text_edit: Some(lsp_types::CompletionTextEdit::Edit(TextEdit { range: edit_range, new_text: label.clone() })),
+                text_edit: Some(lsp_types::CompletionTextEdit::Edit(TextEdit {
+                    range: edit_range,
+                    new_text: label.clone(),
+                })),
                 filter_text: Some(label.clone()),
                 label,
                 ..CompletionItem::default()

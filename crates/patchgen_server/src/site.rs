@@ -134,8 +134,7 @@ fn enclosing_call(text: &str, at: usize) -> Option<(String, usize)> {
             b'(' | b'[' | b'{' if depth > 0 => depth -= 1,
             b'(' => {
                 let before = text[..i].trim_end();
-                let name_start =
-                    before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+                let name_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
                 let name = &before[name_start..];
                 return (!name.is_empty()).then(|| (name.to_string(), i));
             }
@@ -204,11 +203,7 @@ mod tests {
         let t = "@config.override_method(\"Qwen3MLP.fo|rward\", description=\"x\")\n";
         assert_eq!(
             at(t, "|"),
-            Some(Site::Target {
-                text: "Qwen3MLP.forward".into(),
-                range: (25, 41),
-                prefix: "Qwen3MLP.fo".into()
-            })
+            Some(Site::Target { text: "Qwen3MLP.forward".into(), range: (25, 41), prefix: "Qwen3MLP.fo".into() })
         );
         let t = "config.replace_class(\n    target_class='Qwen3M|LP',\n)\n";
         assert!(matches!(at(t, "|"), Some(Site::Target { text, .. }) if text == "Qwen3MLP"));

@@ -196,7 +196,9 @@ impl Found<'_> {
     pub fn hover(&self) -> String {
         let text = &self.file.parsed.text;
         let (decorators, header, doc) = match self.kind {
-            Kind::Class(c) => (signature::decorators(&c.decorator_list, text), class_header(c, text), docstring(&c.body)),
+            Kind::Class(c) => {
+                (signature::decorators(&c.decorator_list, text), class_header(c, text), docstring(&c.body))
+            }
             Kind::Function(f) => {
                 (signature::decorators(&f.decorator_list, text), function_header(f, text), docstring(&f.body))
             }
@@ -225,7 +227,8 @@ impl Found<'_> {
 /// `def name(params) -> returns`, on one line.
 fn function_header(f: &StmtFunctionDef, text: &str) -> String {
     let params = signature::one_line(&text[f.parameters.range()]);
-    let returns = f.returns.as_ref().map(|r| format!(" -> {}", signature::one_line(&text[r.range()]))).unwrap_or_default();
+    let returns =
+        f.returns.as_ref().map(|r| format!(" -> {}", signature::one_line(&text[r.range()]))).unwrap_or_default();
     let asynchronous = if f.is_async { "async " } else { "" };
     format!("{asynchronous}def {}{params}{returns}", f.name.id)
 }
@@ -294,7 +297,10 @@ mod tests {
     fn hover_shows_decorators_header_docstring_and_place() {
         let f = file();
         let h = f.find("MLP.forward").unwrap().hover();
-        assert_eq!(h, "```python\n@torch.no_grad()\ndef forward(self, x: int, *, y=(1, 2)) -> int\n```\n\n`pkg/up.py:19`\n");
+        assert_eq!(
+            h,
+            "```python\n@torch.no_grad()\ndef forward(self, x: int, *, y=(1, 2)) -> int\n```\n\n`pkg/up.py:19`\n"
+        );
         let h = f.find("MLP").unwrap().hover();
         assert_eq!(h, "```python\n@dataclass\nclass MLP(Base)\n```\n\nA multi-layer\nperceptron.\n\n`pkg/up.py:12`\n");
     }
