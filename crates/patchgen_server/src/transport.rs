@@ -61,9 +61,10 @@ pub fn read_loop(input: &mut impl BufRead, to_loop: &Sender<Message>) {
         let msg = match read_message(input) {
             Ok(None) | Err(_) => return,
             Ok(Some(Ok(msg))) => msg,
-            Ok(Some(Err(reason))) => {
-                Message::Notification(Notification::new(MALFORMED.to_string(), serde_json::json!({ "reason": reason })))
-            }
+            Ok(Some(Err(reason))) => Message::Notification(Notification::new(
+                MALFORMED.to_string(),
+                serde_json::json!({ "reason": reason.0 }),
+            )),
         };
         if to_loop.send(msg).is_err() {
             return;
@@ -71,9 +72,14 @@ pub fn read_loop(input: &mut impl BufRead, to_loop: &Sender<Message>) {
     }
 }
 
+/// Why a framed message is skipped (the reading goes on with the next).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Skipped(pub String);
+
 /// One framed message: `None` at the end of the input, `Some(Err)` for a
 /// message that is skipped (with why).
-pub fn read_message(input: &mut impl BufRead) -> std::io::Result<Option<Result<Message, String>>> {
+pub fn read_message(input: &mut impl BufRead) -> std::io::Result<Option<Result<Message, Skipped>>> {
     let mut length: Option<usize> = None;
     let mut bad_header: Option<String> = None;
     let mut saw_header = false;
@@ -102,18 +108,18 @@ pub fn read_message(input: &mut impl BufRead) -> std::io::Result<Option<Result<M
         }
     }
     let Some(length) = length else {
-        return Ok(Some(Err(bad_header.unwrap_or_else(|| "no Content-Length header".to_string()))));
+        return Ok(Some(Err(Skipped(bad_header.unwrap_or_else(|| "no Content-Length header".to_string())))));
     };
     if length > MAX_BODY {
         std::io::copy(&mut input.take(length as u64), &mut std::io::sink())?;
-        return Ok(Some(Err(format!("a {length}-byte message is too large"))));
+        return Ok(Some(Err(Skipped(format!("a {length}-byte message is too large")))));
     }
     let mut body = vec![0u8; length];
     input.read_exact(&mut body)?;
     if let Some(why) = bad_header {
-        return Ok(Some(Err(why)));
+        return Ok(Some(Err(Skipped(why))));
     }
-    Ok(Some(serde_json::from_slice::<Message>(&body).map_err(|e| format!("not a JSON-RPC message: {e}"))))
+    Ok(Some(serde_json::from_slice::<Message>(&body).map_err(|e| Skipped(format!("not a JSON-RPC message: {e}")))))
 }
 
 #[cfg(test)]
@@ -129,10 +135,10 @@ mod tests {
         let ok = r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
         let input = format!("{}{}Content-Length: x\r\n\r\n{}", frame("{not json"), frame(ok), frame(ok));
         let mut reader = std::io::BufReader::new(input.as_bytes());
-        assert!(matches!(read_message(&mut reader), Ok(Some(Err(why))) if why.starts_with("not a JSON-RPC")));
+        assert!(matches!(read_message(&mut reader), Ok(Some(Err(why))) if why.0.starts_with("not a JSON-RPC")));
         assert!(matches!(read_message(&mut reader), Ok(Some(Ok(Message::Request(r)))) if r.method == "shutdown"));
         // A header without a usable length is skipped; the next message is read.
-        assert!(matches!(read_message(&mut reader), Ok(Some(Err(why))) if why.contains("Content-Length")));
+        assert!(matches!(read_message(&mut reader), Ok(Some(Err(why))) if why.0.contains("Content-Length")));
         assert!(matches!(read_message(&mut reader), Ok(Some(Ok(Message::Request(r)))) if r.method == "shutdown"));
         assert!(matches!(read_message(&mut reader), Ok(None)));
     }
