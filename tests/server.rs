@@ -13,7 +13,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, read_upstream, wheel, write_files};
+use common::{TestEnv, copy_tree, read_upstream, wheel, write_files};
 use lsp_server::{Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::request::Request as _;
@@ -391,4 +391,98 @@ fn the_server_over_stdio() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
+}
+
+/// An NPU config that extends the demo's GPU config (cross-config import).
+const NPU_CONFIG: &str = r#""""NPU patches: the GPU ones."""
+
+from patchgen import PatchConfig
+from demo.toy.toy_gpu_patch_gen_config import config as gpu_config
+
+
+config = PatchConfig(
+    source_module="toylib.modeling_toy",
+    target_file="patched_modeling_toy_npu.py",
+    description="Toy patches reused from the GPU config",
+)
+
+config.additional_imports.extend(gpu_config.additional_imports)
+config.helpers.extend(gpu_config.helpers)
+config.patches.extend(gpu_config.patches)
+"#;
+
+/// On the demo project with its generated files checked in: go to
+/// definition from a patch function lands on the line of the generated
+/// file it became (found here in the generated text), and an unsaved edit
+/// to a config re-checks the open config that imports it.
+#[test]
+fn definition_into_the_generated_file_and_importers_rechecked() {
+    let Some(wheel) = wheel("5.9.0") else { return };
+    let env = TestEnv::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"), &dir);
+    let gpu_rel = "demo/toy/toy_gpu_patch_gen_config.py";
+    let npu_rel = "demo/toy/toy_npu_patch_gen_config.py";
+    write_files(&dir, &[(npu_rel, NPU_CONFIG)]);
+    // The demo's PYTHONPATH: the wheel (llama) and its own `upstream` (the toy).
+    let pythonpath = format!("{}:{}", wheel.display(), dir.join("upstream").display());
+    let out = env.patchgen(&dir, &pythonpath, &["--all", "--diff"]);
+    assert_eq!(out.code, 0, "generate: {} {}", out.stdout, out.stderr);
+    let generated = dir.join("demo/toy/generated/patched_modeling_toy.py");
+    let gen_text = std::fs::read_to_string(&generated).unwrap();
+    // The override of ToyRMSNorm.forward, as it reads in the generated file.
+    let body_line =
+        gen_text.lines().position(|l| l.contains("return rms_norm_fp32(hidden_states, self.weight")).unwrap();
+    let def_line = (0..body_line)
+        .rev()
+        .find(|&i| gen_text.lines().nth(i).unwrap().trim_start().starts_with("def forward("))
+        .unwrap();
+
+    let gpu_text = std::fs::read_to_string(dir.join(gpu_rel)).unwrap();
+    let (gpu, npu) = (Url::from_file_path(dir.join(gpu_rel)).unwrap(), Url::from_file_path(dir.join(npu_rel)).unwrap());
+    let mut client = Client::start(&dir, Path::new(&pythonpath));
+    let _: lsp_types::InitializeResult = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
+    );
+    client.notify("initialized", json!({}));
+    let open = |client: &mut Client, uri: &Url, text: &str| {
+        client.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+        );
+    };
+    open(&mut client, &gpu, &gpu_text);
+    open(&mut client, &npu, NPU_CONFIG);
+    let mentions = |ds: &[lsp_types::Diagnostic], what: &str| ds.iter().any(|d| d.message.contains(what));
+    client.diagnostics(&gpu, |ds| !mentions(ds, "forwrad"));
+    client.diagnostics(&npu, |ds| !mentions(ds, "forwrad"));
+
+    // Definition from the patch function's name.
+    let at = gpu_text.find("def toy_rms_norm_forward(").unwrap() + "def ".len() + 2;
+    let def: GotoDefinitionResponse =
+        client.result("textDocument/definition", json!({"textDocument": {"uri": gpu}, "position": pos(&gpu_text, at)}));
+    let GotoDefinitionResponse::Scalar(loc) = def else { panic!("one location: {def:?}") };
+    assert_eq!(loc.uri.to_file_path().unwrap().canonicalize().unwrap(), generated.canonicalize().unwrap());
+    assert_eq!(
+        loc.range.start.line as usize,
+        def_line,
+        "{}",
+        gen_text.lines().nth(loc.range.start.line as usize).unwrap_or("")
+    );
+
+    // An unsaved edit to the GPU config: the NPU config, which imports it, is checked again on the buffer.
+    let edited = gpu_text.replace("\"ToyRMSNorm.forward\"", "\"ToyRMSNorm.forwrad\"");
+    assert_ne!(edited, gpu_text);
+    client.change(&gpu, 2, &edited);
+    client.diagnostics(&gpu, |ds| mentions(ds, "forwrad"));
+    client.diagnostics(&npu, |ds| mentions(ds, "forwrad"));
+    // And back.
+    client.change(&gpu, 3, &gpu_text);
+    client.diagnostics(&npu, |ds| !mentions(ds, "forwrad"));
+
+    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
+    assert!(r.error.is_none());
+    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
 }
