@@ -333,8 +333,7 @@ impl<'a> Resolver<'a> {
                 _ => {}
             }
         }
-        let mut consumed =
-            rustc_hash::FxHashMap::with_capacity_and_hasher(map.consumed.len(), Default::default());
+        let mut consumed = rustc_hash::FxHashMap::with_capacity_and_hasher(map.consumed.len(), Default::default());
         for &(raw, step) in &map.consumed {
             consumed.entry(raw).or_insert(step);
             if let RawOrigin::UpstreamImport { line, .. } = raw {
