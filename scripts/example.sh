@@ -13,7 +13,9 @@
 #      repairing it; then writes llama's reference sources from the wheel
 #      (`patchgen reference`) and scaffolds mistral from llama (`patchgen new`);
 #      then `patchgen lint` passes on the demo (exit 0) and catches a misspelt
-#      override target (exit 1).
+#      override target (exit 1), and `patchgen server` shows the same finding
+#      to an editor (scripts/lsp-demo.py, a minimal LSP client) and clears it
+#      when the fix is typed.
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -197,6 +199,15 @@ echo "(exit $rc)"
 echo
 echo "\$ patchgen rule PG102 | head -n 3"
 "$PATCHGEN" rule PG102 | sed -n 1,3p
+
+# The editor's view: `patchgen server` (LSP over stdio) driven by a tiny
+# client: the misspelt target is flagged as the buffer is opened, the fix is
+# typed (not saved) and the finding goes; hover shows the upstream signature.
+echo
+echo "\$ scripts/lsp-demo.py patchgen demo/toy/toy_gpu_patch_gen_config.py ToyRMSNorm.forwrad ToyRMSNorm.forward"
+"$PYTHON" "$REPO/scripts/lsp-demo.py" "$PATCHGEN" demo/toy/toy_gpu_patch_gen_config.py \
+    ToyRMSNorm.forwrad ToyRMSNorm.forward | sed "s#$WORK/demo/##g"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the patchgen server session failed"
 
 # MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
 # (written here with the standard library: an 8-byte header length, the

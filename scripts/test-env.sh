@@ -5,7 +5,11 @@
 #   - the transformers 5.9.0 and 5.16.1 wheels in $CACHE/wheels (tests read them directly)
 #   - a venv with numpy + safetensors in $CACHE/py-oracles (moe tests build and read
 #     checkpoints with it: the independent implementation), and moto's S3 server
-#     (tests/moe_remote.rs starts it on 127.0.0.1)
+#     (tests/moe_remote.rs starts it on 127.0.0.1), and azure-storage-blob (the
+#     independent Azure client of the az:// test)
+#   - Azurite, Microsoft's Azure Blob Storage emulator, from the npm registry in
+#     $CACHE/azurite (needs node and npm; without them the az:// test is skipped
+#     with a message, except under CI=true where this script fails)
 # usage: eval "$(scripts/test-env.sh)"
 # env: PATCHGEN_CACHE (default: <repo>/.cache)
 set -euo pipefail
@@ -18,6 +22,8 @@ tf_next_version=5.16.1
 oracle_numpy=2.2.6
 oracle_safetensors=0.6.2
 oracle_moto=5.2.5
+oracle_azure_blob=12.26.0
+azurite_version=3.35.0
 
 die() { echo "test-env: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is required to install ruff and download the transformers wheel"
@@ -60,8 +66,28 @@ if ! "$oracles/bin/python" -c "import moto.server" 2>/dev/null; then
   "$oracles/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$oracle_moto" >&2 \
     || die "pip could not install moto[server]"
 fi
+if ! "$oracles/bin/python" -c "import azure.storage.blob" 2>/dev/null; then
+  echo "test-env: installing azure-storage-blob $oracle_azure_blob into $oracles" >&2
+  "$oracles/bin/pip" install --quiet --disable-pip-version-check "azure-storage-blob==$oracle_azure_blob" >&2 \
+    || die "pip could not install azure-storage-blob"
+fi
+azurite="$cache/azurite/node_modules/.bin/azurite-blob"
+if [ ! -x "$azurite" ]; then
+  if command -v npm >/dev/null && command -v node >/dev/null; then
+    echo "test-env: installing azurite $azurite_version into $cache/azurite" >&2
+    mkdir -p "$cache/azurite"
+    (cd "$cache/azurite" && npm install --silent --no-audit --no-fund "azurite@$azurite_version" >&2) \
+      || die "npm could not install azurite@$azurite_version"
+  elif [ "${CI:-}" = true ]; then
+    die "node and npm are needed to install azurite (the az:// test's Azure emulator)"
+  else
+    echo "test-env: no node/npm: the az:// test will be skipped" >&2
+    azurite=
+  fi
+fi
 
 echo "export PATCHGEN_TEST_RUFF='$ruff'"
 echo "export PATCHGEN_TEST_TRANSFORMERS='$wheel'"
 echo "export PATCHGEN_TEST_TRANSFORMERS_5_16='$wheel_next'"
 echo "export PATCHGEN_TEST_PYTHON='$oracles/bin/python'"
+echo "export PATCHGEN_TEST_AZURITE='$azurite'"

@@ -1,7 +1,7 @@
 //! The command line: one clap derive tree, one file per command under
 //! [`commands`], one printer.
 //!
-//! `patchgen generate|check|list|clean|survey|lint|rule|moe|reference|new|completions …`,
+//! `patchgen generate|check|list|clean|survey|lint|rule|moe|reference|new|server|completions …`,
 //! and the reference's forms, kept as hidden top-level arguments and mapped
 //! onto the same commands (`legacy`): `patchgen <module> [-o DIR] [-c NAME]
 //! [--diff] [--dry-run] [-v]`, `--all`, `--list`, `--check [--fix]`. A
@@ -43,6 +43,7 @@ Examples:
   patchgen explain                      each .diff hunk with the patch, import or ruff rule behind it
   patchgen reference qwen3 --old 5.9.0 --new 5.16.1   HF sources from the wheels, and their diff
   patchgen new mistral                  a new model's config, __init__.py and toy config
+  patchgen server                       language server for patch configs (LSP over stdio; docs/editors.md)
   patchgen completions bash > /etc/bash_completion.d/patchgen
 
 The reference's command lines work unchanged:
@@ -88,6 +89,7 @@ pub enum Command {
     Rule(commands::rule::RuleArgs),
     Reference(commands::reference::ReferenceArgs),
     New(commands::new::NewArgs),
+    Server(commands::server::ServerArgs),
     Completions(args::CompletionsArgs),
 }
 
@@ -120,6 +122,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::Rule(a) => commands::rule::run(&a),
         Command::Reference(a) => commands::reference::run(&a),
         Command::New(a) => commands::new::run(&a),
+        Command::Server(a) => commands::server::run(&a),
         Command::Completions(a) => commands::completions::run(&a),
     }
 }

@@ -16,52 +16,57 @@ use patchgen_core::project::Project;
 use patchgen_core::settings::{self, Overrides, Resolved};
 use patchgen_diagnostics::{Diagnostic, codes};
 
-/// Stack for evaluation threads: the parser and evaluator recurse on
-/// nested input, and depth limits turn runaway input into errors well
-/// before this is used up.
-pub const STACK_SIZE: usize = 256 << 20;
-
-/// A worker pool of `jobs` threads (`None` or 0: one per CPU).
-pub fn pool(jobs: Option<usize>) -> rayon::ThreadPool {
-    let mut b = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = jobs.filter(|&j| j > 0) {
-        b = b.num_threads(j);
-    }
-    b.build().expect("thread pool")
-}
-
 /// A command that could not run: a usage, settings or project problem
 /// (`PGE009`, exit 2), or a run that could not finish (`PGE010`, exit 1).
 #[derive(Debug, Serialize)]
 pub struct Fatal {
     #[serde(skip)]
     command: &'static str,
-    /// The message: as printed after `patchgen: ` for the pipeline commands
-    /// (as it always was), the error's own message for the others.
+    /// The message (the diagnostic's message in JSON).
     error: String,
-    /// Text output names the command (`patchgen moe convert: error: …`).
+    /// How text output introduces it.
     #[serde(skip)]
-    named: bool,
+    form: TextForm,
     #[serde(skip)]
     status: ExitStatus,
     #[serde(skip)]
     diagnostic: Box<Diagnostic>,
 }
 
+/// The first words of a fatal error in text output.
+#[derive(Clone, Copy, Debug)]
+enum TextForm {
+    /// `patchgen <command>: error: …` (the commands beyond the reference's).
+    Named,
+    /// `patchgen: error: …` (the pipeline commands, as the reference prints).
+    Error,
+    /// `patchgen: …` (see [`Fatal::plain`]).
+    Plain,
+}
+
 impl Fatal {
-    /// A pipeline command that cannot start; `error` is printed after `patchgen: `.
-    pub fn new(command: &'static str, error: impl Into<String>) -> Fatal {
-        let error = error.into();
-        let message = error.strip_prefix("error: ").unwrap_or(&error).to_string();
-        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(message));
-        Fatal { command, error, named: false, status: ExitStatus::Error, diagnostic }
+    /// A pipeline command that cannot start or run: `patchgen: error: <message>`.
+    pub fn new(command: &'static str, message: impl Into<String>) -> Fatal {
+        Fatal::legacy(command, message.into(), TextForm::Error)
+    }
+
+    /// A pipeline command's error printed as it always was, without the
+    /// `error:` word: `patchgen: <message>` (project and discovery errors,
+    /// which start with the file they are about; `explain`'s).
+    pub fn plain(command: &'static str, message: impl Into<String>) -> Fatal {
+        Fatal::legacy(command, message.into(), TextForm::Plain)
+    }
+
+    fn legacy(command: &'static str, error: String, form: TextForm) -> Fatal {
+        let diagnostic = Box::new(codes::PROJECT_ERROR.diagnostic(error.clone()));
+        Fatal { command, error, form, status: ExitStatus::Error, diagnostic }
     }
 
     /// A command's typed error, printed as `patchgen <command>: error: <message>`.
     pub fn of(command: &'static str, e: &RunError) -> Fatal {
         let code = if e.is_usage() { codes::PROJECT_ERROR } else { codes::COMMAND_FAILED };
         let diagnostic = Box::new(code.diagnostic(e.message().to_string()));
-        Fatal { command, error: e.message().to_string(), named: true, status: e.exit_status(), diagnostic }
+        Fatal { command, error: e.message().to_string(), form: TextForm::Named, status: e.exit_status(), diagnostic }
     }
 }
 
@@ -76,10 +81,10 @@ impl Report for Fatal {
         fields(self)
     }
     fn text(&self, p: &mut Printer) -> io::Result<()> {
-        if self.named {
-            p.err(&format!("patchgen {}: error: {}\n", self.command, self.error))
-        } else {
-            p.err(&format!("patchgen: {}\n", self.error))
+        match self.form {
+            TextForm::Named => p.err(&format!("patchgen {}: error: {}\n", self.command, self.error)),
+            TextForm::Error => p.err(&format!("patchgen: error: {}\n", self.error)),
+            TextForm::Plain => p.err(&format!("patchgen: {}\n", self.error)),
         }
     }
     fn exit_status(&self) -> ExitStatus {
@@ -136,26 +141,23 @@ impl Session {
     pub fn start(command: &'static str, overrides: &Overrides, project: &ProjectArg) -> Result<Session, ExitStatus> {
         // The format is known before the project is: errors use it too.
         let early_format = settings::early_format(overrides.format);
-        let fail = |msg: String| {
-            let mut printer = Printer::new(early_format);
-            Err(printer.print(&Fatal::new(command, msg)))
-        };
+        let fail = |fatal: Fatal| Err(Printer::new(early_format).print(&fatal));
         // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
         if let Err(e) = settings::output_format(overrides.format, &settings::process_env) {
-            return fail(format!("error: {e}"));
+            return fail(Fatal::new(command, e.to_string()));
         }
         let cwd = match std::env::current_dir() {
             Ok(d) => d,
-            Err(e) => return fail(format!("error: cannot read the working directory: {e}")),
+            Err(e) => return fail(Fatal::new(command, format!("cannot read the working directory: {e}"))),
         };
         let project_dir = project.project.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
         let project = match Project::find(&project_dir) {
             Ok(p) => p,
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(Fatal::plain(command, e.to_string())),
         };
         let settings = match Resolved::resolve(overrides, &settings::process_env, &project) {
             Ok(s) => s,
-            Err(e) => return fail(format!("error: {e}")),
+            Err(e) => return fail(Fatal::new(command, e.to_string())),
         };
         let printer = Printer::new(settings.format);
         Ok(Session { cwd, settings, printer, project: Some(project) })
@@ -189,7 +191,7 @@ impl Session {
         if found {
             return Ok(());
         }
-        let msg = format!("error: {}", RuffError::NotFound { program: ctx.ruff.program.clone() });
+        let msg = RuffError::NotFound { program: ctx.ruff.program.clone() }.to_string();
         Err(self.printer.print(&Fatal::new(command, msg)))
     }
 
@@ -215,7 +217,11 @@ impl Session {
             return status;
         }
         let settings = &session.settings;
-        let report = pool(settings.jobs).install(|| body(&ctx, settings));
+        let pool = match patchgen_core::workers::pool(settings.jobs) {
+            Ok(p) => p,
+            Err(e) => return session.finish(&Fatal::new(command, e.message())),
+        };
+        let report = pool.install(|| body(&ctx, settings));
         let status = match report {
             Ok(r) => session.finish(&r),
             Err(fatal) => session.finish(&fatal),

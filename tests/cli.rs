@@ -70,6 +70,7 @@ fn help_of_every_command() {
         ("help_lint", vec!["lint", "--help"]),
         ("help_rule", vec!["rule", "--help"]),
         ("help_explain", vec!["explain", "--help"]),
+        ("help_server", vec!["server", "--help"]),
     ] {
         let out = bare(&args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);

@@ -1,12 +1,14 @@
 //! `patchgen moe inspect|convert` on remote checkpoints, without the
 //! internet: a stand-in for the Hub's `resolve` URLs
 //! (`tests/moe/hub_server.py`, standard library, with Range, HEAD, a
-//! private repo and fault modes, counting the bytes it serves) and moto's S3
-//! server (installed by scripts/test-env.sh; the S3 test is skipped with a
-//! message when moto is missing outside CI). Both listen on 127.0.0.1.
+//! private repo and fault modes, counting the bytes it serves), moto's S3
+//! server and Azurite, Microsoft's Azure Blob emulator (both installed by
+//! scripts/test-env.sh; their tests are skipped with a message when they
+//! are missing outside CI). All listen on 127.0.0.1.
 //! Remote results are compared with the local ones on the same files:
 //! `inspect` JSON equal but for the paths, `convert` output byte-identical;
-//! S3 objects are written and read back with boto3, not with patchgen.
+//! S3 objects are written and read back with boto3, Azure blobs with
+//! azure-storage-blob, not with patchgen.
 
 #[path = "moe/support.rs"]
 mod support;
@@ -23,7 +25,8 @@ fn patchgen(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     let mut c = Command::new(env!("CARGO_BIN_EXE_patchgen"));
     c.args(args).current_dir(home).env_remove("PYTHONPATH").env_remove("VIRTUAL_ENV").env("HOME", home);
     for (k, _) in std::env::vars() {
-        if k.starts_with("HF_") || k.starts_with("AWS_") || k.starts_with("PATCHGEN_REMOTE") {
+        let cloud = ["HF_", "AWS_", "AZURE_", "AZURITE_", "GOOGLE_", "PATCHGEN_REMOTE"];
+        if cloud.iter().any(|p| k.starts_with(p)) {
             c.env_remove(&k);
         }
     }
@@ -610,4 +613,97 @@ fn s3_inspect_and_convert_in_every_direction() {
     );
     boto(&["get", "models", "qwen/half", d.join("half").to_str().unwrap()]);
     same_files(&want, &d.join("half"));
+}
+
+/// Azurite's blob service on a free port with its data in `dir`, or `None`
+/// (with a message) when it is not installed outside CI.
+fn azurite(dir: &Path) -> Option<Server> {
+    let bin = std::env::var("PATCHGEN_TEST_AZURITE").unwrap_or_default();
+    if bin.is_empty() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("PATCHGEN_TEST_AZURITE must name azurite-blob (scripts/test-env.sh installs it with npm)");
+        }
+        eprintln!("skipping the Azure test: Azurite is not installed (scripts/test-env.sh installs it with npm)");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(&bin)
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string(), "--location"])
+        .arg(dir)
+        .args(["--silent", "--skipApiVersionCheck", "--disableTelemetry"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start azurite-blob");
+    let server = Server { child, port };
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(server);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("azurite did not start on port {port}");
+}
+
+#[test]
+fn azure_inspect_and_convert_in_every_direction() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let Some(az) = azurite(&d.join("azurite")) else { return };
+    let ep = az.endpoint();
+    // object_store's emulator mode: the well-known development account.
+    let env = [("AZURE_STORAGE_USE_EMULATOR", "true"), ("AZURITE_BLOB_STORAGE_URL", ep.as_str())];
+    let client = |args: &[&str]| {
+        let o = Command::new(&python).arg(script("az.py")).args(args).envs(env).output().unwrap();
+        assert!(o.status.success(), "az.py {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    client(&["mb", "models"]);
+    let src = d.join("src");
+    make(&python, "qwen3_moe", &src, &["--shards", "3"]);
+    let want = d.join("want");
+    ok(
+        &patchgen(d, &["moe", "convert", src.to_str().unwrap(), want.to_str().unwrap(), "--shard-size", "3KB"], &[]),
+        "local",
+    );
+    let sz = ["--shard-size", "3KB", "--verify"];
+
+    // local -> az (per-expert to fused), read back with Microsoft's client.
+    let mut a = vec!["moe", "convert", src.to_str().unwrap(), "az://models/qwen/up"];
+    a.extend(sz);
+    ok(&patchgen(d, &a, &env), "local -> az");
+    client(&["get", "models", "qwen/up", d.join("up").to_str().unwrap()]);
+    same_files(&want, &d.join("up"));
+    // The index was written last: every blob is there.
+    assert_eq!(client(&["ls", "models", "qwen/up"]).lines().count(), files(&want).len());
+
+    // inspect: the same report as on the local copy of the same files.
+    let l = patchgen(d, &["moe", "inspect", want.to_str().unwrap(), "--format", "json"], &[]);
+    let r = patchgen(d, &["moe", "inspect", "az://models/qwen/up", "--format", "json"], &env);
+    ok(&r, "az inspect");
+    assert_eq!(normalised(&r.stdout, "az://models/qwen/up"), normalised(&l.stdout, want.to_str().unwrap()));
+
+    // az -> local and az -> az: back to per-expert, as the local convert does.
+    let back = d.join("back");
+    ok(
+        &patchgen(d, &["moe", "convert", want.to_str().unwrap(), back.to_str().unwrap(), "--to", "per-expert"], &[]),
+        "local back",
+    );
+    let got = d.join("got");
+    let o = patchgen(d, &["moe", "convert", "az://models/qwen/up", got.to_str().unwrap(), "--to", "per-expert"], &env);
+    ok(&o, "az -> local");
+    same_files(&back, &got);
+    let o = patchgen(d, &["moe", "convert", "az://models/qwen/up", "az://models/qwen/a2a", "--to", "per-expert"], &env);
+    ok(&o, "az -> az");
+    client(&["get", "models", "qwen/a2a", d.join("a2a").to_str().unwrap()]);
+    same_files(&back, &d.join("a2a"));
+
+    // A missing container: an error naming it, nothing written.
+    let o = patchgen(d, &["moe", "inspect", "az://nowhere/qwen"], &env);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(o.stderr.contains("az://nowhere/qwen/"), "{}", o.stderr);
+    // A destination that is not empty is refused.
+    let o = patchgen(d, &["moe", "convert", src.to_str().unwrap(), "az://models/qwen/up"], &env);
+    assert!(o.stderr.contains("az://models/qwen/up: exists and is not empty"), "{}", o.stderr);
 }

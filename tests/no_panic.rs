@@ -1,9 +1,9 @@
 //! patchgen never panics, hangs or overflows the stack, whatever the input:
 //! config evaluation and generation return `Ok` or `Err`.
 //!
-//! Everything runs on a thread with the CLI's 256 MiB stack
-//! (`src/cli/run.rs` `STACK_SIZE`), as evaluation and generation do in the
-//! CLI. A short proptest run over inputs made of realistic fragments and
+//! Everything runs on a thread with the workers' 256 MiB stack
+//! (`patchgen_core::workers::STACK_SIZE`), as evaluation and generation do in
+//! every command. A short proptest run over inputs made of realistic fragments and
 //! random text, then explicit regressions (deep nesting, import cycles,
 //! binary garbage, empty files). The long-running version of these
 //! properties is the cargo-fuzz harness in `fuzz/` (see `fuzz/README.md`).
@@ -17,7 +17,7 @@ use patchgen_config::{PatchPlan, evaluate};
 use patchgen_core::codegen;
 use proptest::prelude::*;
 
-const STACK_SIZE: usize = 256 << 20;
+use patchgen_core::workers::STACK_SIZE;
 const MOD_A: &str = "pkg.a_patch_gen_config";
 const MOD_B: &str = "pkg.b_patch_gen_config";
 

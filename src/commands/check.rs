@@ -107,7 +107,12 @@ pub fn check(
     cache: Result<Option<patchgen_cache::Cache>, String>,
 ) -> Result<CheckReport, Fatal> {
     let modules: Vec<String> = if args.modules.is_empty() {
-        ctx.project.discover().map_err(|e| Fatal::new("check", e.to_string()))?.into_iter().map(|c| c.module).collect()
+        ctx.project
+            .discover()
+            .map_err(|e| Fatal::plain("check", e.to_string()))?
+            .into_iter()
+            .map(|c| c.module)
+            .collect()
     } else {
         args.modules.iter().map(|m| ctx.project.normalize_module(m)).collect()
     };

@@ -32,7 +32,7 @@ pub fn run(args: &CleanArgs) -> ExitStatus {
     let dir = session.settings.cache_path(&session.cwd, &session.project().root);
     match patchgen_cache::clean(&dir) {
         Ok(c) => session.finish(&CleanReport { dir: c.dir, entries: c.entries, removed_dir: c.removed_dir }),
-        Err(e) => session.finish(&Fatal::new("clean", format!("error: {e}"))),
+        Err(e) => session.finish(&Fatal::new("clean", e.to_string())),
     }
 }
 

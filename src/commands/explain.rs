@@ -49,21 +49,21 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
     match args.targets.as_slice() {
         [one] if is_line_spec(one) => {
             Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
-                let (file, line) = parse_spec(one).map_err(|e| Fatal::new("explain", e.to_string()))?;
+                let (file, line) = parse_spec(one).map_err(|e| Fatal::plain("explain", e.to_string()))?;
                 let origin =
-                    explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::new("explain", e.to_string()))?;
+                    explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::plain("explain", e.to_string()))?;
                 Ok(Line(LineReport::new(origin, &base)))
             })
         }
         targets if targets.iter().any(|t| is_line_spec(t)) => {
-            let fatal = Fatal::new("explain", "give one FILE:LINE, or config modules, not both");
+            let fatal = Fatal::plain("explain", "give one FILE:LINE, or config modules, not both");
             Printer::new(args.format.format.unwrap_or_default()).print(&fatal)
         }
         targets => Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
             let modules: Vec<String> = if targets.is_empty() {
                 ctx.project
                     .discover()
-                    .map_err(|e| Fatal::new("explain", e.to_string()))?
+                    .map_err(|e| Fatal::plain("explain", e.to_string()))?
                     .into_iter()
                     .map(|c| c.module)
                     .collect()

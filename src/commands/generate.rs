@@ -101,7 +101,7 @@ pub fn generate(
 ) -> Result<GenerateReport, Fatal> {
     let mut report = GenerateReport { all: args.all, configs: Vec::new(), args: args.clone(), usage_error: None };
     let modules: Vec<String> = if args.all {
-        let configs = ctx.project.discover().map_err(|e| Fatal::new("generate", e.to_string()))?;
+        let configs = ctx.project.discover().map_err(|e| Fatal::plain("generate", e.to_string()))?;
         configs.into_iter().map(|c| c.module).collect()
     } else {
         if let Some(dir) = args.output_dir.as_deref().filter(|d| d.is_file()) {

@@ -51,7 +51,7 @@ pub fn run(args: &ListArgs) -> ExitStatus {
 
 /// Discover and evaluate every config.
 pub fn list(ctx: &Context, args: &ListArgs) -> Result<ListReport, Fatal> {
-    let configs = ctx.project.discover().map_err(|e| Fatal::new("list", e.to_string()))?;
+    let configs = ctx.project.discover().map_err(|e| Fatal::plain("list", e.to_string()))?;
     let config_name = &args.config_name.config_name;
     let rows = configs
         .par_iter()

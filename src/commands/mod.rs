@@ -14,4 +14,5 @@ pub mod moe;
 pub mod new;
 pub mod reference;
 pub mod rule;
+pub mod server;
 pub mod survey;

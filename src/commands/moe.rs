@@ -145,7 +145,9 @@ fn run_inspect(a: &InspectArgs, cwd: &std::path::Path) -> Result<InspectReport, 
     };
     let failed = |e: String| RunError::failed(e);
     let mut report = match remote::locate(&a.checkpoint, a.offline).map_err(|e| failed(e.to_string()))? {
-        remote::Location::Local(p) => inspect::inspect(&p, a.config.as_deref(), upstream, cwd).map_err(failed)?,
+        remote::Location::Local(p) => {
+            inspect::inspect(&p, a.config.as_deref(), upstream, cwd).map_err(|e| failed(e.to_string()))?
+        }
         remote::Location::Remote(r) => {
             remote::inspect(&r, a.config.as_deref(), upstream, cwd).map_err(|e| failed(e.to_string()))?
         }
@@ -170,7 +172,9 @@ fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
     let src = remote::locate(&a.src, a.offline).map_err(|e| failed(e.to_string()))?;
     let dst = remote::locate(&a.dst, a.offline).map_err(|e| failed(e.to_string()))?;
     match (src, dst) {
-        (remote::Location::Local(s), remote::Location::Local(d)) => convert::convert(&s, &d, &opts).map_err(failed),
+        (remote::Location::Local(s), remote::Location::Local(d)) => {
+            convert::convert(&s, &d, &opts).map_err(|e| failed(e.to_string()))
+        }
         (s, d) => remote::transfer::convert(&s, &d, &a.src, &a.dst, &opts).map_err(|e| failed(e.to_string())),
     }
 }

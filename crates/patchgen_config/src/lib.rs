@@ -27,7 +27,7 @@ mod tests;
 pub mod value;
 
 pub use eval::{EvalError, Warning};
-pub use loader::{ModuleLoader, ProjectLoader};
+pub use loader::{ModuleLoader, Overlay, ProjectLoader};
 pub use plan::*;
 
 use value::Value;

@@ -1,7 +1,9 @@
 //! Finding and parsing the project's own Python modules (configs and what
 //! they import). Files are read and parsed once per process and shared by
 //! every evaluation. A [`Recording`] loader notes every lookup and read an
-//! evaluation makes, as cache inputs (`patchgen_cache`).
+//! evaluation makes, as cache inputs (`patchgen_cache`). An [`Overlay`]
+//! (an editor's unsaved buffers, `patchgen server`) is read instead of the
+//! files at its paths, and makes a module exist before it is saved.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,10 +47,54 @@ impl ReadBytes {
     }
 }
 
+/// Texts read instead of the files at their paths: an editor's unsaved
+/// buffers. Paths are kept as given and matched as given or resolved
+/// (symlinks followed), so a buffer opened through a link still counts.
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    files: HashMap<PathBuf, Arc<str>>,
+}
+
+impl Overlay {
+    /// Read `text` instead of the file at `path`.
+    pub fn insert(&mut self, path: PathBuf, text: impl Into<Arc<str>>) {
+        let text = text.into();
+        if let Ok(resolved) = path.canonicalize()
+            && resolved != path
+        {
+            self.files.insert(resolved, text.clone());
+        }
+        self.files.insert(path, text);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The buffer held for `path`, if any.
+    pub fn get(&self, path: &Path) -> Option<&str> {
+        if self.files.is_empty() {
+            return None;
+        }
+        if let Some(t) = self.files.get(path) {
+            return Some(t);
+        }
+        let resolved = path.canonicalize().ok()?;
+        self.files.get(&resolved).map(|t| &**t)
+    }
+
+    /// The paths held (as inserted, and resolved where that differs).
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.files.keys().map(PathBuf::as_path)
+    }
+}
+
 /// Modules found under the project's roots (the package root, then the
 /// working directory), as `<root>/a/b.py` or `<root>/a/b/__init__.py`.
 pub struct ProjectLoader {
     roots: Vec<PathBuf>,
+    /// Buffers read instead of the files on disk.
+    overlay: Overlay,
     /// Each file read, parsed, with the bytes read.
     files: Mutex<HashMap<PathBuf, Loaded>>,
     /// Each path [`ProjectLoader::find`] looked at, and whether a file was
@@ -58,13 +104,30 @@ pub struct ProjectLoader {
 
 impl ProjectLoader {
     pub fn new(roots: Vec<PathBuf>) -> Self {
+        Self::with_overlay(roots, Overlay::default())
+    }
+
+    /// A loader that reads `overlay`'s texts instead of the files at its paths.
+    pub fn with_overlay(roots: Vec<PathBuf>, overlay: Overlay) -> Self {
         let mut unique: Vec<PathBuf> = Vec::new();
         for r in roots {
             if !unique.contains(&r) {
                 unique.push(r);
             }
         }
-        ProjectLoader { roots: unique, files: Mutex::new(HashMap::new()), looked: Mutex::new(HashMap::new()) }
+        ProjectLoader { roots: unique, overlay, files: Mutex::new(HashMap::new()), looked: Mutex::new(HashMap::new()) }
+    }
+
+    /// The roots modules are found under, in order.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// The files read so far (each once, sorted), overlay buffers included.
+    pub fn files_read(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.files.lock().expect("loader cache").keys().cloned().collect();
+        out.sort();
+        out
     }
 
     /// The file `module` lives in, and whether it is a package.
@@ -104,13 +167,13 @@ impl ProjectLoader {
         let rel: PathBuf = module.split('.').collect();
         for root in &self.roots {
             let file = root.join(&rel).with_extension("py");
-            let found = file.is_file();
+            let found = self.overlay.get(&file).is_some() || file.is_file();
             probe(&file, found);
             if found {
                 return Some((file, false));
             }
             let init = root.join(&rel).join("__init__.py");
-            let found = init.is_file();
+            let found = self.overlay.get(&init).is_some() || init.is_file();
             probe(&init, found);
             if found {
                 return Some((init, true));
@@ -134,9 +197,12 @@ impl ProjectLoader {
         if let Some(r) = self.files.lock().expect("loader cache").get(path) {
             return r.clone();
         }
-        let result = std::fs::read(path)
-            .map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })
-            .and_then(|bytes| {
+        let read = match self.overlay.get(path) {
+            Some(text) => Ok(text.as_bytes().to_vec()),
+            None => std::fs::read(path),
+        };
+        let result =
+            read.map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() }).and_then(|bytes| {
                 let text = decode_python(path, &bytes)?;
                 let read = Arc::new(ReadBytes { bytes, digest: std::sync::OnceLock::new() });
                 ParsedFile::parse(path.to_path_buf(), &text)

@@ -126,3 +126,28 @@ fn deep_nesting_is_an_error_not_a_crash() {
         .unwrap();
     assert!(r.unwrap_err().message.contains("nested too deeply"));
 }
+
+#[test]
+fn an_overlay_is_read_instead_of_the_file_and_makes_a_module_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "").unwrap();
+    let on_disk = format!("{HEAD}@config.replace_class(\"A\")\nclass B:\n    pass\n");
+    std::fs::write(pkg.join("a_patch_gen_config.py"), &on_disk).unwrap();
+    let targets = |loader: &ProjectLoader, module: &str| -> Vec<String> {
+        let ev = evaluate(loader, module, "config").unwrap().expect("a PatchConfig");
+        ev.plan.patches.iter().map(|p| p.target.clone()).collect()
+    };
+    assert_eq!(targets(&ProjectLoader::new(vec![dir.path().to_path_buf()]), "pkg.a_patch_gen_config"), ["A"]);
+    // The unsaved buffer wins over the file; a buffer never saved is a module.
+    let mut overlay = Overlay::default();
+    let buffer = format!("{HEAD}@config.replace_class(\"C\")\nclass B:\n    pass\n");
+    overlay.insert(pkg.join("a_patch_gen_config.py"), buffer.as_str());
+    overlay.insert(pkg.join("new_patch_gen_config.py"), format!("{HEAD}config.replace_function(\"f\", None)\n"));
+    let loader = ProjectLoader::with_overlay(vec![dir.path().to_path_buf()], overlay);
+    assert_eq!(targets(&loader, "pkg.a_patch_gen_config"), ["C"]);
+    assert!(loader.find("pkg.new_patch_gen_config").is_some());
+    assert!(loader.files_read().contains(&pkg.join("a_patch_gen_config.py")));
+    assert_eq!(std::fs::read_to_string(pkg.join("a_patch_gen_config.py")).unwrap(), on_disk);
+}

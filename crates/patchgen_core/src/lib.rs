@@ -7,7 +7,8 @@
 //! generation) → `normalize` (ruff) → `patchgen_python::diff` (difflib
 //! port) → `check` (drift gate), driven by `pipeline`. `survey` (pin-bump
 //! drift of every patch target) and `reference` (HF sources from the
-//! pinned wheel) are built on the same stages.
+//! pinned wheel) are built on the same stages; `workers` is the thread pool
+//! every command evaluates on.
 //!
 //! A library: it returns reports and typed errors; it never prints and
 //! never parses a command line. The binary crate (`patchgen`) does both.
@@ -26,3 +27,4 @@ pub mod settings;
 pub mod survey;
 pub mod timings;
 pub mod upstream;
+pub mod workers;

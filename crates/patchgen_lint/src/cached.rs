@@ -32,11 +32,11 @@ use patchgen_core::upstream::SearchPath;
 /// `PATCHGEN_NO_CACHE`; `Err(why)` when it cannot be opened (lint then
 /// runs without it). The directory as for `check`: `PATCHGEN_CACHE_DIR`,
 /// else `[tool.patchgen] cache-dir`, else `.patchgen_cache/` in the project.
-pub fn open(settings: &Resolved, project: &Project, cwd: &Path) -> Result<Option<Cache>, String> {
+pub fn open(settings: &Resolved, project: &Project, cwd: &Path) -> std::io::Result<Option<Cache>> {
     if settings.no_cache {
         return Ok(None);
     }
-    Cache::open(&settings.cache_path(cwd, &project.root)).map(Some).map_err(|e| e.to_string())
+    Cache::open(&settings.cache_path(cwd, &project.root)).map(Some)
 }
 
 /// The key of a lint run: every argument that changes the report, and the
@@ -80,9 +80,15 @@ pub fn inputs(before: Vec<Input>, shared: &Shared) -> Inputs {
 
 /// Store `report` (the next run with the same inputs reuses it); `Err`
 /// says why not.
-pub fn store(cache: &Cache, key: &Key, inputs: &Inputs, report: &LintReport, pipeline: &Context) -> Result<(), String> {
+pub fn store(
+    cache: &Cache,
+    key: &Key,
+    inputs: &Inputs,
+    report: &LintReport,
+    pipeline: &Context,
+) -> Result<(), patchgen_cache::NotStored> {
     let prober = pipeline.fresh_prober(cache);
-    let stored = cache.store(key, inputs, report, &prober).map_err(|e| e.to_string());
+    let stored = cache.store(key, inputs, report, &prober);
     cache.save_files();
     stored
 }

@@ -193,6 +193,9 @@ pub struct LintContext<'a> {
     pub trace: patchgen_core::provenance::raw::RawTrace,
     /// Where the upstream module was read from.
     pub upstream_path: PathBuf,
+    /// What generation itself reports about the config (`PGW…` warnings,
+    /// `PGI…` notes): not lint findings, but the editor shows them.
+    pub notes: Vec<Diagnostic>,
     /// The checked-in generated file mapped against `generated`.
     checked_in: OnceLock<Option<CheckedIn>>,
     configuration: OnceLock<Option<Arc<ParsedFile>>>,
@@ -231,6 +234,7 @@ impl<'a> LintContext<'a> {
             origins,
             trace,
             upstream_path: job.upstream_origin,
+            notes: job.diagnostics,
             checked_in: OnceLock::new(),
             configuration: OnceLock::new(),
             package_init: OnceLock::new(),

@@ -80,7 +80,8 @@ pub mod signature;
 pub use context::{LintContext, ProjectContext};
 use patchgen_diagnostics::{Diagnostic, Severity};
 pub use run::{
-    LintReport, Options, RuleQuery, lint, render_github, render_json, render_statistics, render_text, rule_text,
+    BufferLint, GeneratedDef, LintReport, Options, RuleQuery, lint, lint_buffers, render_github, render_json,
+    render_statistics, render_text, rule_text,
 };
 
 /// One lint rule: its identity, documentation and check functions.

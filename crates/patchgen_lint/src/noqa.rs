@@ -26,7 +26,8 @@ pub fn parse(line: &str) -> Option<Noqa> {
     let mut rest = line;
     while let Some(hash) = rest.find('#') {
         let after = rest[hash + 1..].trim_start();
-        if after.len() >= 4 && after[..4].eq_ignore_ascii_case("noqa") {
+        // Bytes: a comment may start with a non-ASCII character.
+        if after.len() >= 4 && after.as_bytes()[..4].eq_ignore_ascii_case(b"noqa") {
             let tail = &after[4..];
             let Some(list) = tail.strip_prefix(':') else {
                 // `# noqa` followed by nothing or by a space and text.
@@ -70,5 +71,8 @@ mod tests {
         assert_eq!(parse("x  # noqa:PG101,PG203"), Some(Noqa::Codes(vec!["PG101".into(), "PG203".into()])));
         assert_eq!(parse("x  # noqa-ish"), None);
         assert!(parse("x  # type: ignore  # noqa: PG2").unwrap().suppresses("pg2"));
+        // A comment starting with a non-ASCII character is no noqa, and no panic.
+        assert_eq!(parse("x  # é𝔘"), None);
+        assert_eq!(parse("x  # é𝔘  # noqa: PG101"), Some(Noqa::Codes(vec!["PG101".into()])));
     }
 }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::context::{LintContext, ProjectContext, Shared};
 use super::settings::{LintSettings, selects};
 use super::{Rule, noqa, rules};
+use patchgen_config::{Overlay, ProjectLoader};
 use patchgen_core::error::RunError;
 use patchgen_core::pipeline::{Context, Failure};
 use patchgen_core::project::Project;
@@ -19,7 +20,7 @@ use patchgen_core::settings::{LintFlags, Overrides, Resolved, process_env};
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::{self, Upstream, WheelCache};
 use patchgen_core::upstream::SearchPath;
-use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_diagnostics::{Diagnostic, Location, Severity};
 
 /// Everything a lint run needs: the command's arguments, parsed once.
 #[derive(Debug, Clone)]
@@ -117,9 +118,6 @@ impl LintReport {
     }
 }
 
-/// Stack for evaluation threads (as `patchgen --check` uses).
-const STACK_SIZE: usize = 256 << 20;
-
 /// The rules `settings` (flags, environment and pyproject resolved) select.
 pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, RunError> {
     let select: Option<&Vec<String>> = settings.select.as_ref();
@@ -183,9 +181,23 @@ fn upstream_for(
     }
 }
 
-/// Run lint. `cwd` resolves relative paths; the project is found from
-/// `args.project` (else `cwd`).
-pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
+/// What every lint run settles before it looks at a config: the project,
+/// the settings, the rules, the upstream and the modules to lint.
+struct Setup {
+    project_dir: PathBuf,
+    resolved: Resolved,
+    settings: LintSettings,
+    rules: Vec<&'static Rule>,
+    upstream: Upstream,
+    version_label: String,
+    pipeline: Context,
+    modules: Vec<String>,
+    explicit: bool,
+}
+
+/// The common start of [`lint`] and [`lint_buffers`]: `overlay`'s texts are
+/// read instead of the files at their paths.
+fn setup(args: &Options, cwd: &Path, overlay: Overlay) -> Result<Setup, RunError> {
     let project_dir = match &args.project {
         Some(p) if p.is_relative() => cwd.join(p),
         Some(p) => p.clone(),
@@ -206,6 +218,9 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
     let (upstream, location) = upstream_for(args.upstream.as_deref(), &project, cwd, !args.no_download)?;
     let version_label = upstream.version.clone();
     let mut pipeline = Context::new(project, &project_dir, None);
+    if !overlay.is_empty() {
+        pipeline.loader = ProjectLoader::with_overlay(pipeline.loader.roots().to_vec(), overlay);
+    }
     if let Some(location) = location {
         pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
     }
@@ -222,6 +237,14 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         modules
     };
     let explicit = !args.modules.is_empty();
+    Ok(Setup { project_dir, resolved, settings, rules, upstream, version_label, pipeline, modules, explicit })
+}
+
+/// Run lint. `cwd` resolves relative paths; the project is found from
+/// `args.project` (else `cwd`).
+pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
+    let Setup { project_dir, resolved, settings, rules, upstream, version_label, pipeline, modules, explicit } =
+        setup(args, cwd, Overlay::default())?;
     // The result cache: a hit answers the whole run (see `cached`).
     let cache = super::cached::open(&resolved, &pipeline.project, cwd);
     let key = super::cached::key(args, &resolved.lint, &modules, &project_dir);
@@ -242,12 +265,9 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         _ => Vec::new(),
     };
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
-    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = resolved.jobs.filter(|&j| j > 0) {
-        pool = pool.num_threads(j);
-    }
-    let pool = pool.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))?;
-    let mut report = pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label));
+    let pool = patchgen_core::workers::pool(resolved.jobs)?;
+    let (mut report, ()) =
+        pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label, |_| ()));
     if let Ok(Some(c)) = &cache {
         let inputs = super::cached::inputs(before, &shared);
         if let Err(why) = super::cached::store(c, &key, &inputs, &report, &shared.pipeline) {
@@ -260,14 +280,88 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
     Ok(report)
 }
 
-fn run(
+/// Configs linted as an editor holds them ([`lint_buffers`]).
+#[derive(Debug)]
+pub struct BufferLint {
+    /// What `patchgen lint` would report with these buffers saved.
+    pub report: LintReport,
+    /// What generation reports about the configs besides lint's findings:
+    /// its warnings and notes (`PGW…`, `PGI…`) and ruff's rejection of the
+    /// generated code (`PGE…`, placed at the config line behind it).
+    pub generation: Vec<Diagnostic>,
+    /// The project files evaluation read (each config and the project
+    /// modules it imports): a change to any of them changes this result.
+    pub files: Vec<PathBuf>,
+    /// Each config definition that produced code, and the line of the
+    /// checked-in generated file it produced (where that file exists).
+    pub generated: Vec<GeneratedDef>,
+}
+
+/// A config definition (a replacement or helper) and where its code lands
+/// in the checked-in generated file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedDef {
+    /// Its `def`/`class` line in the config.
+    pub config: Location,
+    /// The generated `def`/`class` line.
+    pub generated: Location,
+}
+
+/// Lint `args.modules` reading `overlay`'s texts (unsaved editor buffers)
+/// instead of the files at their paths; never cached. Besides the report:
+/// what generation says of the configs (its warnings; ruff's rejection
+/// when `with_ruff`, a ruff that cannot be run being no finding here),
+/// which project files the result depends on, and where each config
+/// definition's code is in the generated file.
+pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: bool) -> Result<BufferLint, RunError> {
+    let Setup { settings, rules, upstream, version_label, pipeline, modules, explicit, .. } =
+        setup(args, cwd, overlay)?;
+    let shared = Shared::new(pipeline, Version::new(upstream), settings);
+    let pool = patchgen_core::workers::pool(Some(args.jobs.unwrap_or(1)))?;
+    let (report, (mut generation, generated)) =
+        pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label, generated_defs));
+    if with_ruff && report.errors.is_empty() {
+        for m in &modules {
+            let outcome = pool.install(|| shared.pipeline.generate(m, &args.config_name, None));
+            if let Err(f @ Failure::Ruff { error: patchgen_core::normalize::RuffError::Rejected { .. }, .. }) = outcome
+            {
+                generation.push(f.diagnostic(m));
+            }
+        }
+    }
+    let files = shared.pipeline.loader.files_read();
+    Ok(BufferLint { report, generation, files, generated })
+}
+
+/// The generation notes of linted configs and their generated definitions.
+fn generated_defs(contexts: &[LintContext]) -> (Vec<Diagnostic>, Vec<GeneratedDef>) {
+    let mut notes = Vec::new();
+    let mut defs = Vec::new();
+    for ctx in contexts {
+        notes.extend(ctx.notes.iter().cloned());
+        if ctx.checked_in().is_none() {
+            continue;
+        }
+        for o in &ctx.origins {
+            defs.push(GeneratedDef {
+                config: Location::line(o.config_path.clone(), o.config_line),
+                generated: ctx.generated_location(o.gen_start),
+            });
+        }
+    }
+    (notes, defs)
+}
+
+/// Lint `modules`; `extra` sees every config that could be read.
+fn run<T>(
     shared: &Shared,
     modules: &[String],
     config_name: &str,
     explicit: bool,
     rules: &[&'static Rule],
     upstream: String,
-) -> LintReport {
+    extra: impl FnOnce(&[LintContext]) -> T,
+) -> (LintReport, T) {
     // Boxed: a failure is large and rare.
     let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
         .par_iter()
@@ -298,6 +392,7 @@ fn run(
         }
     }
     patchgen_core::timings::mark("lint: project rules");
+    let extra = extra(&contexts);
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));
@@ -314,7 +409,7 @@ fn run(
         cache_note: None,
     };
     std::mem::forget(contexts);
-    report
+    (report, extra)
 }
 
 /// One finding per (code, config line, message): a replacement shared by

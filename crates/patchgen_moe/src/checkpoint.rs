@@ -27,7 +27,13 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    pub fn open(path: &Path) -> Result<Checkpoint, String> {
+    /// Open the checkpoint at `path`: a directory (with an index, a single
+    /// `model.safetensors`, or `.safetensors` files) or one file.
+    pub fn open(path: &Path) -> Result<Checkpoint, crate::error::MoeError> {
+        Checkpoint::open_local(path).map_err(crate::error::MoeError::Checkpoint)
+    }
+
+    fn open_local(path: &Path) -> Result<Checkpoint, String> {
         if path.is_file() {
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let h = read_header(path).map_err(|e| e.to_string())?;

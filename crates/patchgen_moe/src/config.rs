@@ -31,10 +31,11 @@ pub struct MoeDims {
 }
 
 impl MoeDims {
-    pub fn load(path: &Path) -> Result<MoeDims, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<MoeDims, crate::error::MoeError> {
+        use crate::error::MoeError::Config;
+        let text = std::fs::read_to_string(path).map_err(|e| Config(format!("{}: {e}", path.display())))?;
         let v: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))?;
+            .map_err(|e| Config(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column())))?;
         Ok(MoeDims::from_value(path, &v))
     }
 

@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use super::checkpoint::{Checkpoint, INDEX, SINGLE};
 use super::config::MoeDims;
+use super::error::MoeError;
 use super::layout::groups;
 use super::plan::{OutTensor, Piece, SourceLayout, Target, plan, shards};
 
@@ -64,7 +65,11 @@ pub struct ConvertReport {
 }
 
 /// Parse `5GB`, `500MB`, `1GiB`, `123` (bytes), as HF's `max_shard_size`.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, MoeError> {
+    parse_size_text(s).map_err(MoeError::Usage)
+}
+
+fn parse_size_text(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -88,21 +93,40 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertReport, String> {
+/// Convert the local checkpoint `src` into `dst` (which must not exist or
+/// be empty), written under a temporary directory and moved into place.
+pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertReport, MoeError> {
     let start = Instant::now();
     let src_abs = patchgen_core::project::resolve(src);
     let dst_abs = patchgen_core::project::resolve(dst);
     if dst_abs == src_abs || dst_abs.starts_with(&src_abs) && src.is_dir() {
-        return Err(format!("{}: DST is SRC or inside it: refusing to write into the source", dst.display()));
+        return Err(MoeError::Usage(format!(
+            "{}: DST is SRC or inside it: refusing to write into the source",
+            dst.display()
+        )));
     }
-    refuse_non_empty(dst)?;
+    refuse_non_empty(dst).map_err(MoeError::Usage)?;
     let ck = Checkpoint::open(src)?;
     let config = if src.is_dir() { Some(src.join("config.json")).filter(|p| p.is_file()) } else { None };
     let dims = config.as_deref().map(MoeDims::load).transpose()?;
-    let Prepared { plan, cuts, names, total } = prepare(&ck, dims.as_ref(), src, opts)?;
+    let prepared = prepare(&ck, dims.as_ref(), src, opts)?;
+    write_local(src, dst, &dst_abs, &ck, prepared, opts, start).map_err(MoeError::Output)
+}
+
+/// Write a prepared conversion of `ck` to `dst` (the output side of `convert`).
+fn write_local(
+    src: &Path,
+    dst: &Path,
+    dst_abs: &Path,
+    ck: &Checkpoint,
+    prepared: Prepared,
+    opts: &ConvertOptions,
+    start: Instant,
+) -> Result<ConvertReport, String> {
+    let Prepared { plan, cuts, names, total } = prepared;
     let n = cuts.len();
 
-    let tmp = temporary_dir(dst, &dst_abs)?;
+    let tmp = temporary_dir(dst, dst_abs)?;
 
     let bar = progress_bar(total, opts.progress);
     let inputs: Vec<PathBuf> = ck.shards.iter().map(|s| s.path.clone()).collect();
@@ -132,7 +156,7 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
         })?;
     }
 
-    commit(tmp, dst, &dst_abs)?;
+    commit(tmp, dst, dst_abs)?;
     let prepared = Prepared { plan, cuts: Vec::new(), names, total };
     Ok(ConvertReport::new(src, dst, opts, prepared, (copied_files, skipped_dirs), start))
 }
@@ -182,10 +206,13 @@ pub(crate) fn prepare(
     dims: Option<&MoeDims>,
     src: &Path,
     opts: &ConvertOptions,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, MoeError> {
     let groups = groups(ck, dims);
     if groups.is_empty() {
-        return Err(format!("{}: no routed experts (`<prefix>.experts.` tensors): nothing to convert", src.display()));
+        return Err(MoeError::Plan(format!(
+            "{}: no routed experts (`<prefix>.experts.` tensors): nothing to convert",
+            src.display()
+        )));
     }
     let plan = plan(ck, &groups, opts.to, opts.source_layout)?;
     let cuts = shards(&plan.tensors, opts.shard_size);

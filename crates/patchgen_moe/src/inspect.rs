@@ -100,7 +100,7 @@ pub fn inspect(
     config: Option<&Path>,
     upstream: UpstreamArg,
     cwd: &Path,
-) -> Result<InspectReport, String> {
+) -> Result<InspectReport, crate::error::MoeError> {
     let ck = Checkpoint::open(checkpoint)?;
     let config_path = match config {
         Some(c) => Some(c.to_path_buf()),

@@ -12,10 +12,12 @@
 //! - `modeling`: whether a modeling module's classes hold fused expert
 //!   parameters (AST; shared with PG401);
 //! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`;
+//! - `error`: `MoeError`, what can go wrong on local files, by kind;
 //! - `remote`: both on `hf://`, `s3://`, `gs://`, `az://`, `http(s)://`.
 pub mod checkpoint;
 pub mod config;
 pub mod convert;
+pub mod error;
 pub mod header;
 pub mod inspect;
 pub mod json;

@@ -90,7 +90,16 @@ pub struct Plan {
 }
 
 /// Plan the conversion of `ck` whose expert modules are `groups`.
-pub fn plan(ck: &Checkpoint, groups: &[Group], to: Target, source: Option<SourceLayout>) -> Result<Plan, String> {
+pub fn plan(
+    ck: &Checkpoint,
+    groups: &[Group],
+    to: Target,
+    source: Option<SourceLayout>,
+) -> Result<Plan, crate::error::MoeError> {
+    plan_strict(ck, groups, to, source).map_err(crate::error::MoeError::Plan)
+}
+
+fn plan_strict(ck: &Checkpoint, groups: &[Group], to: Target, source: Option<SourceLayout>) -> Result<Plan, String> {
     let mut converted = Vec::new();
     let mut unchanged = Vec::new();
     // name of a group's first tensor (in input order) → its outputs

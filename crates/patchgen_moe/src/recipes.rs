@@ -140,19 +140,36 @@ impl Recipe {
     /// (mixtral's `".block_sparse_moe."` → `".mlp."`), in order. `Err`
     /// names a renaming whose patterns are regular expressions (anchors,
     /// groups, wildcards): replaying those is not attempted.
-    pub fn plain_renamings(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn plain_renamings(&self) -> Result<Vec<(String, String)>, NotPlain> {
         let plain = |s: &str| !s.contains(['^', '$', '(', ')', '[', ']', '{', '}', '*', '?', '+', '|', '\\']);
         let mut out = Vec::new();
         for item in &self.items {
             if let Item::Renaming { class, sources, targets, line } = item {
                 match (sources.as_slice(), targets.as_slice()) {
                     ([s], [t]) if class == "WeightRenaming" && plain(s) && plain(t) => out.push((s.clone(), t.clone())),
-                    _ => return Err(format!("{class} at line {line} ({sources:?} -> {targets:?})")),
+                    _ => {
+                        return Err(NotPlain {
+                            class: class.clone(),
+                            line: *line,
+                            sources: sources.clone(),
+                            targets: targets.clone(),
+                        });
+                    }
                 }
             }
         }
         Ok(out)
     }
+}
+
+/// A renaming of a recipe that is not a plain substring replacement.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{class} at line {line} ({sources:?} -> {targets:?})")]
+pub struct NotPlain {
+    pub class: String,
+    pub line: usize,
+    pub sources: Vec<String>,
+    pub targets: Vec<String>,
 }
 
 /// Every recipe of one upstream version.

@@ -21,6 +21,7 @@ use ruff_text_size::Ranged;
 
 use super::facts::ModelFacts;
 use super::ruff_findings::UpstreamOverride;
+use crate::declined::Declined;
 use patchgen_core::survey::modules::Version;
 
 /// One `<var> = OpSlot("<op>", "<variant>")` line of a project config.
@@ -130,13 +131,13 @@ pub fn norm_guard(
     class: &str,
     slots: &ProjectSlots,
     one_plus_variant: Option<&str>,
-) -> Result<(UpstreamOverride, SlotDecl), String> {
+) -> Result<(UpstreamOverride, SlotDecl), Declined> {
     let forward = new.method_text(version, class, "forward").ok_or("no forward")?;
     let init = new.method_text(version, class, "__init__").ok_or("no __init__")?;
     let norm = new.method_text(version, class, "_norm").unwrap_or_default();
     let all = squeezed(&format!("{forward}{norm}"));
     if !(all.contains("rsqrt(") && all.contains(".pow(2).mean(-1,keepdim=True)") && all.contains("self.weight")) {
-        return Err(format!("`{class}` is not the RMSNorm the kernel computes (no rsqrt of the mean square)"));
+        return Err(format!("`{class}` is not the RMSNorm the kernel computes (no rsqrt of the mean square)").into());
     }
     let one_plus = new.norm_is_one_plus_weight(version, class).is_some();
     let variant = match (one_plus, one_plus_variant) {
@@ -145,7 +146,8 @@ pub fn norm_guard(
         (true, None) => {
             return Err(format!(
                 "`{class}` computes `1 + weight` and no project config declares a `1 + weight` rms_norm slot"
-            ));
+            )
+            .into());
         }
     };
     let decl = slots
@@ -184,7 +186,7 @@ pub fn norm_guard(
 }
 
 /// The RoPE guard for the new module's `apply_rotary_pos_emb`.
-pub fn rotary_guard(new: &ModelFacts, slots: &ProjectSlots) -> Result<(UpstreamOverride, SlotDecl), String> {
+pub fn rotary_guard(new: &ModelFacts, slots: &ProjectSlots) -> Result<(UpstreamOverride, SlotDecl), Declined> {
     let f =
         patchgen_core::survey::modules::function(&new.file, "apply_rotary_pos_emb").ok_or("no apply_rotary_pos_emb")?;
     let text = patchgen_python::pytext::dedent(&def_from_keyword(&new.file.text[f.range()])?);
@@ -198,7 +200,8 @@ pub fn rotary_guard(new: &ModelFacts, slots: &ProjectSlots) -> Result<(UpstreamO
         return Err(format!(
             "apply_rotary_pos_emb({}) is not the full-head rotate_half RoPE the kernel computes",
             names.join(", ")
-        ));
+        )
+        .into());
     }
     let decl = slots.find("rotary_pos_emb", "full").ok_or("no project config declares a full rotary_pos_emb OpSlot")?;
     let function = "apply_rotary_pos_emb_guarded".to_string();
@@ -222,7 +225,7 @@ pub fn rotary_guard(new: &ModelFacts, slots: &ProjectSlots) -> Result<(UpstreamO
 
 /// The text from the `def` keyword on (decorators dropped: codegen keeps
 /// upstream's).
-fn def_from_keyword(text: &str) -> Result<String, String> {
+fn def_from_keyword(text: &str) -> Result<String, Declined> {
     let at = text.find("def ").ok_or("no def")?;
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     Ok(format!("{}{}", &text[line_start..at].replace(|c: char| !c.is_whitespace(), " "), &text[at..]))

@@ -74,10 +74,22 @@ pub enum Compare {
     Written { diff: bool },
 }
 
+/// Why the files on disk are not those a cache entry describes.
+#[derive(Debug, thiserror::Error)]
+pub enum NotOnDisk {
+    #[error("{} differs from the cached result", .0.display())]
+    Differs(PathBuf),
+    #[error("{}: {error}", path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+}
+
 /// Whether the files on disk are those `expected` describes; `Err` names
 /// the first that is not (or cannot be read).
-pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(), String> {
-    let differs = |p: &Path| format!("{} differs from the cached result", p.display());
+pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(), NotOnDisk> {
+    let differs = |p: &Path| NotOnDisk::Differs(p.to_path_buf());
+    fn unreadable(p: &Path) -> impl FnOnce(std::io::Error) -> NotOnDisk + '_ {
+        move |error| NotOnDisk::Unreadable { path: p.to_path_buf(), error }
+    }
     // The expected texts have no `\r` and are their own normal form (a
     // `.diff` is right-stripped line by line), so files whose bytes are
     // exactly those texts compare equal either way: tried first, without
@@ -90,11 +102,11 @@ pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(),
     }
     match how {
         Compare::AsCheck => {
-            let py = crate::check::read_text(&expected.py_path).map_err(|e| e.to_string())?;
+            let py = crate::check::read_text(&expected.py_path).map_err(unreadable(&expected.py_path))?;
             if text_digest(&py) != expected.py {
                 return Err(differs(&expected.py_path));
             }
-            let diff = crate::check::read_text(&expected.diff_path).map_err(|e| e.to_string())?;
+            let diff = crate::check::read_text(&expected.diff_path).map_err(unreadable(&expected.diff_path))?;
             if text_digest(&super::strip_trailing_ws(&diff)) != expected.diff {
                 return Err(differs(&expected.diff_path));
             }
@@ -105,7 +117,7 @@ pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(),
                 files.push((&expected.diff_path, expected.diff));
             }
             for (path, digest) in files {
-                let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let bytes = std::fs::read(path).map_err(unreadable(path))?;
                 if content_digest(&bytes) != digest {
                     return Err(differs(path));
                 }
@@ -277,7 +289,7 @@ impl Context {
                         match self.lookup(u.cache, key, &prober) {
                             Lookup::Hit(e) => match on_disk(&e, u.compare, &prober) {
                                 Ok(()) => Ok((e, start.elapsed().as_secs_f64())),
-                                Err(why) => Err(why),
+                                Err(why) => Err(why.to_string()),
                             },
                             Lookup::Miss(m) => Err(m.to_string()),
                         }

@@ -132,21 +132,25 @@ pub fn ruff_mode(env: Env) -> crate::normalize::Mode {
     }
 }
 
-/// A whole-number variable (`None` when unset), or the message naming it.
-fn whole_number(env: Env, name: &str) -> Result<Option<u64>, String> {
+/// A whole-number variable (`None` when unset).
+fn whole_number(env: Env, name: &'static str) -> Result<Option<u64>, SettingsError> {
     match env(name) {
         None => Ok(None),
-        Some(v) => v.trim().parse().map(Some).map_err(|_| format!("{name}={v}: not a whole number")),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| SettingsError::Env {
+            name,
+            value: v,
+            message: "not a whole number".into(),
+        }),
     }
 }
 
 /// `PATCHGEN_REMOTE_TIMEOUT`: seconds before a remote checkpoint request gives up (`moe`).
-pub fn remote_timeout_secs(env: Env) -> Result<Option<u64>, String> {
+pub fn remote_timeout_secs(env: Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_TIMEOUT")
 }
 
 /// `PATCHGEN_REMOTE_RETRIES`: how often a failed remote request is retried (`moe`).
-pub fn remote_retries(env: Env) -> Result<Option<u64>, String> {
+pub fn remote_retries(env: Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_RETRIES")
 }
 

@@ -63,9 +63,6 @@ impl Options {
     }
 }
 
-/// Stack for evaluation threads (as `patchgen --check` uses).
-const STACK_SIZE: usize = 256 << 20;
-
 /// Run a survey: every selected config against both upstream versions.
 pub fn survey(opts: &Options) -> Result<Report, RunError> {
     let project = Project::find(&opts.project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
@@ -93,11 +90,7 @@ pub fn survey(opts: &Options) -> Result<Report, RunError> {
         modules
     };
     let explicit = !opts.configs.is_empty();
-    let mut pool = rayon::ThreadPoolBuilder::new().stack_size(STACK_SIZE);
-    if let Some(j) = opts.jobs.filter(|&j| j > 0) {
-        pool = pool.num_threads(j);
-    }
-    let pool = pool.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))?;
+    let pool = crate::workers::pool(opts.jobs)?;
     let configs: Vec<Option<ConfigReport>> = pool.install(|| {
         modules
             .par_iter()
@@ -113,7 +106,7 @@ pub fn survey(opts: &Options) -> Result<Report, RunError> {
                 Ok((plan, _, _)) => {
                     let (findings, error) = match targets::survey(&plan, &from, &to) {
                         Ok(f) => (f, None),
-                        Err(e) => (Vec::new(), Some(e)),
+                        Err(e) => (Vec::new(), Some(e.to_string())),
                     };
                     Some(ConfigReport {
                         module: m.clone(),

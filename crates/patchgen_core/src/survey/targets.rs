@@ -34,11 +34,21 @@ struct Found {
 /// The upstream module of a config in one version (`None`: not there).
 type Upstream = Option<Arc<ParsedFile>>;
 
-fn load(version: &Version, module: &str) -> Result<Upstream, String> {
+/// Why a config's targets cannot be surveyed.
+#[derive(Debug, thiserror::Error)]
+pub enum SurveyError {
+    /// The upstream module exists but cannot be read (the message names it).
+    #[error("{0}")]
+    Broken(String),
+    #[error("upstream module `{module}` is in neither version ({} nor {})", from.display(), to.display())]
+    InNeither { module: String, from: std::path::PathBuf, to: std::path::PathBuf },
+}
+
+fn load(version: &Version, module: &str) -> Result<Upstream, SurveyError> {
     match version.module(module) {
         Ok(f) => Ok(Some(f)),
         Err(ModuleError::NotFound) => Ok(None),
-        Err(ModuleError::Broken(message)) => Err(message),
+        Err(ModuleError::Broken(message)) => Err(SurveyError::Broken(message)),
     }
 }
 
@@ -224,15 +234,15 @@ fn config_attributes(plan: &PatchPlan, class: &str) -> BTreeSet<String> {
 
 /// Every finding for one config. `Err` when its upstream module cannot be
 /// read in either version.
-pub fn survey(plan: &PatchPlan, from: &Version, to: &Version) -> Result<Vec<Finding>, String> {
+pub fn survey(plan: &PatchPlan, from: &Version, to: &Version) -> Result<Vec<Finding>, SurveyError> {
     let module = plan.source_module.as_str();
     let (old, new) = (load(from, module)?, load(to, module)?);
     if old.is_none() && new.is_none() {
-        return Err(format!(
-            "upstream module `{module}` is in neither version ({} nor {})",
-            from.upstream.location.display(),
-            to.upstream.location.display()
-        ));
+        return Err(SurveyError::InNeither {
+            module: module.to_string(),
+            from: from.upstream.location.clone(),
+            to: to.upstream.location.clone(),
+        });
     }
     let names = NameCheck {
         old: old.as_ref().map(|f| module_names(plan, f)).unwrap_or_default(),

@@ -55,6 +55,14 @@ pub enum RemoteError {
     Checkpoint(String),
 }
 
+impl From<crate::error::MoeError> for RemoteError {
+    /// A local-file error met on the way (a source or destination on disk,
+    /// a header once its bytes arrived): already located.
+    fn from(e: crate::error::MoeError) -> RemoteError {
+        RemoteError::Checkpoint(e.to_string())
+    }
+}
+
 /// The `object_store` error `e` met while reading or writing `url`.
 pub fn classify(url: &str, e: object_store::Error, credential: &Credential) -> RemoteError {
     let url = url.to_string();

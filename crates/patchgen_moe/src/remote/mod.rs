@@ -103,7 +103,7 @@ pub fn inspect(
     let (opened, dims) = store::block_on(async {
         let dims = async {
             match config {
-                Some(c) => super::config::MoeDims::load(c).map(Some).map_err(RemoteError::Checkpoint),
+                Some(c) => super::config::MoeDims::load(c).map(Some).map_err(RemoteError::from),
                 None => open::config(remote).await,
             }
         };

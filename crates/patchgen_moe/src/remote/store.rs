@@ -75,8 +75,11 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// A whole-number `PATCHGEN_REMOTE_*` setting, read through the settings.
-fn setting(read: fn(patchgen_core::settings::Env) -> Result<Option<u64>, String>) -> Result<Option<u64>, RemoteError> {
-    read(&patchgen_core::settings::process_env).map_err(|message| RemoteError::Other { url: String::new(), message })
+fn setting(
+    read: fn(patchgen_core::settings::Env) -> Result<Option<u64>, patchgen_core::settings::SettingsError>,
+) -> Result<Option<u64>, RemoteError> {
+    read(&patchgen_core::settings::process_env)
+        .map_err(|e| RemoteError::Other { url: String::new(), message: e.to_string() })
 }
 
 /// The Hub token and where it came from.

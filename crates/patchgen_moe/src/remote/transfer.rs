@@ -323,9 +323,9 @@ struct Source {
 fn open_source(src: &Location, arg: &Path) -> Result<Source, RemoteError> {
     match src {
         Location::Local(p) => {
-            let ck = Checkpoint::open(p).map_err(RemoteError::Checkpoint)?;
+            let ck = Checkpoint::open(p).map_err(RemoteError::from)?;
             let config = if p.is_dir() { Some(p.join("config.json")).filter(|c| c.is_file()) } else { None };
-            let dims = config.as_deref().map(MoeDims::load).transpose().map_err(RemoteError::Checkpoint)?;
+            let dims = config.as_deref().map(MoeDims::load).transpose().map_err(RemoteError::from)?;
             let reader = Reader::Local(Arc::new(ck.shards.iter().map(|s| s.path.clone()).collect()));
             Ok(Source { ck, dims, reader, label: arg.to_path_buf() })
         }
@@ -554,7 +554,7 @@ fn write_all(
 ) -> Result<ConvertReport, RemoteError> {
     let source = open_source(src, src_arg)?;
     let Prepared { plan, cuts, names, total } =
-        prepare(&source.ck, source.dims.as_ref(), &source.label, opts).map_err(RemoteError::Checkpoint)?;
+        prepare(&source.ck, source.dims.as_ref(), &source.label, opts).map_err(RemoteError::from)?;
     let n = names.len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.unwrap_or(1).max(1))

@@ -42,7 +42,7 @@ pub fn converter_functions(hf_name: &str) -> (String, String) {
 }
 
 /// `checkpoint_tensor_converter.py` for the new model, or why not.
-pub fn converter_py(needs: &MoeNeeds, spec: &ConverterSpec<'_>) -> Result<String, String> {
+pub fn converter_py(needs: &MoeNeeds, spec: &ConverterSpec<'_>) -> Result<String, crate::declined::Declined> {
     let kind = needs.converter.as_ref().ok_or("no converter kind")?;
     let experts_key = spec.dims.experts_key.as_deref().ok_or("the toy config has no experts count")?;
     let (create, fqn) = converter_functions(spec.hf_name);

@@ -104,12 +104,14 @@ pub struct BaseModel {
 /// up, and `.*.` becomes `\..*\.`. `Err` for what is not replayed
 /// statically: a target with a group or lookaround, a source with `\1`,
 /// another renaming class.
-pub fn replayable_renamings(recipe: &patchgen_moe::recipes::Recipe) -> Result<Vec<(Vec<String>, String)>, String> {
+pub fn replayable_renamings(
+    recipe: &patchgen_moe::recipes::Recipe,
+) -> Result<Vec<(Vec<String>, String)>, crate::declined::Declined> {
     use patchgen_moe::recipes::Item;
     let mut out = Vec::new();
     for item in &recipe.items {
         let Item::Renaming { class, sources, targets, line } = item else { continue };
-        let what = || format!("{class} at line {line} ({sources:?} -> {targets:?})");
+        let what = || crate::declined::Declined(format!("{class} at line {line} ({sources:?} -> {targets:?})"));
         if class != "WeightRenaming" || targets.is_empty() || sources.is_empty() {
             return Err(what());
         }
@@ -193,7 +195,7 @@ pub struct MoeInput<'a> {
     pub root_class: &'a str,
     /// The registry key (`model_type`).
     pub model_type: &'a str,
-    pub recipes: Result<&'a Recipes, String>,
+    pub recipes: Result<&'a Recipes, &'a patchgen_moe::recipes::RecipeError>,
     pub upstream_version: &'a str,
     /// Targets of the carried patches.
     pub carried_targets: Vec<String>,
@@ -255,7 +257,8 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             needs.recipe_alias = recipe.and_then(|r| r.alias_of.clone());
             needs.converter_needed = !fused.is_empty() && kind.needs_conversion();
             let via = needs.recipe_alias.as_ref().map(|a| format!(" (through the `{a}` recipe)")).unwrap_or_default();
-            let mut renamings = recipe.map(|r| r.plain_renamings()).unwrap_or(Ok(Vec::new()));
+            let mut renamings: Result<Vec<(String, String)>, String> =
+                recipe.map(|r| r.plain_renamings().map_err(|e| e.to_string())).unwrap_or(Ok(Vec::new()));
             if needs.converter_needed
                 && renamings.is_err()
                 && let Some(r) = recipe
@@ -268,7 +271,7 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
                         needs.base_model = Some(base);
                         renamings = Ok(Vec::new());
                     }
-                    (Err(e), _) => renamings = Err(e),
+                    (Err(e), _) => renamings = Err(e.0),
                     (Ok(_), None) => {
                         renamings = Err(format!(
                             "{} (no `base_model_prefix` and base model class found from {})",

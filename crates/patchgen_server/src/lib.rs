@@ -1,0 +1,160 @@
+//! `patchgen server`: a Language Server Protocol server for patch configs
+//! (`*_patch_gen_config.py`), over stdio, on `lsp-server` + `lsp-types`.
+//!
+//! - `transport`: framed JSON-RPC on stdin/stdout; a malformed message is
+//!   skipped and logged, never the end of the server.
+//! - `server`: the main loop (open buffers, debounced checks on worker
+//!   threads, latest wins; requests answered from the buffers).
+//! - `check`: one config evaluated from the unsaved buffers
+//!   (`patchgen_lint::lint_buffers` over a `patchgen_config::Overlay`),
+//!   linted and generated, as LSP diagnostics with code, severity, range
+//!   (UTF-16 columns, `text`) and a link to the code's docs (`docs`).
+//! - `site`: what the cursor is on (a patch target, an `add_import`
+//!   module or name, a `# noqa` code, a patch function), read lexically.
+//! - `upstream`: the `source_module` on the project's search path, and
+//!   what a target names there (hover, definition, completion).
+//! - `actions`: PG301's fix and `# noqa` as workspace edits.
+//!
+//! Nothing is executed: configs are evaluated statically, upstream modules
+//! are parsed, never imported; the only process started is ruff, as
+//! `patchgen check` starts it. The library never prints: the protocol
+//! is its only output (`window/logMessage` for the log).
+
+pub mod actions;
+pub mod check;
+pub mod docs;
+mod server;
+pub mod site;
+pub mod text;
+pub mod transport;
+pub mod upstream;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lsp_server::{Message, Response};
+use lsp_types::{
+    CodeActionKind, CodeActionOptions, CodeActionProviderCapability, CompletionOptions, HoverProviderCapability,
+    InitializeParams, InitializeResult, OneOf, SaveOptions, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions,
+};
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// How long after a change its check starts (changes in between restart the wait).
+    pub debounce: Duration,
+    /// Run ruff on the generated text, for its rejections (as `check` does).
+    pub with_ruff: bool,
+    /// A directory for what the server writes for the editor to open:
+    /// wheel members (go to definition) and the rule docs (links).
+    pub scratch: PathBuf,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            debounce: Duration::from_millis(50),
+            with_ruff: true,
+            scratch: std::env::temp_dir().join(format!("patchgen-server-{}", env!("CARGO_PKG_VERSION"))),
+        }
+    }
+}
+
+/// How the server ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `shutdown`, then `exit`: exit code 0.
+    Clean,
+    /// `exit` without `shutdown` (the protocol's exit code 1).
+    WithoutShutdown,
+    /// The input ended without `exit`.
+    InputClosed,
+}
+
+impl Exit {
+    /// The process exit code the protocol asks for.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Clean => 0,
+            Exit::WithoutShutdown | Exit::InputClosed => 1,
+        }
+    }
+}
+
+/// The server's capabilities.
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+            open_close: Some(true),
+            change: Some(TextDocumentSyncKind::INCREMENTAL),
+            save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(false) })),
+            ..TextDocumentSyncOptions::default()
+        })),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["\"".into(), "'".into(), ".".into()]),
+            ..CompletionOptions::default()
+        }),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
+            ..CodeActionOptions::default()
+        })),
+        ..ServerCapabilities::default()
+    }
+}
+
+/// Serve over stdio until `exit` or the end of stdin.
+pub fn run_stdio(options: ServerOptions) -> Exit {
+    let (out, input, writer) = transport::stdio();
+    let exit = serve(&out, &input, options);
+    drop(out);
+    writer.join();
+    exit
+}
+
+/// Serve over a pair of channels: the initialize handshake, then the loop.
+pub fn serve(
+    out: &crossbeam_channel::Sender<Message>,
+    input: &crossbeam_channel::Receiver<Message>,
+    options: ServerOptions,
+) -> Exit {
+    use lsp_types::notification::Notification as _;
+    use lsp_types::request::Request as _;
+    // Before `initialize`, requests are refused and notifications dropped (but `exit`).
+    let init = loop {
+        let Ok(msg) = input.recv() else { return Exit::InputClosed };
+        match msg {
+            Message::Request(req) if req.method == lsp_types::request::Initialize::METHOD => {
+                match serde_json::from_value::<InitializeParams>(req.params) {
+                    Ok(params) => {
+                        let result = InitializeResult {
+                            capabilities: capabilities(),
+                            server_info: Some(ServerInfo {
+                                name: "patchgen".into(),
+                                version: Some(env!("CARGO_PKG_VERSION").into()),
+                            }),
+                        };
+                        let _ = out.send(Response::new_ok(req.id, result).into());
+                        break params;
+                    }
+                    Err(e) => {
+                        let code = lsp_server::ErrorCode::InvalidParams as i32;
+                        let _ = out.send(Response::new_err(req.id, code, format!("invalid params: {e}")).into());
+                    }
+                }
+            }
+            Message::Request(req) => {
+                let code = lsp_server::ErrorCode::ServerNotInitialized as i32;
+                let _ = out.send(Response::new_err(req.id, code, "the server is not initialized yet".into()).into());
+            }
+            Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => {
+                return Exit::WithoutShutdown;
+            }
+            Message::Notification(_) | Message::Response(_) => {}
+        }
+    };
+    let mut server = server::Server::new(out.clone(), options, &init);
+    server.run(input)
+}

@@ -1,0 +1,483 @@
+//! The main loop: one thread owns the open buffers and answers every
+//! request from them; checks run on worker threads. A change schedules its
+//! buffer's check after the debounce delay (and the checks of the open
+//! configs whose last result read that file); a buffer whose check is
+//! still running is checked again when it ends and the stale result is
+//! dropped (latest wins), so a slow config never holds up another.
+//! Requests never wait for a check: hover, definition and completion read
+//! the buffer and the upstream module; definition into the generated file
+//! and code actions use the last published result.
+
+use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, select};
+use lsp_server::{ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::Notification as _;
+use lsp_types::{
+    CodeActionOrCommand, CodeActionParams, CompletionItem, CompletionItemKind, CompletionParams, CompletionResponse,
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
+    GotoDefinitionParams, GotoDefinitionResponse, Hover, HoverContents, HoverParams, InitializeParams, Location,
+    LogMessageParams, MarkupContent, MarkupKind, MessageType, Position, PublishDiagnosticsParams, Range, TextEdit, Url,
+};
+use patchgen_config::Overlay;
+use patchgen_core::project::{Project, resolve};
+use patchgen_core::upstream::SearchPath;
+
+use crate::actions;
+use crate::check::{self, Checked};
+use crate::docs::{self, DocLinks};
+use crate::site::{Site, site_at};
+use crate::text::{apply_change, offset_of, position_of};
+use crate::transport::MALFORMED;
+use crate::upstream::{Upstreams, source_module_of};
+use crate::{Exit, ServerOptions};
+
+/// An open buffer.
+struct Doc {
+    text: String,
+    version: i32,
+    path: Option<PathBuf>,
+}
+
+/// What a worker sends back.
+enum Event {
+    Checked { uri: Url, version: i32, result: Option<Checked> },
+}
+
+/// The last result published for a buffer.
+struct Published {
+    checked: Checked,
+}
+
+pub struct Server {
+    out: Sender<Message>,
+    options: ServerOptions,
+    docs: HashMap<Url, Doc>,
+    published: HashMap<Url, Published>,
+    /// Checks due, by buffer.
+    due: HashMap<Url, Instant>,
+    running: HashSet<Url>,
+    /// Buffers changed while their check ran: checked again when it ends.
+    rerun: HashSet<Url>,
+    /// When the first change since the last publication arrived (the latency log).
+    changed_at: HashMap<Url, Instant>,
+    events: (Sender<Event>, Receiver<Event>),
+    upstreams: HashMap<PathBuf, Arc<Upstreams>>,
+    links: Arc<DocLinks>,
+    shutdown: bool,
+}
+
+impl Server {
+    pub fn new(out: Sender<Message>, options: ServerOptions, init: &InitializeParams) -> Server {
+        let docs_url = init
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("docsUrl"))
+            .and_then(|u| u.as_str())
+            .and_then(|u| Url::parse(u).ok());
+        let links = Arc::new(DocLinks::new(docs_url, options.scratch.join("docs")));
+        Server {
+            out,
+            options,
+            docs: HashMap::new(),
+            published: HashMap::new(),
+            due: HashMap::new(),
+            running: HashSet::new(),
+            rerun: HashSet::new(),
+            changed_at: HashMap::new(),
+            events: crossbeam_channel::unbounded(),
+            upstreams: HashMap::new(),
+            links,
+            shutdown: false,
+        }
+    }
+
+    /// Serve until `exit` (or the end of the input).
+    pub fn run(&mut self, input: &Receiver<Message>) -> Exit {
+        let events = self.events.1.clone();
+        loop {
+            let now = Instant::now();
+            let wait =
+                self.due.values().min().map(|d| d.saturating_duration_since(now)).unwrap_or(Duration::from_secs(3600));
+            select! {
+                recv(input) -> msg => match msg {
+                    Ok(msg) => {
+                        if let Some(exit) = self.message(msg) {
+                            return exit;
+                        }
+                    }
+                    Err(_) => return Exit::InputClosed,
+                },
+                recv(events) -> ev => {
+                    if let Ok(ev) = ev {
+                        self.event(ev);
+                    }
+                }
+                default(wait) => {}
+            }
+            self.start_due();
+        }
+    }
+
+    fn send(&self, msg: impl Into<Message>) {
+        let _ = self.out.send(msg.into());
+    }
+
+    fn log(&self, typ: MessageType, message: String) {
+        let params = LogMessageParams { typ, message };
+        self.send(Notification::new(lsp_types::notification::LogMessage::METHOD.to_string(), params));
+    }
+
+    fn message(&mut self, msg: Message) -> Option<Exit> {
+        match msg {
+            Message::Request(req) => {
+                let id = req.id.clone();
+                let method = req.method.clone();
+                let response = std::panic::catch_unwind(AssertUnwindSafe(|| self.request(req))).unwrap_or_else(|_| {
+                    Response::new_err(
+                        id,
+                        ErrorCode::InternalError as i32,
+                        format!("patchgen server: internal error in {method}"),
+                    )
+                });
+                self.send(response);
+                None
+            }
+            Message::Notification(n) => {
+                if n.method == lsp_types::notification::Exit::METHOD {
+                    return Some(if self.shutdown { Exit::Clean } else { Exit::WithoutShutdown });
+                }
+                let method = n.method.clone();
+                if std::panic::catch_unwind(AssertUnwindSafe(|| self.notification(n))).is_err() {
+                    self.log(MessageType::ERROR, format!("patchgen server: internal error handling {method}"));
+                }
+                None
+            }
+            Message::Response(_) => None,
+        }
+    }
+
+    fn request(&mut self, req: Request) -> Response {
+        use lsp_types::request::*;
+        let id = req.id.clone();
+        if self.shutdown {
+            return Response::new_err(id, ErrorCode::InvalidRequest as i32, "the server is shutting down".into());
+        }
+        match req.method.as_str() {
+            Shutdown::METHOD => {
+                self.shutdown = true;
+                Response::new_ok(id, ())
+            }
+            HoverRequest::METHOD => respond(id, req.params, |p: HoverParams| self.hover(p)),
+            GotoDefinition::METHOD => respond(id, req.params, |p: GotoDefinitionParams| self.definition(p)),
+            Completion::METHOD => respond(id, req.params, |p: CompletionParams| self.completion(p)),
+            CodeActionRequest::METHOD => respond(id, req.params, |p: CodeActionParams| self.code_actions(p)),
+            Initialize::METHOD => {
+                Response::new_err(id, ErrorCode::InvalidRequest as i32, "the server is already initialized".into())
+            }
+            other => Response::new_err(id, ErrorCode::MethodNotFound as i32, format!("unknown method `{other}`")),
+        }
+    }
+
+    fn notification(&mut self, n: Notification) {
+        use lsp_types::notification::*;
+        match n.method.as_str() {
+            DidOpenTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
+                    let uri = p.text_document.uri;
+                    let path = uri.to_file_path().ok();
+                    self.docs.insert(
+                        uri.clone(),
+                        Doc { text: p.text_document.text, version: p.text_document.version, path },
+                    );
+                    self.changed(&uri, Duration::ZERO);
+                }
+            }
+            DidChangeTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
+                    let uri = p.text_document.uri;
+                    let Some(doc) = self.docs.get_mut(&uri) else { return };
+                    for change in p.content_changes {
+                        apply_change(&mut doc.text, change.range, &change.text);
+                    }
+                    doc.version = p.text_document.version;
+                    self.changed_at.entry(uri.clone()).or_insert_with(Instant::now);
+                    self.changed(&uri, self.options.debounce);
+                }
+            }
+            DidSaveTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidSaveTextDocumentParams>(n.params) {
+                    self.changed(&p.text_document.uri, Duration::ZERO);
+                }
+            }
+            DidCloseTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
+                    let uri = p.text_document.uri;
+                    self.docs.remove(&uri);
+                    self.due.remove(&uri);
+                    self.published.remove(&uri);
+                    self.publish(uri.clone(), Vec::new(), None);
+                    // What imported it reads the file on disk again.
+                    self.dependents_changed(&uri, Duration::ZERO);
+                }
+            }
+            MALFORMED => {
+                let reason = n.params.get("reason").and_then(|r| r.as_str()).unwrap_or("malformed").to_string();
+                self.log(MessageType::WARNING, format!("patchgen server: skipped a message: {reason}"));
+            }
+            _ => {}
+        }
+    }
+
+    /// `uri` changed: check it after `delay`, and the configs that read it.
+    fn changed(&mut self, uri: &Url, delay: Duration) {
+        if self.docs.get(uri).and_then(|d| d.path.as_deref()).is_some_and(check::is_config) {
+            self.due.insert(uri.clone(), Instant::now() + delay);
+        }
+        self.dependents_changed(uri, delay);
+    }
+
+    fn dependents_changed(&mut self, uri: &Url, delay: Duration) {
+        let Ok(path) = uri.to_file_path() else { return };
+        let path = resolve(&path);
+        let dependents: Vec<Url> = self
+            .published
+            .iter()
+            .filter(|(u, p)| *u != uri && self.docs.contains_key(u) && p.checked.files.contains(&path))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in dependents {
+            self.due.insert(u, Instant::now() + delay);
+        }
+    }
+
+    /// Start the checks that are due (one at a time per buffer).
+    fn start_due(&mut self) {
+        let now = Instant::now();
+        let ready: Vec<Url> = self.due.iter().filter(|(_, t)| **t <= now).map(|(u, _)| u.clone()).collect();
+        for uri in ready {
+            self.due.remove(&uri);
+            if self.running.contains(&uri) {
+                self.rerun.insert(uri);
+                continue;
+            }
+            self.spawn_check(uri);
+        }
+    }
+
+    fn spawn_check(&mut self, uri: Url) {
+        let Some(doc) = self.docs.get(&uri) else { return };
+        let Some(path) = doc.path.clone() else { return };
+        let version = doc.version;
+        let mut overlay = Overlay::default();
+        for d in self.docs.values() {
+            if let Some(p) = &d.path {
+                overlay.insert(p.clone(), d.text.as_str());
+            }
+        }
+        let links = self.links.clone();
+        let with_ruff = self.options.with_ruff;
+        let tx = self.events.0.clone();
+        self.running.insert(uri.clone());
+        let spawned = std::thread::Builder::new().name("patchgen-check".into()).spawn(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
+                .unwrap_or_else(|_| Some(check::internal_error()));
+            let _ = tx.send(Event::Checked { uri, version, result });
+        });
+        if spawned.is_err() {
+            self.log(MessageType::ERROR, "patchgen server: cannot start a check thread".into());
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        let Event::Checked { uri, version, result } = ev;
+        self.running.remove(&uri);
+        let current = self.docs.get(&uri).map(|d| d.version);
+        if self.rerun.remove(&uri) || current != Some(version) {
+            // Stale: the buffer changed meanwhile; its newer check decides.
+            if current.is_some() {
+                self.due.entry(uri).or_insert_with(Instant::now);
+            }
+            return;
+        }
+        let Some(checked) = result else {
+            self.publish(uri.clone(), Vec::new(), Some(version));
+            self.published.remove(&uri);
+            return;
+        };
+        if let Some(at) = self.changed_at.remove(&uri) {
+            self.log(
+                MessageType::LOG,
+                format!(
+                    "patchgen: diagnostics for {} published {} ms after the change (check {} ms)",
+                    uri.path(),
+                    at.elapsed().as_millis(),
+                    checked.took.as_millis()
+                ),
+            );
+        }
+        self.publish(uri.clone(), checked.diagnostics.clone(), Some(version));
+        self.published.insert(uri, Published { checked });
+    }
+
+    fn publish(&self, uri: Url, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+        let params = PublishDiagnosticsParams { uri, diagnostics, version };
+        self.send(Notification::new(lsp_types::notification::PublishDiagnostics::METHOD.to_string(), params));
+    }
+
+    /// The upstream modules of the project `path` is in.
+    fn upstreams_for(&mut self, path: &Path) -> Option<Arc<Upstreams>> {
+        let project = Project::find(path.parent()?).ok()?;
+        if let Some(u) = self.upstreams.get(&project.root) {
+            return Some(u.clone());
+        }
+        let search = SearchPath::from_env(&project.root, &project.root, &project.package_root());
+        let u = Arc::new(Upstreams::new(search, self.options.scratch.join("upstream")));
+        self.upstreams.insert(project.root.clone(), u.clone());
+        Some(u)
+    }
+
+    /// The buffer at `uri`, the site at `pos`, and the module a target string refers to.
+    fn site(&self, uri: &Url, pos: Position) -> Option<(&Doc, Site, usize)> {
+        let doc = self.docs.get(uri)?;
+        let offset = offset_of(&doc.text, pos);
+        let site = site_at(&doc.text, offset)?;
+        Some((doc, site, offset))
+    }
+
+    fn hover(&mut self, p: HoverParams) -> Option<Hover> {
+        let uri = p.text_document_position_params.text_document.uri;
+        let (doc, site, _) = self.site(&uri, p.text_document_position_params.position)?;
+        let (path, text) = (doc.path.clone()?, doc.text.clone());
+        let value = match site {
+            Site::NoqaCode { code } => {
+                let mut s = docs::summary(&code)?;
+                if let Some(url) = self.links.url(&code) {
+                    s.push_str(&format!("\n\n[documentation]({url})"));
+                }
+                s
+            }
+            Site::Target { text: target, .. } => {
+                let module = self.upstreams_for(&path)?.module(&source_module_of(&text)?)?;
+                module.find(&target)?.hover()
+            }
+            Site::ImportName { module, name } => self.upstreams_for(&path)?.module(&module)?.find(&name)?.hover(),
+            Site::ImportModule { module } => {
+                let m = self.upstreams_for(&path)?.module(&module)?;
+                format!("module `{module}`\n\n`{}`\n", m.origin.display())
+            }
+            Site::Definition { .. } => return None,
+        };
+        Some(Hover {
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
+            range: None,
+        })
+    }
+
+    fn definition(&mut self, p: GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
+        let uri = p.text_document_position_params.text_document.uri;
+        let (doc, site, _) = self.site(&uri, p.text_document_position_params.position)?;
+        let (path, text) = (doc.path.clone()?, doc.text.clone());
+        let at_name = |found: crate::upstream::Found| -> Option<Location> {
+            let file = found.file.on_disk.as_ref()?;
+            let (line, column) = found.name_position();
+            let text = std::fs::read_to_string(file).ok()?;
+            let loc = patchgen_diagnostics::Location::point(file.clone(), line, column);
+            let start = crate::text::range_of(&text, &loc).start;
+            Some(Location { uri: Url::from_file_path(file).ok()?, range: Range::new(start, start) })
+        };
+        let location = match site {
+            Site::Target { text: target, .. } => {
+                let module = self.upstreams_for(&path)?.module(&source_module_of(&text)?)?;
+                at_name(module.find(&target)?)?
+            }
+            Site::ImportName { module, name } => at_name(self.upstreams_for(&path)?.module(&module)?.find(&name)?)?,
+            Site::ImportModule { module } => {
+                let m = self.upstreams_for(&path)?.module(&module)?;
+                Location { uri: Url::from_file_path(m.on_disk.as_ref()?).ok()?, range: Range::default() }
+            }
+            Site::Definition { line } => {
+                let published = self.published.get(&uri)?;
+                let def = published
+                    .checked
+                    .generated
+                    .iter()
+                    .find(|g| g.config.line == line && resolve(&g.config.path) == resolve(&path))?;
+                let target = &def.generated;
+                let start = Position::new(target.line.saturating_sub(1) as u32, 0);
+                Location { uri: Url::from_file_path(&target.path).ok()?, range: Range::new(start, start) }
+            }
+            Site::NoqaCode { code } => Location { uri: self.links.url(&code)?, range: Range::default() },
+        };
+        Some(GotoDefinitionResponse::Scalar(location))
+    }
+
+    fn completion(&mut self, p: CompletionParams) -> Option<CompletionResponse> {
+        let uri = p.text_document_position.text_document.uri;
+        let (doc, site, offset) = self.site(&uri, p.text_document_position.position)?;
+        let (path, text) = (doc.path.clone()?, doc.text.clone());
+        let (module, prefix, start) = match site {
+            Site::Target { prefix, range, .. } => (source_module_of(&text)?, prefix, range.0),
+            Site::ImportName { module, name } => {
+                let start = offset.saturating_sub(name.len().min(offset));
+                let prefix = text.get(start..offset).unwrap_or_default().to_string();
+                (module, prefix, start)
+            }
+            _ => return None,
+        };
+        let module = self.upstreams_for(&path)?.module(&module)?;
+        let edit_range = Range::new(position_of(&text, start), position_of(&text, offset));
+        let items = module
+            .completions(&prefix)
+            .into_iter()
+            .map(|(label, detail, is_class)| CompletionItem {
+                kind: Some(if is_class {
+                    CompletionItemKind::CLASS
+                } else if label.contains('.') {
+                    CompletionItemKind::METHOD
+                } else {
+                    CompletionItemKind::FUNCTION
+                }),
+                detail: Some(detail),
+                text_edit: Some(lsp_types::CompletionTextEdit::Edit(TextEdit {
+                    range: edit_range,
+                    new_text: label.clone(),
+                })),
+                filter_text: Some(label.clone()),
+                label,
+                ..CompletionItem::default()
+            })
+            .collect();
+        Some(CompletionResponse::Array(items))
+    }
+
+    fn code_actions(&mut self, p: CodeActionParams) -> Option<Vec<CodeActionOrCommand>> {
+        let uri = p.text_document.uri;
+        let doc = self.docs.get(&uri)?;
+        let published = self.published.get(&uri)?;
+        let diagnostics: Vec<&lsp_types::Diagnostic> = published
+            .checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.range.start <= p.range.end && p.range.start <= d.range.end)
+            .collect();
+        Some(actions::for_diagnostics(&uri, &doc.text, &diagnostics))
+    }
+}
+
+/// A request's response: its params decoded (else `InvalidParams`), the
+/// handler's answer (`null` when it has none).
+fn respond<P: serde::de::DeserializeOwned, R: serde::Serialize>(
+    id: RequestId,
+    params: serde_json::Value,
+    handler: impl FnOnce(P) -> Option<R>,
+) -> Response {
+    match serde_json::from_value::<P>(params) {
+        Ok(p) => Response::new_ok(id, handler(p)),
+        Err(e) => Response::new_err(id, ErrorCode::InvalidParams as i32, format!("invalid params: {e}")),
+    }
+}

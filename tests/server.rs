@@ -1,0 +1,394 @@
+//! `patchgen server` end to end: the real binary over stdio, driven by an
+//! LSP client (`lsp-server`'s message framing + `lsp-types`) on a
+//! VeOmni-shaped Qwen3 config against the transformers 5.9.0 wheel (on
+//! `PYTHONPATH`, no Python anywhere on `PATH`). Expected places come from
+//! the wheel's text and the buffer's text, read here independently.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{TestEnv, read_upstream, wheel, write_files};
+use lsp_server::{Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::Notification as _;
+use lsp_types::request::Request as _;
+use lsp_types::{
+    CodeActionOrCommand, CompletionResponse, GotoDefinitionResponse, HoverContents, Position, PublishDiagnosticsParams,
+    Range, TextEdit, Url,
+};
+use serde_json::{Value, json};
+
+const PYPROJECT: &str = "[tool.patchgen]\nsearch_root = \"pkg\"\npackage_prefix = \"pkg\"\n\n[tool.ruff]\nline-length = 119\n\n[tool.ruff.lint]\nselect = [\"E\", \"F\", \"I\", \"W\"]\nignore = [\"E501\", \"F821\", \"E402\", \"F401\"]\n";
+
+/// A VeOmni-shaped config: a fused-loss `Qwen3ForCausalLM.forward` that
+/// feeds the loss before slicing with `logits_to_keep` (PG301), non-ASCII
+/// text before the finding and before a target (UTF-16 columns).
+const CONFIG: &str = r#""""Qwen3 GPU patches (VeOmni-shaped)."""
+
+import torch
+
+from patchgen import PatchConfig
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+
+config = PatchConfig(
+    source_module="transformers.models.qwen3.modeling_qwen3",
+    target_file="patched_modeling_qwen3_gpu.py",
+    description="Qwen3 GPU patches",
+)
+
+config.add_post_import_block(
+    """
+    from veomni.ops.dispatch import OpSlot
+    veomni_causal_lm_loss = OpSlot("cross_entropy_loss", "causal")
+    """
+)
+
+
+# Patch: Qwen3ForCausalLM.forward — fused loss (données 𝔘)
+@config.override_method(description="fused loss 𝔘", target_method="Qwen3ForCausalLM.forward")  # noqa: PG203
+def qwen3_forward_patched(
+    self,
+    input_ids: torch.LongTensor | None = None,
+    labels: torch.LongTensor | None = None,
+    logits_to_keep: int | torch.Tensor = 0,
+    **kwargs,
+):
+    out = self.model(input_ids=input_ids, **kwargs)
+    h = out.last_hidden_state
+    keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    loss = None
+    logits = None
+    if labels is not None:
+        loss, logits = veomni_causal_lm_loss(hidden_states=h, weights=self.lm_head.weight, labels=labels)  # é𝔘
+    else:
+        logits = self.lm_head(h[:, keep, :])
+    return CausalLMOutputWithPast(
+        loss=loss,
+        logits=logits,
+        past_key_values=out.past_key_values,
+        hidden_states=out.hidden_states,
+        attentions=out.attentions,
+    )
+"#;
+
+/// An LSP client over the server's pipes.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: mpsc::Receiver<Message>,
+    /// Notifications received while waiting for something else.
+    queue: VecDeque<Notification>,
+    next_id: i32,
+}
+
+impl Client {
+    fn start(dir: &Path, pythonpath: &Path) -> Client {
+        let env = TestEnv::get();
+        let mut child = Command::new(&env.bin)
+            .args(["server", "--debounce-ms", "20"])
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", &env.ruff_dir)
+            .env("PYTHONPATH", pythonpath)
+            .env("HOME", dir)
+            .env("TMPDIR", dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start patchgen server");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, incoming) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Ok(Some(msg)) = Message::read(&mut reader) {
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Client { child, stdin, incoming, queue: VecDeque::new(), next_id: 0 }
+    }
+
+    fn send(&mut self, msg: Message) {
+        msg.write(&mut self.stdin).expect("write to the server");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(Message::Notification(Notification::new(method.to_string(), params)));
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Response {
+        self.next_id += 1;
+        let id = RequestId::from(self.next_id);
+        self.send(Message::Request(Request::new(id.clone(), method.to_string(), params)));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.next(deadline) {
+                Message::Response(r) if r.id == id => return r,
+                Message::Notification(n) => self.queue.push_back(n),
+                _ => {}
+            }
+        }
+    }
+
+    fn result<T: serde::de::DeserializeOwned>(&mut self, method: &str, params: Value) -> T {
+        let r = self.request(method, params);
+        assert!(r.error.is_none(), "{method}: {:?}", r.error);
+        serde_json::from_value(r.result.unwrap_or(Value::Null)).expect("a result of the method's type")
+    }
+
+    fn next(&mut self, deadline: Instant) -> Message {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.incoming.recv_timeout(left).expect("the server answers in time")
+    }
+
+    /// The next diagnostics published for `uri` that satisfy `wanted`.
+    fn diagnostics(
+        &mut self,
+        uri: &Url,
+        wanted: impl Fn(&[lsp_types::Diagnostic]) -> bool,
+    ) -> Vec<lsp_types::Diagnostic> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let n = match self.queue.pop_front() {
+                Some(n) => n,
+                None => match self.next(deadline) {
+                    Message::Notification(n) => n,
+                    _ => continue,
+                },
+            };
+            if n.method == lsp_types::notification::LogMessage::METHOD {
+                eprintln!("server log: {}", n.params["message"].as_str().unwrap_or_default());
+            }
+            if n.method != lsp_types::notification::PublishDiagnostics::METHOD {
+                continue;
+            }
+            let p: PublishDiagnosticsParams = serde_json::from_value(n.params).unwrap();
+            if &p.uri == uri && wanted(&p.diagnostics) {
+                return p.diagnostics;
+            }
+        }
+    }
+
+    fn change(&mut self, uri: &Url, version: i32, text: &str) {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+        );
+    }
+}
+
+/// The 0-based LSP position (UTF-16 columns) of byte `offset` in `text`.
+fn pos(text: &str, offset: usize) -> Position {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() as u32;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    Position::new(line, before[start..].encode_utf16().count() as u32)
+}
+
+/// The byte offset of an LSP position in `text`.
+fn offset(text: &str, p: Position) -> usize {
+    let start: usize = text.split_inclusive('\n').take(p.line as usize).map(str::len).sum();
+    let line = text[start..].split('\n').next().unwrap();
+    let mut units = 0;
+    for (i, c) in line.char_indices() {
+        if units == p.character as usize {
+            return start + i;
+        }
+        units += c.len_utf16();
+    }
+    start + line.len()
+}
+
+/// `text` with non-overlapping LSP edits applied.
+fn apply(text: &str, edits: &[TextEdit]) -> String {
+    let mut spans: Vec<(usize, usize, &str)> =
+        edits.iter().map(|e| (offset(text, e.range.start), offset(text, e.range.end), e.new_text.as_str())).collect();
+    spans.sort();
+    let mut out = String::new();
+    let mut at = 0;
+    for (s, e, t) in spans {
+        out.push_str(&text[at..s]);
+        out.push_str(t);
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+fn pg301(ds: &[lsp_types::Diagnostic]) -> Option<&lsp_types::Diagnostic> {
+    ds.iter().find(|d| d.code == Some(lsp_types::NumberOrString::String("PG301".into())))
+}
+
+#[test]
+fn the_server_over_stdio() {
+    let Some(wheel) = wheel("5.9.0") else { return };
+    let upstream = read_upstream(&wheel, "transformers/models/qwen3/modeling_qwen3.py");
+    let up_lines: Vec<&str> = upstream.lines().collect();
+    let class_at = up_lines.iter().position(|l| l.starts_with("class Qwen3ForCausalLM(")).unwrap();
+    let forward_def = class_at + up_lines[class_at..].iter().position(|l| l.starts_with("    def forward(")).unwrap();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let config_rel = "pkg/models/qwen3/qwen3_gpu_patch_gen_config.py";
+    write_files(
+        &dir,
+        &[
+            ("pyproject.toml", PYPROJECT),
+            ("pkg/__init__.py", ""),
+            ("pkg/models/__init__.py", ""),
+            ("pkg/models/qwen3/__init__.py", ""),
+            (config_rel, CONFIG),
+        ],
+    );
+    let uri = Url::from_file_path(dir.join(config_rel)).unwrap();
+    let mut client = Client::start(&dir, &wheel);
+
+    // Requests before `initialize` are refused; garbage is skipped.
+    let early = client.request("textDocument/hover", json!({}));
+    assert_eq!(early.error.unwrap().code, lsp_server::ErrorCode::ServerNotInitialized as i32);
+    let init: lsp_types::InitializeResult = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
+    );
+    assert!(init.capabilities.hover_provider.is_some() && init.capabilities.completion_provider.is_some());
+    client.notify("initialized", json!({}));
+    client.stdin.write_all(b"Content-Length: 9\r\n\r\n{garbage}").unwrap();
+
+    // Open: PG301 at the line of the loss call, from its first character
+    // to the line's end in UTF-16 units (`é𝔘` are 3 of them).
+    let started = Instant::now();
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": CONFIG}}),
+    );
+    let ds = client.diagnostics(&uri, |ds| pg301(ds).is_some());
+    eprintln!("latency: PG301 published {} ms after didOpen", started.elapsed().as_millis());
+    let d = pg301(&ds).unwrap();
+    let loss_line = CONFIG.lines().position(|l| l.contains("= veomni_causal_lm_loss(")).unwrap();
+    let line_text = CONFIG.lines().nth(loss_line).unwrap();
+    let indent = line_text.len() - line_text.trim_start().len();
+    assert_eq!(
+        d.range,
+        Range::new(
+            Position::new(loss_line as u32, indent as u32),
+            Position::new(loss_line as u32, line_text.encode_utf16().count() as u32)
+        )
+    );
+    assert_eq!(d.severity, Some(lsp_types::DiagnosticSeverity::ERROR));
+    let href = d.code_description.as_ref().expect("a link to the rule's docs").href.clone();
+    assert!(href.as_str().ends_with("/PG301.md"), "{href}");
+    let doc = std::fs::read_to_string(href.to_file_path().unwrap()).unwrap();
+    assert!(doc.starts_with("# PG301 logits-to-keep-order"), "{doc}");
+
+    // Hover on the target (after non-ASCII on its line): the upstream signature and place.
+    let target_at = CONFIG.find("Qwen3ForCausalLM.forward\")").unwrap() + 5;
+    let hover: lsp_types::Hover =
+        client.result("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}));
+    let HoverContents::Markup(md) = hover.contents else { panic!("markdown hover") };
+    assert!(md.value.contains("def forward(") && md.value.contains("logits_to_keep"), "{}", md.value);
+    assert!(md.value.contains(&format!("modeling_qwen3.py:{}`", forward_def + 1)), "{}", md.value);
+
+    // Definition: the upstream `def forward` line, in a file holding the wheel's text.
+    let def: GotoDefinitionResponse = client
+        .result("textDocument/definition", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, target_at)}));
+    let GotoDefinitionResponse::Scalar(loc) = def else { panic!("one location") };
+    assert_eq!(loc.range.start.line as usize, forward_def);
+    assert_eq!(std::fs::read_to_string(loc.uri.to_file_path().unwrap()).unwrap(), upstream);
+
+    // Hover on a code in `# noqa`.
+    let noqa_at = CONFIG.find("PG203").unwrap() + 2;
+    let hover: lsp_types::Hover =
+        client.result("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": pos(CONFIG, noqa_at)}));
+    let HoverContents::Markup(md) = hover.contents else { panic!("markdown hover") };
+    assert!(md.value.starts_with("**PG203** `dropped-parameters`"), "{}", md.value);
+
+    // A syntax error while typing a new target: located, and completion still works.
+    let typing = format!("{CONFIG}\n\n@config.replace_class(\"Qwen3M");
+    let changed = Instant::now();
+    client.change(&uri, 2, &typing);
+    let ds = client.diagnostics(&uri, |ds| ds.iter().any(|d| d.message.contains("syntax error")));
+    eprintln!("latency: syntax error published {} ms after didChange", changed.elapsed().as_millis());
+    let syntax = ds.iter().find(|d| d.message.contains("syntax error")).unwrap();
+    assert_eq!(syntax.range.start.line as usize, typing.lines().count() - 1);
+    let items: CompletionResponse = client.result(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": uri}, "position": pos(&typing, typing.len())}),
+    );
+    let CompletionResponse::Array(items) = items else { panic!("a list") };
+    let mlp = items.iter().find(|i| i.label == "Qwen3MLP").expect("Qwen3MLP offered");
+    assert_eq!(mlp.detail.as_deref(), Some("class Qwen3MLP(nn.Module)"));
+    // Back to the config: PG301 again; its code action fixes it.
+    client.change(&uri, 3, CONFIG);
+    let ds = client.diagnostics(&uri, |ds| pg301(ds).is_some());
+    let d = pg301(&ds).unwrap().clone();
+    let actions: Vec<CodeActionOrCommand> = client.result(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": d.range, "context": {"diagnostics": [d]}}),
+    );
+    let titles: Vec<String> = actions
+        .iter()
+        .map(|a| match a {
+            CodeActionOrCommand::CodeAction(a) => a.title.clone(),
+            CodeActionOrCommand::Command(c) => c.title.clone(),
+        })
+        .collect();
+    assert!(titles.iter().any(|t| t.contains("# noqa: PG301")), "{titles:?}");
+    let fix = actions
+        .into_iter()
+        .find_map(|a| match a {
+            CodeActionOrCommand::CodeAction(a) if a.is_preferred == Some(true) => Some(a),
+            _ => None,
+        })
+        .expect("PG301's fix");
+    let edits = &fix.edit.unwrap().changes.unwrap()[&uri];
+    let fixed = apply(CONFIG, edits);
+    // The rule's documented fix: slice right after `keep = ...`, then use `h`.
+    let keep_line = CONFIG.lines().find(|l| l.trim_start().starts_with("keep = ")).unwrap();
+    assert!(fixed.contains(&format!("{keep_line}\n    h = h[:, keep, :]\n")), "{fixed}");
+    assert!(fixed.contains("logits = self.lm_head(h)\n"), "{fixed}");
+    let changed = Instant::now();
+    client.change(&uri, 4, &fixed);
+    let ds = client.diagnostics(&uri, |ds| pg301(ds).is_none());
+    eprintln!("latency: fixed diagnostics published {} ms after didChange", changed.elapsed().as_millis());
+    assert!(ds.iter().all(|d| d.severity != Some(lsp_types::DiagnosticSeverity::ERROR)), "{ds:?}");
+
+    // Unknown methods and bad params are errors, not crashes.
+    let r = client.request("patchgen/nothing", json!({}));
+    assert_eq!(r.error.unwrap().code, lsp_server::ErrorCode::MethodNotFound as i32);
+    let r = client.request("textDocument/hover", json!({"nonsense": true}));
+    assert_eq!(r.error.unwrap().code, lsp_server::ErrorCode::InvalidParams as i32);
+    // A file outside the project: nothing to say, no error.
+    let outside = Url::from_file_path(dir.join("elsewhere.py")).unwrap();
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": outside, "languageId": "python", "version": 1, "text": "x = (\n"}}),
+    );
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": outside}, "position": {"line": 0, "character": 1}}),
+    );
+    assert!(hover.error.is_none() && hover.result.unwrap_or(Value::Null).is_null());
+
+    // Shutdown, exit: code 0.
+    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
+    assert!(r.error.is_none());
+    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = client.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the server exits after `exit`");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
