@@ -145,6 +145,14 @@ for r in $(seq 1 "$runs"); do
   t_in+=("$e"); c_in+=("$(echo "$u + $s" | bc)")
 done
 min=$(median "${t_in[@]}"); cin=$(median "${c_in[@]}")
+# The floor of inspect (issue 23): reading every shard's bytes once (`cat`),
+# in the same run.
+declare -a t_cat
+for r in $(seq 1 "$runs"); do
+  a=$(now); cat "$work/many"/*.safetensors >/dev/null; b=$(now)
+  t_cat+=("$(echo "$b - $a" | bc)")
+done
+mcat=$(median "${t_cat[@]}")
 shards=$(ls "$work/many" | grep -c safetensors$)
 tensors=$(grep -c '"model\.' "$work/many/model.safetensors.index.json" || true)
 
@@ -158,4 +166,11 @@ cat <<MD
 | \`moe convert --jobs $jobs\` | ${mcvj} s | $(rate "$mcvj") MB/s |
 | peak RSS of \`moe convert\` | $((rss / 1024)) MB | |
 | \`moe inspect\`, $shards shards, $tensors tensors | ${min} s wall, ${cin} s CPU (user+sys) | |
+
+
+| figure (issue 23) | value | goal | floor | ratio to floor | goal met |
+| --- | --- | --- | --- | --- | --- |
+| \`moe convert\` throughput | $(rate "$mcv") MB/s | ≥ 100 % of cp+sync | \`cp -r && sync\` $(rate "$mcps") MB/s | $(echo "scale=2; $mcps / $mcv" | bc) | $(echo "$mcps >= $mcv" | bc | sed 's/1/yes/;s/0/no/') |
+| peak RSS of \`moe convert\` | $((rss / 1024)) MB | ≤ 64 MB | | | $([ $((rss / 1024)) -le 64 ] && echo yes || echo no) |
+| \`moe inspect\`, $shards shards | ${min} s | ≤ 0.100 s | \`cat\` of the shards ${mcat} s | $(echo "scale=2; $min / $mcat" | bc) | $(echo "$min <= 0.100" | bc | sed 's/1/yes/;s/0/no/') |
 MD

@@ -334,7 +334,7 @@ impl<'a> LintContext<'a> {
         // file: the match ran past its end) keeps its generated line.
         let on_disk = self.checked_in().and_then(|c| {
             let at = *c.to_disk.get(line.checked_sub(1)?)?;
-            (at < patchgen_python::pytext::splitlines(&c.text).len()).then_some(at)
+            (at < c.line_count()).then_some(at)
         });
         match on_disk {
             Some(at) => Location::line(path, at + 1),
@@ -349,9 +349,24 @@ impl<'a> LintContext<'a> {
             .get_or_init(|| {
                 let text = self.shared.read_noted("checked-in generated file", self.py_path())?;
                 let text = patchgen_python::pytext::universal_newlines(&text).into_owned();
-                let (map, to_disk) =
-                    patchgen_core::provenance::map::SourceMap::without_steps(&self.generated.text, &self.trace, &text);
-                Some(CheckedIn { text, map, to_disk })
+                // Split once: the map, `generated_location` and PG105 all
+                // want the file's lines.
+                let lines = patchgen_python::pytext::splitlines(&text);
+                let (map, to_disk) = patchgen_core::provenance::map::SourceMap::without_steps_lines(
+                    &self.generated.text,
+                    &self.trace,
+                    &lines,
+                );
+                let base = text.as_ptr() as usize;
+                let line_ranges = lines
+                    .iter()
+                    .map(|l| {
+                        let start = l.as_ptr() as usize - base;
+                        (start, start + l.len())
+                    })
+                    .collect();
+                drop(lines);
+                Some(CheckedIn { text, map, to_disk, line_ranges })
             })
             .as_ref()
     }
@@ -463,6 +478,20 @@ pub struct CheckedIn {
     pub text: String,
     pub map: patchgen_core::provenance::map::SourceMap,
     pub to_disk: Vec<usize>,
+    /// `str.splitlines()` of `text`, as byte ranges (split once).
+    line_ranges: Vec<(usize, usize)>,
+}
+
+impl CheckedIn {
+    /// The number of lines of the file (`str.splitlines()`).
+    pub fn line_count(&self) -> usize {
+        self.line_ranges.len()
+    }
+
+    /// The file's lines (`str.splitlines()`), without splitting it again.
+    pub fn lines(&self) -> Vec<&str> {
+        self.line_ranges.iter().map(|&(a, b)| &self.text[a..b]).collect()
+    }
 }
 
 /// The last `def name` of a statement list.

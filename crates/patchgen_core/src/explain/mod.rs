@@ -132,7 +132,17 @@ fn new_line_causes(r: &Resolver, m: &MapLine) -> Vec<Origin> {
 fn same_cause(a: &Origin, b: &Origin) -> bool {
     match a.kind {
         Kind::RuffFix | Kind::RuffFormat => a.kind == b.kind && a.rule == b.rule,
-        _ => a.kind == b.kind && a.path == b.path && a.target == b.target && a.patch_type == b.patch_type,
+        _ => a.kind == b.kind && a.target == b.target && a.patch_type == b.patch_type && same_path(&a.path, &b.path),
+    }
+}
+
+/// `a == b` for paths, byte-equal ones decided without comparing them
+/// component by component (the usual case: both name the same config).
+fn same_path(a: &Option<PathBuf>, b: &Option<PathBuf>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.as_os_str() == b.as_os_str() || a == b,
+        (None, None) => true,
+        _ => false,
     }
 }
 
@@ -160,6 +170,23 @@ fn settle(o: &mut Origin) {
     {
         o.line = Some(a);
     }
+}
+
+/// `text.lines()` (split at `\n`, a `\r` before it dropped, no empty
+/// last line), found with memchr: a `.diff` has thousands of short lines.
+fn str_lines(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len() / 32 + 1);
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', b) {
+        let end = if i > start && b[i - 1] == b'\r' { i - 1 } else { i };
+        out.push(&text[start..end]);
+        start = i + 1;
+    }
+    if start < b.len() {
+        out.push(&text[start..]);
+    }
+    out
 }
 
 /// One hunk's shape: its `@@` numbers, the old (upstream) and new
@@ -203,7 +230,7 @@ pub fn shapes(a: &[&str], b: &[&str]) -> Vec<Shape> {
 /// The hunks of a `.diff` as patchgen writes it (`None` when it is not
 /// one, or does not fit texts of `old_len` and `new_len` lines).
 pub fn parse_diff(diff: &str, old_len: usize, new_len: usize) -> Option<Vec<Shape>> {
-    let lines: Vec<&str> = diff.lines().collect();
+    let lines = str_lines(diff);
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() && !lines[i].starts_with("@@ ") {
@@ -280,8 +307,18 @@ pub fn explain_shapes(
     r: &Resolver,
     py_path: &Path,
 ) -> Vec<Hunk> {
+    explain_shapes_lines(shapes, upstream, &pytext::splitlines(generated), r, py_path)
+}
+
+/// [`explain_shapes`] given the generated text's lines (`str.splitlines()`).
+pub fn explain_shapes_lines(
+    shapes: &[Shape],
+    upstream: &ParsedFile,
+    b: &[&str],
+    r: &Resolver,
+    py_path: &Path,
+) -> Vec<Hunk> {
     let a = upstream.splitlines();
-    let b = pytext::splitlines(generated);
     let first = first_statement(upstream);
     let mut out = Vec::new();
     for shape in shapes {
@@ -327,6 +364,15 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// `str_lines` is `str::lines`.
+        #[test]
+        fn str_lines_is_lines(
+            parts in prop::collection::vec(prop::sample::select(vec!["a", "\n", "\r", "\r\n", "é", " "]), 0..30),
+        ) {
+            let text = parts.concat();
+            prop_assert_eq!(str_lines(&text), text.lines().collect::<Vec<_>>());
+        }
+
         /// A `.diff` as patchgen writes it parses back into the hunks it was made of.
         #[test]
         fn a_written_diff_parses_into_its_hunks(

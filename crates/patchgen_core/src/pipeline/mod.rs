@@ -215,6 +215,28 @@ pub fn strip_trailing_ws(text: &str) -> String {
     if text.is_empty() {
         return String::new();
     }
+    if !pytext::only_newline_breaks(text) {
+        return strip_trailing_ws_by_lines(text);
+    }
+    // `\n` the only line break (what `diff_against` and the checked-in
+    // `.diff`s hold): `str.splitlines()` is a split at `\n` without an
+    // empty last piece, so each line is right-stripped and ended in place.
+    let mut out = String::with_capacity(text.len() + 1);
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        out.push_str(pytext::rstrip(&text[start..i]));
+        out.push('\n');
+        start = i + 1;
+    }
+    if start < text.len() {
+        out.push_str(pytext::rstrip(&text[start..]));
+        out.push('\n');
+    }
+    out
+}
+
+/// [`strip_trailing_ws`] line by line, as the reference does it.
+fn strip_trailing_ws_by_lines(text: &str) -> String {
     let mut out = pytext::splitlines(text).iter().map(|l| pytext::rstrip(l)).collect::<Vec<_>>().join("\n");
     out.push('\n');
     out
@@ -502,5 +524,37 @@ impl Raw {
             raw: self.text,
             trace: self.trace,
         }
+    }
+}
+
+#[cfg(test)]
+mod strip_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The fast path answers exactly what stripping line by line does.
+        #[test]
+        fn strip_trailing_ws_fast_path_is_exact(
+            parts in prop::collection::vec(
+                prop::sample::select(vec![
+                    "x", "+ y", "-z", "@@ -1 +1 @@", " ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f",
+                    "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "é", "€", " \n", "x\t\n",
+                ]),
+                0..40,
+            ),
+        ) {
+            let text = parts.concat();
+            let slow = if text.is_empty() { String::new() } else { strip_trailing_ws_by_lines(&text) };
+            prop_assert_eq!(strip_trailing_ws(&text), slow);
+        }
+    }
+
+    #[test]
+    fn strip_trailing_ws_examples() {
+        assert_eq!(strip_trailing_ws("a \n\nb\t\n"), "a\n\nb\n");
+        assert_eq!(strip_trailing_ws("a\n\nb\n"), "a\n\nb\n");
+        assert_eq!(strip_trailing_ws("a\nb"), "a\nb\n");
+        assert_eq!(strip_trailing_ws(" \n+x \u{a0}\n-\t\n"), "\n+x\n-\n");
     }
 }

@@ -54,8 +54,17 @@ pub struct SourceMap {
     pub removed: Vec<Removed>,
 }
 
+/// `raw.split('\n')`, found with memchr (codegen's raw text is split on
+/// `\n` only).
 fn raw_lines(raw: &str) -> Vec<&str> {
-    raw.split('\n').collect()
+    let mut out = Vec::with_capacity(raw.len() / 32 + 1);
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', raw.as_bytes()) {
+        out.push(&raw[start..i]);
+        start = i + 1;
+    }
+    out.push(&raw[start..]);
+    out
 }
 
 /// The smallest offered fix covering any of `rows` (1-based).
@@ -93,19 +102,24 @@ impl SourceMap {
     /// checked-in file). Also, for each raw line, the final line (0-based)
     /// it became or that stands where it was.
     pub fn without_steps(raw: &str, trace: &RawTrace, final_text: &str) -> (SourceMap, Vec<usize>) {
+        SourceMap::without_steps_lines(raw, trace, &pytext::splitlines(final_text))
+    }
+
+    /// [`SourceMap::without_steps`] given the final text's lines
+    /// (`str.splitlines()`), for callers that split it once for several uses.
+    pub fn without_steps_lines(raw: &str, trace: &RawTrace, final_lines: &[&str]) -> (SourceMap, Vec<usize>) {
         let mut map = SourceMap { removed: trace.removed.clone(), ..Default::default() };
         let raw_lines = raw_lines(raw);
         let start: Vec<MapLine> = (0..raw_lines.len())
             .map(|i| MapLine { raw: Some(trace.lines.get(i).copied().unwrap_or(RawOrigin::Header)), step: Step::Kept })
             .collect();
-        let final_lines = pytext::splitlines(final_text);
-        let ops = SequenceMatcher::new(&raw_lines, &final_lines).get_opcodes();
+        let ops = SequenceMatcher::new(&raw_lines, final_lines).get_opcodes();
         let mut to_final = Vec::with_capacity(raw_lines.len());
         for op in &ops {
             let (na, nb) = (op.i2 - op.i1, op.j2 - op.j1);
             to_final.extend((0..na).map(|i| if nb == 0 { op.j1 } else { op.j1 + i * nb / na }));
         }
-        map.lines = map.carry_ops(&raw_lines, &final_lines, &ops, &start, |_, _| Step::Formatted);
+        map.lines = map.carry_ops(&raw_lines, final_lines, &ops, &start, |_, _| Step::Formatted);
         (map, to_final)
     }
 
@@ -274,14 +288,14 @@ pub struct Resolver<'a> {
     /// line where its source's code starts (after its leading comments).
     anchors: Vec<usize>,
     /// Upstream lines some final line is, as codegen copied them.
-    kept: std::collections::HashSet<u32>,
+    kept: rustc_hash::FxHashSet<u32>,
     /// The first step that consumed each raw origin.
-    consumed: std::collections::HashMap<RawOrigin, Step>,
+    consumed: rustc_hash::FxHashMap<RawOrigin, Step>,
     /// Per upstream import statement (its first line): the first final
     /// line rendered from it, and the first consumed raw line.
-    imports: std::collections::HashMap<u32, ImportFate>,
+    imports: rustc_hash::FxHashMap<u32, ImportFate>,
     /// Why each upstream line codegen did not copy is missing (the first record).
-    removed: std::collections::HashMap<u32, RemovedBy>,
+    removed: rustc_hash::FxHashMap<u32, RemovedBy>,
 }
 
 /// What became of an upstream import statement: the first final line
@@ -303,8 +317,11 @@ impl<'a> Resolver<'a> {
             .chain(plan.positioned_helpers.iter().map(|h| h.helper.object.as_ref()))
             .map(code_start)
             .collect();
-        let mut kept = std::collections::HashSet::new();
-        let mut imports: std::collections::HashMap<u32, ImportFate> = Default::default();
+        // Fx hashing and sized up front: these tables are built for every
+        // generated file `lint` and `explain` look at (the map's lines are
+        // mostly upstream lines).
+        let mut kept = rustc_hash::FxHashSet::with_capacity_and_hasher(map.lines.len(), Default::default());
+        let mut imports: rustc_hash::FxHashMap<u32, ImportFate> = Default::default();
         for m in &map.lines {
             match m.raw {
                 Some(RawOrigin::Upstream { line }) if m.step == Step::Kept => {
@@ -316,14 +333,17 @@ impl<'a> Resolver<'a> {
                 _ => {}
             }
         }
-        let mut consumed = std::collections::HashMap::new();
+        let mut consumed = rustc_hash::FxHashMap::with_capacity_and_hasher(map.consumed.len(), Default::default());
         for &(raw, step) in &map.consumed {
             consumed.entry(raw).or_insert(step);
             if let RawOrigin::UpstreamImport { line, .. } = raw {
                 imports.entry(line).or_default().1.get_or_insert((raw, step));
             }
         }
-        let mut removed = std::collections::HashMap::new();
+        let mut removed = rustc_hash::FxHashMap::with_capacity_and_hasher(
+            map.removed.iter().map(|r| r.lines.end.saturating_sub(r.lines.start) as usize).sum(),
+            Default::default(),
+        );
         for r in &map.removed {
             for line in r.lines.clone() {
                 removed.entry(line).or_insert(r.by);
@@ -482,5 +502,21 @@ impl<'a> Resolver<'a> {
         let mut o = Origin::at(Kind::Header, &self.plan.created_at);
         o.target = Some("imports".into());
         o
+    }
+}
+
+#[cfg(test)]
+mod raw_lines_tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `raw_lines` is `str::split('\n')`.
+        #[test]
+        fn raw_lines_is_split_on_newline(
+            parts in prop::collection::vec(prop::sample::select(vec!["a", "\n", "\r", "é", " "]), 0..30),
+        ) {
+            let text = parts.concat();
+            prop_assert_eq!(super::raw_lines(&text), text.split('\n').collect::<Vec<_>>());
+        }
     }
 }

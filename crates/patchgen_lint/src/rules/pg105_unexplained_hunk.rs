@@ -51,7 +51,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     // The checked-in `.diff`'s hunks, when it is one of these two texts
     // (else the diff is taken again).
     let upstream_lines = ctx.upstream.splitlines().len();
-    let disk_lines = patchgen_python::pytext::splitlines(&checked_in.text).len();
+    let disk_lines = checked_in.line_count();
     let shapes = ctx
         .shared
         .read_noted("checked-in diff", &ctx.py_path().with_extension("diff"))
@@ -60,8 +60,13 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             let a = ctx.upstream.splitlines_keepends();
             patchgen_core::explain::shapes(&a, &patchgen_python::pytext::splitlines_keepends(&checked_in.text))
         });
-    let hunks =
-        patchgen_core::explain::explain_shapes(&shapes, &ctx.upstream, &checked_in.text, &resolver, ctx.py_path());
+    let hunks = patchgen_core::explain::explain_shapes_lines(
+        &shapes,
+        &ctx.upstream,
+        &checked_in.lines(),
+        &resolver,
+        ctx.py_path(),
+    );
     let mut out = Vec::new();
     for h in hunks.iter().filter(|h| h.is_unexplained()) {
         let d = RULE
