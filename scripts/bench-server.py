@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""How long `patchgen server` takes to publish diagnostics after an edit
+(issue 24: "within 100 ms of the change", logged, not asserted in tests).
+
+usage: bench-server.py PATCHGEN CONFIG [--edits N] [--debounce-ms MS]
+  Run from the project root (the tree's PYTHONPATH and ruff as for
+  `patchgen --check`). Opens CONFIG, waits for its first diagnostics, then N
+  times (default 20) changes the buffer (a comment line added or removed at
+  the end: the config is evaluated, generated, ruff-checked and linted again)
+  and times didChange -> publishDiagnostics for that version. Prints the
+  first publication's time, then the median, min and max per edit, and the
+  same less the debounce (the work itself). Standard library only.
+"""
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("patchgen")
+ap.add_argument("config")
+ap.add_argument("--edits", type=int, default=20)
+ap.add_argument("--debounce-ms", type=int, default=50)
+a = ap.parse_args()
+
+proc = subprocess.Popen(
+    [a.patchgen, "server", "--debounce-ms", str(a.debounce_ms)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+)
+incoming = queue.Queue()
+
+
+def reader():
+    while True:
+        headers = {}
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                incoming.put(None)
+                return
+            line = line.decode().strip()
+            if not line:
+                break
+            k, _, v = line.partition(":")
+            headers[k.lower()] = v.strip()
+        incoming.put((time.perf_counter(), json.loads(proc.stdout.read(int(headers["content-length"])))))
+
+
+threading.Thread(target=reader, daemon=True).start()
+
+
+def send(m):
+    body = json.dumps({"jsonrpc": "2.0", **m}).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    proc.stdin.flush()
+
+
+def wait(accept):
+    while True:
+        item = incoming.get(timeout=60)
+        if item is None:
+            sys.exit("bench-server: the server closed its output")
+        t, m = item
+        if accept(m):
+            return t, m
+
+
+uri = "file://" + os.path.abspath(a.config)
+text = open(a.config, encoding="utf-8").read()
+send({"id": 1, "method": "initialize", "params": {"processId": None, "rootUri": "file://" + os.getcwd(), "capabilities": {}}})
+wait(lambda m: m.get("id") == 1)
+send({"method": "initialized", "params": {}})
+
+
+def published(version):
+    return wait(
+        lambda m: m.get("method") == "textDocument/publishDiagnostics"
+        and m["params"]["uri"] == uri
+        and m["params"].get("version", version) == version
+    )
+
+
+t0 = time.perf_counter()
+send({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+t, m = published(1)
+print(f"first diagnostics: {(t - t0) * 1000:.0f} ms ({len(m['params']['diagnostics'])} diagnostic(s))")
+times = []
+for i in range(a.edits):
+    version = i + 2
+    edited = text + ("# edit\n" if i % 2 == 0 else "")
+    t0 = time.perf_counter()
+    send({"method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": edited}]}})
+    t, _ = published(version)
+    times.append((t - t0) * 1000)
+send({"id": 2, "method": "shutdown", "params": None})
+wait(lambda m: m.get("id") == 2)
+send({"method": "exit"})
+proc.wait(timeout=30)
+med = statistics.median(times)
+print(f"after an edit ({a.edits} edits): median {med:.0f} ms, min {min(times):.0f}, max {max(times):.0f}")
+print(f"less the {a.debounce_ms} ms debounce: median {med - a.debounce_ms:.0f} ms")
