@@ -178,6 +178,31 @@ impl Client {
         }
     }
 
+    /// Diagnostics for several documents, in whatever order the server
+    /// publishes them: waits until each `(uri, wanted)` has been satisfied.
+    fn diagnostics_of_each(&mut self, wanted: &[(&Url, &dyn Fn(&[lsp_types::Diagnostic]) -> bool)]) {
+        let mut seen = vec![false; wanted.len()];
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while seen.iter().any(|s| !s) {
+            let n = match self.queue.pop_front() {
+                Some(n) => n,
+                None => match self.next(deadline) {
+                    Message::Notification(n) => n,
+                    _ => continue,
+                },
+            };
+            if n.method != lsp_types::notification::PublishDiagnostics::METHOD {
+                continue;
+            }
+            let p: PublishDiagnosticsParams = serde_json::from_value(n.params).unwrap();
+            for (i, (uri, ok)) in wanted.iter().enumerate() {
+                if &p.uri == *uri && ok(&p.diagnostics) {
+                    seen[i] = true;
+                }
+            }
+        }
+    }
+
     fn change(&mut self, uri: &Url, version: i32, text: &str) {
         self.notify(
             "textDocument/didChange",
@@ -456,8 +481,9 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
     open(&mut client, &gpu, &gpu_text);
     open(&mut client, &npu, NPU_CONFIG);
     let mentions = |ds: &[lsp_types::Diagnostic], what: &str| ds.iter().any(|d| d.message.contains(what));
-    client.diagnostics(&gpu, |ds| !mentions(ds, "forwrad"));
-    client.diagnostics(&npu, |ds| !mentions(ds, "forwrad"));
+    let clean = |ds: &[lsp_types::Diagnostic]| !mentions(ds, "forwrad");
+    let flagged = |ds: &[lsp_types::Diagnostic]| mentions(ds, "forwrad");
+    client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
 
     // Definition from the patch function's name.
     let at = gpu_text.find("def toy_rms_norm_forward(").unwrap() + "def ".len() + 2;
@@ -476,11 +502,10 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
     let edited = gpu_text.replace("\"ToyRMSNorm.forward\"", "\"ToyRMSNorm.forwrad\"");
     assert_ne!(edited, gpu_text);
     client.change(&gpu, 2, &edited);
-    client.diagnostics(&gpu, |ds| mentions(ds, "forwrad"));
-    client.diagnostics(&npu, |ds| mentions(ds, "forwrad"));
+    client.diagnostics_of_each(&[(&gpu, &flagged), (&npu, &flagged)]);
     // And back.
     client.change(&gpu, 3, &gpu_text);
-    client.diagnostics(&npu, |ds| !mentions(ds, "forwrad"));
+    client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
 
     let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
     assert!(r.error.is_none());
