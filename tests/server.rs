@@ -77,6 +77,9 @@ def qwen3_forward_patched(
     )
 "#;
 
+/// A test on the diagnostics published for one document.
+type Wanted = dyn Fn(&[lsp_types::Diagnostic]) -> bool;
+
 /// An LSP client over the server's pipes.
 struct Client {
     child: Child,
@@ -180,7 +183,7 @@ impl Client {
 
     /// Diagnostics for several documents, in whatever order the server
     /// publishes them: waits until each `(uri, wanted)` has been satisfied.
-    fn diagnostics_of_each(&mut self, wanted: &[(&Url, &dyn Fn(&[lsp_types::Diagnostic]) -> bool)]) {
+    fn diagnostics_of_each(&mut self, wanted: &[(&Url, &Wanted)]) {
         let mut seen = vec![false; wanted.len()];
         let deadline = Instant::now() + Duration::from_secs(60);
         while seen.iter().any(|s| !s) {
