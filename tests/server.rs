@@ -484,8 +484,8 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
     open(&mut client, &gpu, &gpu_text);
     open(&mut client, &npu, NPU_CONFIG);
     let mentions = |ds: &[lsp_types::Diagnostic], what: &str| ds.iter().any(|d| d.message.contains(what));
-    let clean = |ds: &[lsp_types::Diagnostic]| !mentions(ds, "forwrad");
-    let flagged = |ds: &[lsp_types::Diagnostic]| mentions(ds, "forwrad");
+    let clean = move |ds: &[lsp_types::Diagnostic]| !mentions(ds, "forwrad");
+    let flagged = move |ds: &[lsp_types::Diagnostic]| mentions(ds, "forwrad");
     client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
 
     // Definition from the patch function's name.
