@@ -13,14 +13,13 @@ usage: bench-server.py PATCHGEN CONFIG [--edits N] [--debounce-ms MS]
 """
 
 import argparse
-import json
 import os
-import queue
 import statistics
 import subprocess
 import sys
-import threading
 import time
+
+from lsp_wire import Wire
 
 ap = argparse.ArgumentParser()
 ap.add_argument("patchgen")
@@ -32,37 +31,13 @@ a = ap.parse_args()
 proc = subprocess.Popen(
     [a.patchgen, "server", "--debounce-ms", str(a.debounce_ms)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
 )
-incoming = queue.Queue()
-
-
-def reader():
-    while True:
-        headers = {}
-        while True:
-            line = proc.stdout.readline()
-            if not line:
-                incoming.put(None)
-                return
-            line = line.decode().strip()
-            if not line:
-                break
-            k, _, v = line.partition(":")
-            headers[k.lower()] = v.strip()
-        incoming.put((time.perf_counter(), json.loads(proc.stdout.read(int(headers["content-length"])))))
-
-
-threading.Thread(target=reader, daemon=True).start()
-
-
-def send(m):
-    body = json.dumps({"jsonrpc": "2.0", **m}).encode()
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    proc.stdin.flush()
+wire = Wire(proc)
+send = wire.send
 
 
 def wait(accept):
     while True:
-        item = incoming.get(timeout=60)
+        item = wire.get(60)
         if item is None:
             sys.exit("bench-server: the server closed its output")
         t, m = item

@@ -10,55 +10,31 @@ usage: lsp-demo.py PATCHGEN CONFIG TARGET FIXED
   when the server does not answer within 30 s; the server's exit code is checked.
 """
 
-import json
 import os
 import queue
 import subprocess
 import sys
-import threading
 import time
+
+from lsp_wire import Wire
 
 patchgen, config, target, fixed = sys.argv[1:5]
 proc = subprocess.Popen([patchgen, "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-incoming = queue.Queue()
-
-
-def reader():
-    while True:
-        headers = {}
-        while True:
-            line = proc.stdout.readline()
-            if not line:
-                incoming.put(None)
-                return
-            line = line.decode().strip()
-            if not line:
-                break
-            name, _, value = line.partition(":")
-            headers[name.lower()] = value.strip()
-        body = proc.stdout.read(int(headers["content-length"]))
-        incoming.put(json.loads(body))
-
-
-threading.Thread(target=reader, daemon=True).start()
+wire = Wire(proc)
 next_id = 0
-
-
-def send(message):
-    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    proc.stdin.flush()
+send = wire.send
 
 
 def wait(accept):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            m = incoming.get(timeout=deadline - time.monotonic())
+            item = wire.get(max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             break
-        if m is None:
+        if item is None:
             sys.exit("lsp-demo: the server closed its output")
+        m = item[1]
         if accept(m):
             return m
     sys.exit("lsp-demo: no answer from the server within 30 s")
