@@ -159,6 +159,33 @@ impl Client {
         uri: &Url,
         wanted: impl Fn(&[lsp_types::Diagnostic]) -> bool,
     ) -> Vec<lsp_types::Diagnostic> {
+        let mut found = Vec::new();
+        self.publications_until(|p| {
+            let hit = &p.uri == uri && wanted(&p.diagnostics);
+            if hit {
+                found = p.diagnostics.clone();
+            }
+            hit
+        });
+        found
+    }
+
+    /// Diagnostics for several documents, in whatever order the server
+    /// publishes them: waits until each `(uri, wanted)` has been satisfied.
+    fn diagnostics_of_each(&mut self, wanted: &[(&Url, &Wanted)]) {
+        let mut seen = vec![false; wanted.len()];
+        self.publications_until(|p| {
+            for (i, (uri, ok)) in wanted.iter().enumerate() {
+                if &p.uri == *uri && ok(&p.diagnostics) {
+                    seen[i] = true;
+                }
+            }
+            seen.iter().all(|s| *s)
+        });
+    }
+
+    /// Every diagnostics publication, in order, until `done` says so.
+    fn publications_until(&mut self, mut done: impl FnMut(&PublishDiagnosticsParams) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let n = match self.queue.pop_front() {
@@ -175,33 +202,8 @@ impl Client {
                 continue;
             }
             let p: PublishDiagnosticsParams = serde_json::from_value(n.params).unwrap();
-            if &p.uri == uri && wanted(&p.diagnostics) {
-                return p.diagnostics;
-            }
-        }
-    }
-
-    /// Diagnostics for several documents, in whatever order the server
-    /// publishes them: waits until each `(uri, wanted)` has been satisfied.
-    fn diagnostics_of_each(&mut self, wanted: &[(&Url, &Wanted)]) {
-        let mut seen = vec![false; wanted.len()];
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while seen.iter().any(|s| !s) {
-            let n = match self.queue.pop_front() {
-                Some(n) => n,
-                None => match self.next(deadline) {
-                    Message::Notification(n) => n,
-                    _ => continue,
-                },
-            };
-            if n.method != lsp_types::notification::PublishDiagnostics::METHOD {
-                continue;
-            }
-            let p: PublishDiagnosticsParams = serde_json::from_value(n.params).unwrap();
-            for (i, (uri, ok)) in wanted.iter().enumerate() {
-                if &p.uri == *uri && ok(&p.diagnostics) {
-                    seen[i] = true;
-                }
+            if done(&p) {
+                return;
             }
         }
     }
@@ -509,6 +511,94 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
     // And back.
     client.change(&gpu, 3, &gpu_text);
     client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
+
+    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
+    assert!(r.error.is_none());
+    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+}
+
+/// An NPU sibling of the demo's GPU config with its own RMSNorm override
+/// (same parameters as the GPU one to start with).
+const NPU_SIBLING: &str = r#""""NPU patches for the toy model."""
+
+from patchgen import PatchConfig
+
+
+config = PatchConfig(
+    source_module="toylib.modeling_toy",
+    target_file="patched_modeling_toy_npu.py",
+    description="Toy model, NPU",
+)
+
+
+@config.override_method("ToyRMSNorm.forward", description="NPU RMSNorm")
+def toy_rms_norm_forward_npu(self, hidden_states):
+    return hidden_states * self.weight
+"#;
+
+/// Project-level rules run on buffers: PG202 compares a config with its
+/// sibling, so an unsaved edit that adds a parameter to the GPU override
+/// makes the open NPU config's override drift (reported there, at its
+/// replacement, not in the GPU buffer), and undoing it clears the finding.
+#[test]
+fn sibling_rules_on_unsaved_buffers() {
+    let Some(wheel) = wheel("5.9.0") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"), &dir);
+    let gpu_rel = "demo/toy/toy_gpu_patch_gen_config.py";
+    let npu_rel = "demo/toy/toy_npu_patch_gen_config.py";
+    write_files(&dir, &[(npu_rel, NPU_SIBLING)]);
+    let pythonpath = format!("{}:{}", wheel.display(), dir.join("upstream").display());
+    let gpu_text = std::fs::read_to_string(dir.join(gpu_rel)).unwrap();
+    let (gpu, npu) = (Url::from_file_path(dir.join(gpu_rel)).unwrap(), Url::from_file_path(dir.join(npu_rel)).unwrap());
+    let mut client = Client::start(&dir, Path::new(&pythonpath));
+    let _: lsp_types::InitializeResult = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
+    );
+    client.notify("initialized", json!({}));
+    for (uri, text) in [(&gpu, gpu_text.as_str()), (&npu, NPU_SIBLING)] {
+        client.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+        );
+    }
+    let code = |ds: &[lsp_types::Diagnostic], c: &str| {
+        ds.iter().filter(|d| d.code == Some(lsp_types::NumberOrString::String(c.into()))).cloned().collect::<Vec<_>>()
+    };
+    let no_pg202 = move |ds: &[lsp_types::Diagnostic]| code(ds, "PG202").is_empty();
+    let pg202 = move |ds: &[lsp_types::Diagnostic]| !code(ds, "PG202").is_empty();
+    client.diagnostics_of_each(&[(&gpu, &no_pg202), (&npu, &no_pg202)]);
+
+    let edited = gpu_text.replace(
+        "def toy_rms_norm_forward(self, hidden_states):",
+        "def toy_rms_norm_forward(self, hidden_states, residual=None):",
+    );
+    assert_ne!(edited, gpu_text);
+    client.change(&gpu, 2, &edited);
+    // Both: the NPU buffer flagged, and the GPU buffer's check of version 2
+    // (which does not carry its sibling's finding).
+    let (mut npu_flagged, mut gpu_v2) = (None, None);
+    client.publications_until(|p| {
+        if p.uri == npu && pg202(&p.diagnostics) {
+            npu_flagged = Some(p.diagnostics.clone());
+        }
+        if p.uri == gpu && p.version == Some(2) {
+            gpu_v2 = Some(p.diagnostics.clone());
+        }
+        npu_flagged.is_some() && gpu_v2.is_some()
+    });
+    let ds = npu_flagged.unwrap();
+    let d = &code(&ds, "PG202")[0];
+    // At the NPU replacement's `def` line (or its decorator), naming the missing parameter.
+    let def_line = NPU_SIBLING.lines().position(|l| l.starts_with("def toy_rms_norm_forward_npu(")).unwrap() as u32;
+    assert!(d.range.start.line == def_line || d.range.start.line + 1 == def_line, "{d:?}");
+    assert!(d.message.contains("residual"), "{}", d.message);
+    assert!(no_pg202(&gpu_v2.unwrap()));
+
+    client.change(&gpu, 3, &gpu_text);
+    client.diagnostics_of_each(&[(&npu, &no_pg202)]);
 
     let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
     assert!(r.error.is_none());

@@ -9,14 +9,14 @@ use crate::printer::ExitStatus;
 const SERVER_EXAMPLES: &str = "\
 Examples:
   patchgen server                      serve the project of the working directory's configs (LSP over stdio)
-  patchgen server --debounce-ms 150    wait longer after a keystroke before checking
+  patchgen server --debounce-ms 150    coalesce keystrokes longer while a check runs
 Editor setup (VS Code, Neovim, Helix, Zed): docs/editors.md";
 
 /// Language server for patch configs (LSP over stdio): findings as you type, hover, definition, completion, fixes
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 #[command(after_help = SERVER_EXAMPLES)]
 pub struct ServerArgs {
-    /// Milliseconds to wait after a change before checking the config
+    /// While a check of the config runs or waits, wait this long after a change before checking again (an idle config is checked at once)
     #[arg(long, value_name = "MS", default_value_t = 50)]
     pub debounce_ms: u64,
     /// Do not run ruff on the generated code (its rejections are then not reported)

@@ -15,7 +15,7 @@ use super::{Rule, noqa, rules};
 use patchgen_config::{Overlay, ProjectLoader};
 use patchgen_core::error::RunError;
 use patchgen_core::pipeline::{Context, Failure};
-use patchgen_core::project::Project;
+use patchgen_core::project::{Project, resolve};
 use patchgen_core::settings::{LintFlags, Overrides, Resolved, process_env};
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::{self, Upstream, WheelCache};
@@ -267,7 +267,7 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
     let pool = patchgen_core::workers::pool(resolved.jobs)?;
     let (mut report, ()) =
-        pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label, |_| ()));
+        pool.install(|| run(&shared, &modules, &[], &args.config_name, explicit, &rules, version_label, |_| ()));
     if let Ok(Some(c)) = &cache {
         let inputs = super::cached::inputs(before, &shared);
         if let Err(why) = super::cached::store(c, &key, &inputs, &report, &shared.pipeline) {
@@ -316,10 +316,12 @@ pub struct GeneratedDef {
 pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: bool) -> Result<BufferLint, RunError> {
     let Setup { settings, rules, upstream, version_label, pipeline, modules, explicit, .. } =
         setup(args, cwd, overlay)?;
+    let siblings = sibling_configs(&pipeline, &modules);
     let shared = Shared::new(pipeline, Version::new(upstream), settings);
     let pool = patchgen_core::workers::pool(Some(args.jobs.unwrap_or(1)))?;
-    let (report, (mut generation, generated)) =
-        pool.install(|| run(&shared, &modules, &args.config_name, explicit, &rules, version_label, generated_defs));
+    let (report, (mut generation, generated)) = pool.install(|| {
+        run(&shared, &modules, &siblings, &args.config_name, explicit, &rules, version_label, generated_defs)
+    });
     if with_ruff && report.errors.is_empty() {
         for m in &modules {
             let outcome = pool.install(|| shared.pipeline.generate(m, &args.config_name, None));
@@ -331,6 +333,31 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     }
     let files = shared.pipeline.loader.files_read();
     Ok(BufferLint { report, generation, files, generated })
+}
+
+/// The other configs of the packages `modules` are in (their directories'
+/// `*_patch_gen_config.py` files): what the project rules compare a config
+/// with (PG202's GPU/NPU sibling, PG502's package registry), so a buffer's
+/// check sees what a full `patchgen lint` sees.
+fn sibling_configs(pipeline: &Context, modules: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in modules {
+        let Some((path, false)) = pipeline.loader.find(m) else { continue };
+        let (Some(dir), Some((package, _))) = (path.parent(), m.rsplit_once('.')) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|n| n.strip_suffix(".py").filter(|s| s.ends_with("_patch_gen_config")).map(str::to_string))
+            .collect();
+        names.sort();
+        for stem in names {
+            let sibling = format!("{package}.{stem}");
+            if !modules.contains(&sibling) && !out.contains(&sibling) {
+                out.push(sibling);
+            }
+        }
+    }
+    out
 }
 
 /// The generation notes of linted configs and their generated definitions.
@@ -352,10 +379,15 @@ fn generated_defs(contexts: &[LintContext]) -> (Vec<Diagnostic>, Vec<GeneratedDe
     (notes, defs)
 }
 
-/// Lint `modules`; `extra` sees every config that could be read.
+/// Lint `modules`; `extra` sees every config of `modules` that could be
+/// read. The configs of `context` are read for the project rules only:
+/// their own findings, their failures and the project rules' findings in
+/// their files are theirs to report, not this run's.
+#[allow(clippy::too_many_arguments)]
 fn run<T>(
     shared: &Shared,
     modules: &[String],
+    context: &[String],
     config_name: &str,
     explicit: bool,
     rules: &[&'static Rule],
@@ -365,6 +397,7 @@ fn run<T>(
     // Boxed: a failure is large and rare.
     let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
         .par_iter()
+        .chain(context.par_iter())
         .map(|m| LintContext::build(shared, m, config_name).map_err(|f| Box::new((m.clone(), f))))
         .collect();
     patchgen_core::timings::mark("lint: configs generated and parsed");
@@ -373,26 +406,36 @@ fn run<T>(
     for b in built {
         match b.map_err(|e| *e) {
             Ok(c) => contexts.push(c),
+            Err((m, _)) if context.contains(&m) => {}
             Err((_, Failure::NotAConfig { .. })) if !explicit => {}
             Err((_, Failure::OptionalSkipped { .. })) => {}
             Err((m, f)) => errors.push(failure_diagnostic(&m, &f)),
         }
     }
+    let is_context = |ctx: &LintContext| context.contains(&ctx.module);
     let mut found: Vec<Diagnostic> = contexts
         .par_iter()
+        .filter(|ctx| !is_context(ctx))
         .flat_map_iter(|ctx| {
             rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
         })
         .collect();
     patchgen_core::timings::mark("lint: per-config rules");
     let project = ProjectContext { shared, configs: &contexts };
+    // The files of the context-only configs: project findings there are theirs.
+    let theirs: Vec<PathBuf> = contexts.iter().filter(|c| is_context(c)).map(|c| resolve(&c.config.path)).collect();
+    let ours = |d: &Diagnostic| {
+        !d.config.as_ref().is_some_and(|m| context.contains(m))
+            && !d.location.as_ref().is_some_and(|l| theirs.contains(&resolve(&l.path)))
+    };
     for r in rules {
         if let Some(check) = r.check_project {
-            found.extend(check(&project));
+            found.extend(check(&project).into_iter().filter(|d| context.is_empty() || ours(d)));
         }
     }
     patchgen_core::timings::mark("lint: project rules");
-    let extra = extra(&contexts);
+    let owned = contexts.len() - contexts.iter().filter(|c| is_context(c)).count();
+    let extra = extra(&contexts[..owned]);
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));
@@ -401,7 +444,7 @@ fn run<T>(
     let found = merge_same_line(found);
     let report = LintReport {
         upstream,
-        configs: contexts.len(),
+        configs: owned,
         rules: rules.iter().map(|r| r.code.to_string()).collect(),
         diagnostics: found,
         errors,

@@ -1,9 +1,13 @@
 //! The main loop: one thread owns the open buffers and answers every
-//! request from them; checks run on worker threads. A change schedules its
-//! buffer's check after the debounce delay (and the checks of the open
-//! configs whose last result read that file); a buffer whose check is
-//! still running is checked again when it ends and the stale result is
-//! dropped (latest wins), so a slow config never holds up another.
+//! request from them; checks run on worker threads. A change to a buffer
+//! with no check running or pending is checked at once (an edit's
+//! diagnostics cost only the check); while one is running or pending, the
+//! change schedules its check after the debounce delay, so a burst of
+//! keystrokes costs one check in flight and one at the end. The open
+//! configs whose last result read the changed file are scheduled the same
+//! way. A buffer whose check is still running is checked again when it
+//! ends and the stale result is dropped (latest wins), so a slow config
+//! never holds up another.
 //! Requests never wait for a check: hover, definition and completion read
 //! the buffer and the upstream module; definition into the generated file
 //! and code actions use the last published result.
@@ -233,12 +237,22 @@ impl Server {
         }
     }
 
-    /// `uri` changed: check it after `delay`, and the configs that read it.
+    /// `uri` changed: check it, and the configs that read it, at once when
+    /// idle, else after `delay` ([`Server::schedule`]).
     fn changed(&mut self, uri: &Url, delay: Duration) {
         if self.docs.get(uri).and_then(|d| d.path.as_deref()).is_some_and(check::is_config) {
-            self.due.insert(uri.clone(), Instant::now() + delay);
+            self.schedule(uri.clone(), delay);
         }
         self.dependents_changed(uri, delay);
+    }
+
+    /// Schedule a check of `uri`: now when none is running or pending for
+    /// it, else `delay` from now (a burst of changes coalesces into the
+    /// check that runs after it).
+    fn schedule(&mut self, uri: Url, delay: Duration) {
+        let busy = self.running.contains(&uri) || self.due.contains_key(&uri);
+        let at = if busy { Instant::now() + delay } else { Instant::now() };
+        self.due.insert(uri, at);
     }
 
     fn dependents_changed(&mut self, uri: &Url, delay: Duration) {
@@ -251,7 +265,7 @@ impl Server {
             .map(|(u, _)| u.clone())
             .collect();
         for u in dependents {
-            self.due.insert(u, Instant::now() + delay);
+            self.schedule(u, delay);
         }
     }
 

@@ -149,10 +149,42 @@ pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
     let stmt_text = &text[stmt.range()];
     let fix = Fix { after: stmt_text.lines().next().unwrap_or_default().trim().to_string(), var, index, edits };
     // The fixed function must be clean.
-    let fixed = apply(text, &fix.edits);
-    let parsed = ruff_python_parser::parse_module(&fixed).ok()?;
-    let again = function_at(&parsed.syntax().body, func.start())?;
-    analyze(again, None).is_empty().then_some(fix)
+    fixed_is_clean(func, text, &fix.edits).then_some(fix)
+}
+
+/// Whether `func` (parsed from `text`) with `edits` (inside it) applied has
+/// no loss-before-slice. Only the function is parsed again: its lines, cut
+/// from the module and, when indented, put in a one-line class so that they
+/// parse alone (`analyze` reads only the function). A function that does
+/// not start its line is checked by parsing the whole fixed module.
+pub(super) fn fixed_is_clean(func: &StmtFunctionDef, text: &str, edits: &[Edit]) -> bool {
+    let (start, end) = (func.start().to_usize(), func.end().to_usize());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..start];
+    if !indent.bytes().all(|b| b == b' ' || b == b'\t') {
+        let fixed = apply(text, edits);
+        let again = ruff_python_parser::parse_module(&fixed)
+            .ok()
+            .and_then(|parsed| function_at(&parsed.syntax().body, func.start()).map(|f| analyze(f, None).is_empty()));
+        return again.unwrap_or(false);
+    }
+    let Ok(base) = ruff_text_size::TextSize::try_from(line_start) else { return false };
+    let mut shifted = Vec::with_capacity(edits.len());
+    for e in edits {
+        if e.range.start().to_usize() < line_start || e.range.end().to_usize() > end {
+            return false;
+        }
+        shifted.push(Edit { range: e.range - base, content: e.content.clone() });
+    }
+    let alone = apply(&text[line_start..end], &shifted);
+    let source = if indent.is_empty() { alone } else { format!("class _:\n{alone}\n") };
+    let Ok(parsed) = ruff_python_parser::parse_module(&source) else { return false };
+    let body = &parsed.syntax().body;
+    let func = match body.first() {
+        Some(Stmt::ClassDef(c)) if !indent.is_empty() => c.body.first(),
+        first => first,
+    };
+    matches!(func, Some(Stmt::FunctionDef(f)) if analyze(f, None).is_empty())
 }
 
 /// The fixed text of a source holding one function definition (a

@@ -341,3 +341,59 @@ fn targets() {
     assert!(!is_target("Qwen3ForCausalLM.get_parallel_plan"));
     assert!(!is_target("Qwen3ForCausalLM"));
 }
+
+/// The fix's re-check parses the fixed function alone; it must agree with
+/// parsing the whole fixed module, for module-level functions, methods,
+/// methods of nested classes, decorated ones, and edits that fix or not.
+#[test]
+fn the_function_alone_recheck_agrees_with_the_whole_module() {
+    use crate::fix::Edit;
+    use ruff_text_size::TextSize;
+    let indent = |src: &str, by: &str| {
+        src.lines().map(|l| if l.is_empty() { String::new() } else { format!("{by}{l}") }).collect::<Vec<_>>().join("\n")
+    };
+    let decorated = VEOMNI_D977_SHAPE.replacen("\ndef forward", "\n@torch.no_grad()\n@wraps(f)\ndef forward", 1);
+    let shapes = [
+        format!("import torch\n{VEOMNI_D977_SHAPE}\nx = 1\n"),
+        format!("class A:\n{}\n", indent(VEOMNI_D977_SHAPE, "    ")),
+        format!("class A:\n    class B:\n{}\n    y = 2\n", indent(&decorated, "        ")),
+        format!("class A:\n\t'''doc'''\n{}\n", indent(&decorated, "\t")),
+    ];
+    let whole = |src: &str, start: TextSize, edits: &[Edit]| {
+        let fixed = apply(src, edits);
+        let parsed = ruff_python_parser::parse_module(&fixed).unwrap();
+        fn find(body: &[Stmt], at: TextSize) -> Option<&ruff_python_ast::StmtFunctionDef> {
+            body.iter().find_map(|s| match s {
+                Stmt::FunctionDef(f) if f.start() == at => Some(f),
+                Stmt::ClassDef(c) => find(&c.body, at),
+                _ => None,
+            })
+        }
+        find(&parsed.syntax().body, start).is_some_and(|f| analyze(f, None).is_empty())
+    };
+    let mut checked = 0;
+    for src in &shapes {
+        let file = ParsedFile::parse(PathBuf::from("c.py"), src).expect("parses");
+        fn forward(body: &[Stmt]) -> Option<&ruff_python_ast::StmtFunctionDef> {
+            body.iter().find_map(|s| match s {
+                Stmt::FunctionDef(f) if f.name.as_str() == "forward" => Some(f),
+                Stmt::ClassDef(c) => forward(&c.body),
+                _ => None,
+            })
+        }
+        let func = forward(file.body()).unwrap();
+        let proposed = fix(func, src).expect("a fix").edits;
+        // Slice-first (clean), only the insertion (still clean: the slices
+        // remain), a wrong insertion (dirty), no edit (dirty).
+        let insertion = &proposed[0];
+        let wrong =
+            vec![Edit { content: insertion.content.replace("hidden_states = ", "other = "), ..insertion.clone() }];
+        for edits in [proposed.clone(), proposed[..1].to_vec(), wrong, Vec::new()] {
+            assert_eq!(super::fix::fixed_is_clean(func, src, &edits), whole(src, func.start(), &edits), "{src}\n{edits:?}");
+            checked += 1;
+        }
+        assert!(super::fix::fixed_is_clean(func, src, &proposed));
+        assert!(!super::fix::fixed_is_clean(func, src, &[]));
+    }
+    assert_eq!(checked, 16);
+}
