@@ -350,7 +350,10 @@ fn the_function_alone_recheck_agrees_with_the_whole_module() {
     use crate::fix::Edit;
     use ruff_text_size::TextSize;
     let indent = |src: &str, by: &str| {
-        src.lines().map(|l| if l.is_empty() { String::new() } else { format!("{by}{l}") }).collect::<Vec<_>>().join("\n")
+        src.lines()
+            .map(|l| if l.is_empty() { String::new() } else { format!("{by}{l}") })
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     let decorated = VEOMNI_D977_SHAPE.replacen("\ndef forward", "\n@torch.no_grad()\n@wraps(f)\ndef forward", 1);
     let shapes = [
@@ -389,7 +392,11 @@ fn the_function_alone_recheck_agrees_with_the_whole_module() {
         let wrong =
             vec![Edit { content: insertion.content.replace("hidden_states = ", "other = "), ..insertion.clone() }];
         for edits in [proposed.clone(), proposed[..1].to_vec(), wrong, Vec::new()] {
-            assert_eq!(super::fix::fixed_is_clean(func, src, &edits), whole(src, func.start(), &edits), "{src}\n{edits:?}");
+            assert_eq!(
+                super::fix::fixed_is_clean(func, src, &edits),
+                whole(src, func.start(), &edits),
+                "{src}\n{edits:?}"
+            );
             checked += 1;
         }
         assert!(super::fix::fixed_is_clean(func, src, &proposed));
