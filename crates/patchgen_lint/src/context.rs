@@ -30,6 +30,8 @@ pub struct Shared {
     /// Files rules read directly (not through the loader or the search
     /// path), as cache inputs.
     pub reads: std::sync::Mutex<Vec<patchgen_cache::Input>>,
+    /// Whether [`Shared::read_noted`] notes the digest of what it reads.
+    notes_reads: bool,
     /// What rules compute once per run (the upstream and the project are
     /// fixed for a run): per-run, not process-wide, so two runs in one
     /// process never share a stale answer.
@@ -56,8 +58,16 @@ impl Shared {
             toy_configs: OnceLock::new(),
             bindings: Default::default(),
             reads: Default::default(),
+            notes_reads: true,
             memo: RunMemo::default(),
         }
+    }
+
+    /// This context without the digests of the files rules read: for a
+    /// run whose result no cache stores (`--no-cache`, the editor).
+    pub fn without_read_digests(mut self) -> Shared {
+        self.notes_reads = false;
+        self
     }
 
     pub fn project_root(&self) -> &Path {
@@ -123,7 +133,9 @@ impl Shared {
     pub fn read_noted(&self, what: &str, path: &Path) -> Option<String> {
         match std::fs::read(path) {
             Ok(bytes) => {
-                self.note(patchgen_cache::Input::content(what, path, &bytes));
+                if self.notes_reads {
+                    self.note(patchgen_cache::Input::content(what, path, &bytes));
+                }
                 String::from_utf8(bytes).ok()
             }
             Err(e) => {

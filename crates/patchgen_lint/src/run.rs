@@ -264,7 +264,16 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         Ok(Some(c)) => super::cached::before(&pipeline, &upstream.search, &pipeline.fresh_prober(c)),
         _ => Vec::new(),
     };
-    let shared = Shared::new(pipeline, Version::new(upstream), settings);
+    let shared = match &cache {
+        Ok(Some(_)) => Shared::new(pipeline, Version::new(upstream), settings),
+        // Nothing will be stored: no digests of what is read.
+        _ => Shared::new(
+            without_digests(pipeline),
+            Version::new(Upstream { search: upstream.search.without_digests(), ..upstream }),
+            settings,
+        )
+        .without_read_digests(),
+    };
     let pool = patchgen_core::workers::pool(resolved.jobs)?;
     let (mut report, ()) =
         pool.install(|| run(&shared, &modules, &[], &args.config_name, explicit, &rules, version_label, |_| ()));
@@ -317,7 +326,13 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     let Setup { settings, rules, upstream, version_label, pipeline, modules, explicit, .. } =
         setup(args, cwd, overlay)?;
     let siblings = sibling_configs(&pipeline, &modules);
-    let shared = Shared::new(pipeline, Version::new(upstream), settings);
+    // Never cached: no digests of what is read.
+    let shared = Shared::new(
+        without_digests(pipeline),
+        Version::new(Upstream { search: upstream.search.without_digests(), ..upstream }),
+        settings,
+    )
+    .without_read_digests();
     let pool = patchgen_core::workers::pool(Some(args.jobs.unwrap_or(1)))?;
     let (report, (mut generation, generated)) = pool.install(|| {
         run(&shared, &modules, &siblings, &args.config_name, explicit, &rules, version_label, generated_defs)
@@ -333,6 +348,12 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     }
     let files = shared.pipeline.loader.files_read();
     Ok(BufferLint { report, generation, files, generated })
+}
+
+/// `pipeline` with a search path that takes no digests (nothing read yet).
+fn without_digests(mut pipeline: Context) -> Context {
+    pipeline.search = std::mem::replace(&mut pipeline.search, SearchPath::new(Vec::new())).without_digests();
+    pipeline
 }
 
 /// The other configs of the packages `modules` are in (their directories'

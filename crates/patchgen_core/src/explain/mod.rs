@@ -149,16 +149,35 @@ fn same_path(a: &Option<PathBuf>, b: &Option<PathBuf>) -> bool {
 /// Add `o` unless the hunk has that cause; a patch cause keeps the first
 /// of its lines that lies in the registration's code (below the comment
 /// block its source starts with), if the hunk changes one.
-fn add(causes: &mut Vec<Origin>, o: Origin) {
+/// Whether the cause `o` now stands for is at a line of code (then no
+/// later cause equal to it changes it).
+fn add(causes: &mut Vec<Origin>, o: Origin) -> bool {
+    let in_code = |x: &Origin| matches!((x.line, x.anchor), (Some(l), Some(a)) if l >= a);
     match causes.iter_mut().find(|c| same_cause(c, &o)) {
         Some(c) => {
-            let in_code = |x: &Origin| matches!((x.line, x.anchor), (Some(l), Some(a)) if l >= a);
             if !in_code(c) && in_code(&o) {
                 c.line = o.line;
                 c.anchor = o.anchor;
             }
+            in_code(c)
         }
-        None => causes.push(o),
+        None => {
+            let settled = in_code(&o);
+            causes.push(o);
+            settled
+        }
+    }
+}
+
+/// `raw` without its line: the lines of one patch, helper or upstream
+/// import resolve to causes that [`same_cause`] finds equal, with one anchor.
+fn without_line(raw: RawOrigin) -> RawOrigin {
+    match raw {
+        RawOrigin::Patch { patch, .. } => RawOrigin::Patch { patch, line: 0 },
+        RawOrigin::Helper { helper, positioned, .. } => RawOrigin::Helper { helper, positioned, line: 0 },
+        RawOrigin::UpstreamImport { dropped, .. } => RawOrigin::UpstreamImport { line: 0, dropped },
+        RawOrigin::Upstream { .. } => RawOrigin::Upstream { line: 0 },
+        other => other,
     }
 }
 
@@ -329,10 +348,26 @@ pub fn explain_shapes_lines(
                 add(if a.get(i).is_none_or(|l| pytext::is_blank(l)) { &mut blank } else { &mut causes }, o);
             }
         }
+        // Lines with the same origin but for the line number give the same
+        // causes; once they can change nothing (see `add`), the rest of
+        // them are skipped instead of resolved.
+        let mut settled: Vec<(bool, Step, Option<RawOrigin>)> = Vec::new();
         for &j in &shape.added {
             let Some(m) = r.map.lines.get(j) else { continue };
+            let is_blank = b.get(j).is_none_or(|l| pytext::is_blank(l));
+            let key = (is_blank, m.step, m.raw.map(without_line));
+            if settled.contains(&key) {
+                continue;
+            }
+            let list = if is_blank { &mut blank } else { &mut causes };
+            let mut done = true;
             for o in new_line_causes(r, m) {
-                add(if b.get(j).is_none_or(|l| pytext::is_blank(l)) { &mut blank } else { &mut causes }, o);
+                let anchored = o.anchor.is_some();
+                let in_code = add(list, o);
+                done &= !anchored || in_code;
+            }
+            if done {
+                settled.push(key);
             }
         }
         if causes.is_empty() {

@@ -70,6 +70,10 @@ pub struct SearchPath {
     /// What every [`SearchPath::find_module`] so far depended on (see
     /// [`SearchPath::inputs`]).
     looked: Mutex<Vec<Input>>,
+    /// Whether a file read is noted with the digest of its bytes (a cache
+    /// input); off ([`SearchPath::without_digests`]) for a search path no
+    /// cache will ever read.
+    digests: bool,
 }
 
 fn site_packages(venv: &Path) -> Vec<PathBuf> {
@@ -103,7 +107,16 @@ impl SearchPath {
             let is_archive = p.is_file() && p.extension().is_some_and(|e| e == "whl" || e == "zip");
             entries.push(if is_archive { Entry::Archive { path: p, names: OnceLock::new() } } else { Entry::Dir(p) });
         }
-        SearchPath { entries, archives: Mutex::new(HashMap::new()), looked: Mutex::new(Vec::new()) }
+        SearchPath { entries, archives: Mutex::new(HashMap::new()), looked: Mutex::new(Vec::new()), digests: true }
+    }
+
+    /// This search path without the digests of the files it reads (their
+    /// [`Input`]s are left out): for a run that no cache reads or writes,
+    /// where hashing every upstream module costs ~1 % of a lint. Set it
+    /// before the first read; [`SearchPath::inputs`] is incomplete after.
+    pub fn without_digests(mut self) -> Self {
+        self.digests = false;
+        self
     }
 
     /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
@@ -161,7 +174,11 @@ impl SearchPath {
                 }
                 Some(
                     std::fs::read(&file)
-                        .inspect(|b| inputs.push(Input::content("upstream file", &file, b)))
+                        .inspect(|b| {
+                            if self.digests {
+                                inputs.push(Input::content("upstream file", &file, b))
+                            }
+                        })
                         .map(|b| (file.clone(), b))
                         .map_err(|e| UpstreamError::Io { origin: file, message: e.to_string() }),
                 )

@@ -50,14 +50,34 @@ fn suppresses_f821(line: &str) -> bool {
     noqa::parse(line).is_some_and(|n| n.suppresses("F821"))
 }
 
+/// For each line (`str.splitlines()`; index 0 is line 1) whether it holds
+/// a `noqa` that covers F821. When `\n` is the only line break the lines
+/// holding the word are found directly, not by splitting the module.
+fn noqa_f821_lines(file: &patchgen_python::pysource::ParsedFile) -> Vec<bool> {
+    if !file.only_newline_breaks() {
+        return file.splitlines().iter().map(|l| l.contains("noqa") && suppresses_f821(l)).collect();
+    }
+    let mut flags = vec![false; file.line_count()];
+    let mut last = 0;
+    for hit in memchr::memmem::find_iter(file.text.as_bytes(), b"noqa") {
+        let line = file.line_of(ruff_text_size::TextSize::new(hit as u32));
+        if line == last {
+            continue;
+        }
+        last = line;
+        let text = file.line_range(line, line);
+        flags[line - 1] = suppresses_f821(text.strip_suffix('\n').unwrap_or(text));
+    }
+    flags
+}
+
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
     // Every line below must contain `noqa` to count: a module without the
     // word has nothing to report (and need not be split into lines).
     if !ctx.generated.text.contains("noqa") {
         return Vec::new();
     }
-    let lines = ctx.generated.splitlines();
-    let noqa_lines: Vec<bool> = lines.iter().map(|l| l.contains("noqa") && suppresses_f821(l)).collect();
+    let noqa_lines = noqa_f821_lines(&ctx.generated);
     if !noqa_lines.iter().any(|b| *b) {
         return Vec::new();
     }
@@ -81,4 +101,35 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         out.push(ctx.at_generated(d, at, None));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use patchgen_python::pysource::ParsedFile;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The lines found by searching for the word are the lines
+        /// `str.splitlines()` gives that hold a covering `noqa`.
+        #[test]
+        fn noqa_lines_found_directly_are_the_split_ones(
+            parts in prop::collection::vec(
+                prop::sample::select(vec![
+                    "x = 1", "\n", "  # noqa", "# noqa: F821", "# noqa: E501", "noqa", "y(z)", " ", "\r\n", "\x0c", "é",
+                ]),
+                0..40,
+            ),
+        ) {
+            let text = parts.concat();
+            let Ok(file) = ParsedFile::parse("m.py".into(), &text) else { return Ok(()) };
+            let split: Vec<bool> =
+                file.splitlines().iter().map(|l| l.contains("noqa") && suppresses_f821(l)).collect();
+            let found = noqa_f821_lines(&file);
+            // The direct search also counts the empty line after a final `\n`.
+            prop_assert!(found.len() >= split.len());
+            prop_assert_eq!(&found[..split.len()], &split[..]);
+            prop_assert!(found[split.len()..].iter().all(|b| !b));
+        }
+    }
 }
