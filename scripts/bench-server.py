@@ -19,6 +19,7 @@ usage: bench-server.py PATCHGEN CONFIG [--edits N] [--bursts B] [--debounce-ms M
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,12 +42,19 @@ wire = Wire(proc)
 send = wire.send
 
 
+checks = []  # the server's own "check N ms" from its latency log
+
+
 def wait(accept):
     while True:
         item = wire.get(60)
         if item is None:
             sys.exit("bench-server: the server closed its output")
         t, m = item
+        if m.get("method") == "window/logMessage":
+            found = re.search(r"\(check (\d+) ms\)", m["params"]["message"])
+            if found:
+                checks.append(int(found.group(1)))
         if accept(m):
             return t, m
 
@@ -97,6 +105,8 @@ wait(lambda m: m.get("id") == 2)
 send({"method": "exit"})
 proc.wait(timeout=30)
 med = statistics.median(times)
+if checks:
+    print(f"the checks themselves (the server's log, {len(checks)}): median {statistics.median(checks):.0f} ms, max {max(checks)}")
 print(f"after an edit ({a.edits} edits): median {med:.0f} ms, min {min(times):.0f}, max {max(times):.0f}")
 if bursts:
     print(
