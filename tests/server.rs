@@ -208,6 +208,13 @@ impl Client {
         }
     }
 
+    /// `shutdown`, then `exit`.
+    fn shutdown(&mut self) {
+        let r = self.request(lsp_types::request::Shutdown::METHOD, Value::Null);
+        assert!(r.error.is_none());
+        self.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+    }
+
     fn change(&mut self, uri: &Url, version: i32, text: &str) {
         self.notify(
             "textDocument/didChange",
@@ -409,9 +416,7 @@ fn the_server_over_stdio() {
     assert!(hover.error.is_none() && hover.result.unwrap_or(Value::Null).is_null());
 
     // Shutdown, exit: code 0.
-    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
-    assert!(r.error.is_none());
-    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+    client.shutdown();
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = client.child.try_wait().unwrap() {
@@ -441,6 +446,52 @@ config.helpers.extend(gpu_config.helpers)
 config.patches.extend(gpu_config.patches)
 "#;
 
+/// The demo project copied to a temporary directory with an NPU config
+/// (`npu_text`) beside its GPU config, and a server started on it.
+struct DemoPair {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    pythonpath: String,
+    gpu_text: String,
+    npu_text: String,
+    gpu: Url,
+    npu: Url,
+}
+
+impl DemoPair {
+    fn new(wheel: &Path, npu_text: &str) -> DemoPair {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"), &dir);
+        let gpu_rel = "demo/toy/toy_gpu_patch_gen_config.py";
+        let npu_rel = "demo/toy/toy_npu_patch_gen_config.py";
+        write_files(&dir, &[(npu_rel, npu_text)]);
+        // The demo's PYTHONPATH: the wheel (llama) and its own `upstream` (the toy).
+        let pythonpath = format!("{}:{}", wheel.display(), dir.join("upstream").display());
+        let gpu_text = std::fs::read_to_string(dir.join(gpu_rel)).unwrap();
+        let (gpu, npu) =
+            (Url::from_file_path(dir.join(gpu_rel)).unwrap(), Url::from_file_path(dir.join(npu_rel)).unwrap());
+        DemoPair { _tmp: tmp, dir, pythonpath, gpu_text, npu_text: npu_text.to_string(), gpu, npu }
+    }
+
+    /// A server on the project, initialized, with both configs open.
+    fn serve(&self) -> Client {
+        let mut client = Client::start(&self.dir, Path::new(&self.pythonpath));
+        let _: lsp_types::InitializeResult = client.result(
+            "initialize",
+            json!({"processId": null, "rootUri": Url::from_file_path(&self.dir).unwrap(), "capabilities": {}}),
+        );
+        client.notify("initialized", json!({}));
+        for (uri, text) in [(&self.gpu, &self.gpu_text), (&self.npu, &self.npu_text)] {
+            client.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+            );
+        }
+        client
+    }
+}
+
 /// On the demo project with its generated files checked in: go to
 /// definition from a patch function lands on the line of the generated
 /// file it became (found here in the generated text), and an unsaved edit
@@ -449,15 +500,9 @@ config.patches.extend(gpu_config.patches)
 fn definition_into_the_generated_file_and_importers_rechecked() {
     let Some(wheel) = wheel("5.9.0") else { return };
     let env = TestEnv::get();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap();
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"), &dir);
-    let gpu_rel = "demo/toy/toy_gpu_patch_gen_config.py";
-    let npu_rel = "demo/toy/toy_npu_patch_gen_config.py";
-    write_files(&dir, &[(npu_rel, NPU_CONFIG)]);
-    // The demo's PYTHONPATH: the wheel (llama) and its own `upstream` (the toy).
-    let pythonpath = format!("{}:{}", wheel.display(), dir.join("upstream").display());
-    let out = env.patchgen(&dir, &pythonpath, &["--all", "--diff"]);
+    let pair = DemoPair::new(&wheel, NPU_CONFIG);
+    let (dir, gpu, npu, gpu_text) = (&pair.dir, &pair.gpu, &pair.npu, &pair.gpu_text);
+    let out = env.patchgen(dir, &pair.pythonpath, &["--all", "--diff"]);
     assert_eq!(out.code, 0, "generate: {} {}", out.stdout, out.stderr);
     let generated = dir.join("demo/toy/generated/patched_modeling_toy.py");
     let gen_text = std::fs::read_to_string(&generated).unwrap();
@@ -469,31 +514,16 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
         .find(|&i| gen_text.lines().nth(i).unwrap().trim_start().starts_with("def forward("))
         .unwrap();
 
-    let gpu_text = std::fs::read_to_string(dir.join(gpu_rel)).unwrap();
-    let (gpu, npu) = (Url::from_file_path(dir.join(gpu_rel)).unwrap(), Url::from_file_path(dir.join(npu_rel)).unwrap());
-    let mut client = Client::start(&dir, Path::new(&pythonpath));
-    let _: lsp_types::InitializeResult = client.result(
-        "initialize",
-        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
-    );
-    client.notify("initialized", json!({}));
-    let open = |client: &mut Client, uri: &Url, text: &str| {
-        client.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
-        );
-    };
-    open(&mut client, &gpu, &gpu_text);
-    open(&mut client, &npu, NPU_CONFIG);
+    let mut client = pair.serve();
     let mentions = |ds: &[lsp_types::Diagnostic], what: &str| ds.iter().any(|d| d.message.contains(what));
     let clean = move |ds: &[lsp_types::Diagnostic]| !mentions(ds, "forwrad");
     let flagged = move |ds: &[lsp_types::Diagnostic]| mentions(ds, "forwrad");
-    client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
+    client.diagnostics_of_each(&[(gpu, &clean), (npu, &clean)]);
 
     // Definition from the patch function's name.
     let at = gpu_text.find("def toy_rms_norm_forward(").unwrap() + "def ".len() + 2;
     let def: GotoDefinitionResponse =
-        client.result("textDocument/definition", json!({"textDocument": {"uri": gpu}, "position": pos(&gpu_text, at)}));
+        client.result("textDocument/definition", json!({"textDocument": {"uri": gpu}, "position": pos(gpu_text, at)}));
     let GotoDefinitionResponse::Scalar(loc) = def else { panic!("one location: {def:?}") };
     assert_eq!(loc.uri.to_file_path().unwrap().canonicalize().unwrap(), generated.canonicalize().unwrap());
     assert_eq!(
@@ -505,16 +535,14 @@ fn definition_into_the_generated_file_and_importers_rechecked() {
 
     // An unsaved edit to the GPU config: the NPU config, which imports it, is checked again on the buffer.
     let edited = gpu_text.replace("\"ToyRMSNorm.forward\"", "\"ToyRMSNorm.forwrad\"");
-    assert_ne!(edited, gpu_text);
-    client.change(&gpu, 2, &edited);
-    client.diagnostics_of_each(&[(&gpu, &flagged), (&npu, &flagged)]);
+    assert_ne!(&edited, gpu_text);
+    client.change(gpu, 2, &edited);
+    client.diagnostics_of_each(&[(gpu, &flagged), (npu, &flagged)]);
     // And back.
-    client.change(&gpu, 3, &gpu_text);
-    client.diagnostics_of_each(&[(&gpu, &clean), (&npu, &clean)]);
+    client.change(gpu, 3, gpu_text);
+    client.diagnostics_of_each(&[(gpu, &clean), (npu, &clean)]);
 
-    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
-    assert!(r.error.is_none());
-    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+    client.shutdown();
 }
 
 /// An NPU sibling of the demo's GPU config with its own RMSNorm override
@@ -543,48 +571,30 @@ def toy_rms_norm_forward_npu(self, hidden_states):
 #[test]
 fn sibling_rules_on_unsaved_buffers() {
     let Some(wheel) = wheel("5.9.0") else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap();
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"), &dir);
-    let gpu_rel = "demo/toy/toy_gpu_patch_gen_config.py";
-    let npu_rel = "demo/toy/toy_npu_patch_gen_config.py";
-    write_files(&dir, &[(npu_rel, NPU_SIBLING)]);
-    let pythonpath = format!("{}:{}", wheel.display(), dir.join("upstream").display());
-    let gpu_text = std::fs::read_to_string(dir.join(gpu_rel)).unwrap();
-    let (gpu, npu) = (Url::from_file_path(dir.join(gpu_rel)).unwrap(), Url::from_file_path(dir.join(npu_rel)).unwrap());
-    let mut client = Client::start(&dir, Path::new(&pythonpath));
-    let _: lsp_types::InitializeResult = client.result(
-        "initialize",
-        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
-    );
-    client.notify("initialized", json!({}));
-    for (uri, text) in [(&gpu, gpu_text.as_str()), (&npu, NPU_SIBLING)] {
-        client.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
-        );
-    }
+    let pair = DemoPair::new(&wheel, NPU_SIBLING);
+    let (gpu, npu, gpu_text) = (&pair.gpu, &pair.npu, &pair.gpu_text);
+    let mut client = pair.serve();
     let code = |ds: &[lsp_types::Diagnostic], c: &str| {
         ds.iter().filter(|d| d.code == Some(lsp_types::NumberOrString::String(c.into()))).cloned().collect::<Vec<_>>()
     };
     let no_pg202 = move |ds: &[lsp_types::Diagnostic]| code(ds, "PG202").is_empty();
     let pg202 = move |ds: &[lsp_types::Diagnostic]| !code(ds, "PG202").is_empty();
-    client.diagnostics_of_each(&[(&gpu, &no_pg202), (&npu, &no_pg202)]);
+    client.diagnostics_of_each(&[(gpu, &no_pg202), (npu, &no_pg202)]);
 
     let edited = gpu_text.replace(
         "def toy_rms_norm_forward(self, hidden_states):",
         "def toy_rms_norm_forward(self, hidden_states, residual=None):",
     );
-    assert_ne!(edited, gpu_text);
-    client.change(&gpu, 2, &edited);
+    assert_ne!(&edited, gpu_text);
+    client.change(gpu, 2, &edited);
     // Both: the NPU buffer flagged, and the GPU buffer's check of version 2
     // (which does not carry its sibling's finding).
     let (mut npu_flagged, mut gpu_v2) = (None, None);
     client.publications_until(|p| {
-        if p.uri == npu && pg202(&p.diagnostics) {
+        if p.uri == *npu && pg202(&p.diagnostics) {
             npu_flagged = Some(p.diagnostics.clone());
         }
-        if p.uri == gpu && p.version == Some(2) {
+        if p.uri == *gpu && p.version == Some(2) {
             gpu_v2 = Some(p.diagnostics.clone());
         }
         npu_flagged.is_some() && gpu_v2.is_some()
@@ -597,10 +607,8 @@ fn sibling_rules_on_unsaved_buffers() {
     assert!(d.message.contains("residual"), "{}", d.message);
     assert!(no_pg202(&gpu_v2.unwrap()));
 
-    client.change(&gpu, 3, &gpu_text);
-    client.diagnostics_of_each(&[(&npu, &no_pg202)]);
+    client.change(gpu, 3, gpu_text);
+    client.diagnostics_of_each(&[(npu, &no_pg202)]);
 
-    let r = client.request(lsp_types::request::Shutdown::METHOD, Value::Null);
-    assert!(r.error.is_none());
-    client.notify(lsp_types::notification::Exit::METHOD, Value::Null);
+    client.shutdown();
 }
