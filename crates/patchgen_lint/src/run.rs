@@ -357,9 +357,10 @@ fn without_digests(mut pipeline: Context) -> Context {
 }
 
 /// The other configs of the packages `modules` are in (their directories'
-/// `*_patch_gen_config.py` files): what the project rules compare a config
-/// with (PG202's GPU/NPU sibling, PG502's package registry), so a buffer's
-/// check sees what a full `patchgen lint` sees.
+/// `*_patch_gen_config.py` files but `_*`, as discovery finds them): what
+/// the project rules compare a config with (PG202's GPU/NPU sibling,
+/// PG502's package registry), so a buffer's check sees what a full
+/// `patchgen lint` sees.
 fn sibling_configs(pipeline: &Context, modules: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in modules {
@@ -368,6 +369,7 @@ fn sibling_configs(pipeline: &Context, modules: &[String]) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(dir) else { continue };
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('_'))
             .filter_map(|n| n.strip_suffix(".py").filter(|s| s.ends_with("_patch_gen_config")).map(str::to_string))
             .collect();
         names.sort();
