@@ -211,15 +211,7 @@ fn generate_pruning(
                 if let Err(e) = written {
                     return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
                 }
-                // The template's report is wanted only if this one has
-                // errors: it is taken meanwhile, on the other core (one
-                // config's lint keeps one core busy), not after.
-                let (lint, template_now) = std::thread::scope(|s| {
-                    let template = plan.template_config.clone().filter(|_| template_lint.is_none());
-                    let speculative = template.map(|t| s.spawn(move || lint_modules(vec![t], cwd).ok()));
-                    let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
-                    (lint, speculative.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
-                });
+                let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
                 // Errors in upstream code a rule names the fix for: the
                 // scaffold writes that fix (`lint_fixes`); the rest may drop
                 // reuses.
@@ -251,7 +243,7 @@ fn generate_pruning(
                     .as_ref()
                     .is_some_and(|r| r.diagnostics.iter().any(|d| d.severity == patchgen_diagnostics::Severity::Error));
                 if has_errors && template_lint.is_none() {
-                    template_lint = Some(template_now.flatten());
+                    template_lint = Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd).ok()));
                 }
                 let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
                 let rejected = template.is_some()
