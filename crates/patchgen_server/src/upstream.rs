@@ -19,7 +19,7 @@ use patchgen_python::pysource::{ParsedFile, defs, keyword_line, signature};
 
 /// An upstream module, parsed, and a file an editor can open for it.
 pub struct UpstreamFile {
-    pub parsed: ParsedFile,
+    pub parsed: Arc<ParsedFile>,
     /// Where it was read from (`wheel.whl!member` for a wheel).
     pub origin: PathBuf,
     /// A file holding its text: the origin itself, or the copy of a wheel member.
@@ -64,7 +64,7 @@ impl Upstreams {
 
     fn read(&self, name: &str) -> Option<UpstreamFile> {
         let source = self.search.find_module(name).ok()?;
-        let parsed = ParsedFile::parse(source.origin.clone(), &source.text).ok()?;
+        let parsed = ParsedFile::parse_shared(source.origin.clone(), &source.text).ok()?;
         let on_disk = if source.origin.is_file() {
             Some(source.origin.clone())
         } else {
@@ -277,7 +277,7 @@ mod tests {
 
     fn file() -> UpstreamFile {
         let parsed = ParsedFile::parse(PathBuf::from("up.py"), UP).unwrap();
-        UpstreamFile { parsed, origin: PathBuf::from("pkg/up.py"), on_disk: None }
+        UpstreamFile { parsed: Arc::new(parsed), origin: PathBuf::from("pkg/up.py"), on_disk: None }
     }
 
     #[test]

@@ -375,10 +375,11 @@ impl Context {
 
     fn read_upstream(&self, module: &str) -> Result<Upstream, Failure> {
         let upstream = self.search.find_module(module).map_err(|e| Failure::Upstream(e, None))?;
-        let parsed = ParsedFile::parse(upstream.origin.clone(), &upstream.text).map_err(|e| {
+        // Shared with the process's other runs: upstream modules outlive one.
+        let parsed = ParsedFile::parse_shared(upstream.origin.clone(), &upstream.text).map_err(|e| {
             Failure::UpstreamSyntax { origin: upstream.origin.clone(), line: e.line, message: e.message }
         })?;
-        Ok((upstream.origin, Arc::new(parsed), Arc::new(upstream.inputs)))
+        Ok((upstream.origin, parsed, Arc::new(upstream.inputs)))
     }
 
     /// Evaluate, find upstream and generate, stopping before ruff: the

@@ -95,7 +95,7 @@ impl Version {
                 UpstreamError::NotFound { .. } => ModuleError::NotFound,
                 other => ModuleError::Broken(other.to_string()),
             })?;
-            ParsedFile::parse(source.origin.clone(), &source.text).map(Arc::new).map_err(|e| {
+            ParsedFile::parse_shared(source.origin.clone(), &source.text).map_err(|e| {
                 ModuleError::Broken(format!("{}:{}: syntax error: {}", source.origin.display(), e.line, e.message))
             })
         })

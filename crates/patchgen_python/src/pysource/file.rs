@@ -52,7 +52,31 @@ pub struct SyntaxProblem {
     pub message: String,
 }
 
+/// Files parsed through [`ParsedFile::parse_shared`], by path: the text each
+/// was parsed from, and the parse.
+type SharedParses = Mutex<HashMap<PathBuf, (String, Arc<ParsedFile>)>>;
+static SHARED: OnceLock<SharedParses> = OnceLock::new();
+
 impl ParsedFile {
+    /// [`ParsedFile::parse`], memoised for the process: the file parsed
+    /// before from the same path and the very same text is that parse
+    /// again (compared byte for byte, so never a stale one). For files that
+    /// outlive one run, the upstream modules: the language server's checks
+    /// and the rounds and lints of `patchgen new` parse them once. Only the
+    /// last text of each path is kept; a syntax error is not kept.
+    pub fn parse_shared(path: PathBuf, raw_text: &str) -> Result<Arc<ParsedFile>, SyntaxProblem> {
+        let shared = SHARED.get_or_init(SharedParses::default);
+        let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((text, file)) = lock().get(&path)
+            && text == raw_text
+        {
+            return Ok(Arc::clone(file));
+        }
+        let file = Arc::new(ParsedFile::parse(path.clone(), raw_text)?);
+        lock().insert(path, (raw_text.to_string(), Arc::clone(&file)));
+        Ok(file)
+    }
+
     /// Parse `raw_text` (already decoded to `str`); `Err` carries the first
     /// syntax error.
     pub fn parse(path: PathBuf, raw_text: &str) -> Result<ParsedFile, SyntaxProblem> {
@@ -256,5 +280,30 @@ mod tests {
         file.memo::<Count>().0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(file.memo::<Count>().0.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert!(file.memo::<Mutex<Vec<u8>>>().lock().unwrap().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_parse_is_reused_only_for_the_same_path_and_text() {
+        let path = PathBuf::from("/shared-parse-test/m.py");
+        let a = ParsedFile::parse_shared(path.clone(), "x = 1\n").unwrap();
+        let again = ParsedFile::parse_shared(path.clone(), "x = 1\n").unwrap();
+        assert!(Arc::ptr_eq(&a, &again));
+        // Other text at that path: parsed anew, and it replaces the old one.
+        let b = ParsedFile::parse_shared(path.clone(), "x = 2\n").unwrap();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(b.text, "x = 2\n");
+        let back = ParsedFile::parse_shared(path.clone(), "x = 1\n").unwrap();
+        assert!(!Arc::ptr_eq(&a, &back) && back.text == "x = 1\n");
+        // The same text at another path is another file (its locations name it).
+        let elsewhere = ParsedFile::parse_shared(PathBuf::from("/shared-parse-test/n.py"), "x = 1\n").unwrap();
+        assert_eq!(elsewhere.path, PathBuf::from("/shared-parse-test/n.py"));
+        // A syntax error is returned, not kept.
+        assert!(ParsedFile::parse_shared(path.clone(), "x = = 1\n").is_err());
+        assert!(Arc::ptr_eq(&back, &ParsedFile::parse_shared(path, "x = 1\n").unwrap()));
     }
 }
