@@ -13,8 +13,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
 
 use super::header::{Header, TensorInfo, read_header};
 
@@ -28,8 +31,14 @@ pub struct Checkpoint {
     /// The index file, when there is one.
     pub index: Option<PathBuf>,
     pub shards: Vec<Header>,
-    /// name → (shard, position in the shard's `tensors`).
-    pub by_name: FxHashMap<String, (usize, usize)>,
+    /// name → (shard, position in the shard's `tensors`), hashed by name
+    /// but holding no copy of it: a lookup compares with the header's own
+    /// (100k names are 100k fewer allocations to make and free).
+    by_name: HashTable<(u32, u32)>,
+}
+
+fn hash(name: &str) -> u64 {
+    FxBuildHasher.hash_one(name)
 }
 
 impl Checkpoint {
@@ -123,15 +132,14 @@ impl Checkpoint {
         let all_there = map
             .entries
             .iter()
-            .all(|(name, file)| ck.by_name.get(name.as_ref()).is_some_and(|&(s, _)| s == shard_of[*file as usize]));
+            .all(|(name, file)| ck.position(name).is_some_and(|(s, _)| s == shard_of[*file as usize]));
         all_there.then_some(ck)
     }
 
     /// Every `(tensor, file)` of the weight map is in that file's header.
     pub(crate) fn check_weight_map(&self, index: &Path, wanted: &[(String, String)]) -> Result<(), String> {
         for (name, file) in wanted {
-            let ok =
-                self.by_name.get(name).is_some_and(|&(s, _)| self.shards[s].path.file_name() == Some(file.as_ref()));
+            let ok = self.position(name).is_some_and(|(s, _)| self.shards[s].path.file_name() == Some(file.as_ref()));
             if !ok {
                 return Err(format!(
                     "{}: weight_map says \"{name}\" is in {file}, but that file's header has no such tensor",
@@ -143,25 +151,34 @@ impl Checkpoint {
     }
 
     pub(crate) fn from_shards(dir: PathBuf, index: Option<PathBuf>, shards: Vec<Header>) -> Result<Checkpoint, String> {
-        let mut by_name: FxHashMap<String, (usize, usize)> = FxHashMap::default();
-        by_name.reserve(shards.iter().map(|s| s.tensors.len()).sum());
+        let name_of = |&(s, t): &(u32, u32)| shards[s as usize].tensors[t as usize].name.as_str();
+        let mut by_name: HashTable<(u32, u32)> = HashTable::with_capacity(shards.iter().map(|s| s.tensors.len()).sum());
         for (si, s) in shards.iter().enumerate() {
             for (ti, t) in s.tensors.iter().enumerate() {
-                if let Some((other, _)) = by_name.insert(t.name.clone(), (si, ti)) {
+                let h = hash(&t.name);
+                if let Some(&(other, _)) = by_name.find(h, |e| name_of(e) == t.name) {
                     return Err(format!(
                         "{}: tensor \"{}\" is also in {}: a checkpoint holds each tensor once",
                         s.path.display(),
                         t.name,
-                        shards[other].path.display()
+                        shards[other as usize].path.display()
                     ));
                 }
+                by_name.insert_unique(h, (si as u32, ti as u32), |e| hash(name_of(e)));
             }
         }
         Ok(Checkpoint { dir, index, shards, by_name })
     }
 
+    /// Where tensor `name` is: (shard, position in the shard's `tensors`).
+    pub fn position(&self, name: &str) -> Option<(usize, usize)> {
+        let &(s, t) =
+            self.by_name.find(hash(name), |&(s, t)| self.shards[s as usize].tensors[t as usize].name == name)?;
+        Some((s as usize, t as usize))
+    }
+
     pub fn tensor(&self, name: &str) -> Option<(usize, &TensorInfo)> {
-        let &(s, t) = self.by_name.get(name)?;
+        let (s, t) = self.position(name)?;
         Some((s, &self.shards[s].tensors[t]))
     }
 
@@ -359,7 +376,7 @@ mod tests {
     fn outcome(r: Result<Checkpoint, String>) -> String {
         match r {
             Ok(ck) => {
-                let mut names: Vec<_> = ck.by_name.iter().collect();
+                let mut names: Vec<_> = ck.tensors().map(|(_, t)| (&t.name, ck.position(&t.name))).collect();
                 names.sort();
                 format!("{:?} {:?} {:?} {names:?}", ck.dir, ck.index, ck.shards)
             }

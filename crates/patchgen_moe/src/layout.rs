@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
@@ -159,7 +160,8 @@ enum Segments<'a> {
 }
 
 fn segments(rest: &str) -> Segments<'_> {
-    let mut dots = memchr::memchr_iter(b'.', rest.as_bytes());
+    // Short names: a plain loop beats memchr's setup.
+    let mut dots = rest.bytes().enumerate().filter(|&(_, b)| b == b'.').map(|(k, _)| k);
     match (dots.next(), dots.next(), dots.next()) {
         (None, _, _) => Segments::One(rest),
         (Some(a), Some(b), None) => Segments::Three(&rest[..a], &rest[a + 1..b], &rest[b + 1..]),
@@ -199,7 +201,8 @@ pub fn groups(ck: &Checkpoint, dims: Option<&MoeDims>) -> Vec<Group> {
         }
     }
     by_prefix.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut out: Vec<Group> = by_prefix.iter().map(|(p, ts)| build(p, ts, dims)).collect();
+    // Modules are independent: built in parallel, collected in order.
+    let mut out: Vec<Group> = by_prefix.par_iter().map(|(p, ts)| build(p, ts, dims)).collect();
     out.sort_by(|a, b| (&a.stack, &a.module, a.layer, &a.prefix).cmp(&(&b.stack, &b.module, b.layer, &b.prefix)));
     out
 }
