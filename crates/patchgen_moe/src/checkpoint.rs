@@ -17,9 +17,9 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::FxBuildHasher;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::header::{Header, TensorInfo, read_header};
+use super::header::{Header, HeaderError, TensorInfo, read_header};
 
 pub const INDEX: &str = "model.safetensors.index.json";
 pub const SINGLE: &str = "model.safetensors";
@@ -85,7 +85,11 @@ impl Checkpoint {
 
     fn from_index(dir: &Path, index: &Path) -> Result<Checkpoint, String> {
         let text = std::fs::read_to_string(index).map_err(|e| format!("{}: {e}", index.display()))?;
-        if let Some(ck) = Checkpoint::from_index_fast(dir, index, &text) {
+        // The index parses on one core while the headers of the directory's
+        // `.safetensors` files (nearly always the files it names) are read
+        // on the other.
+        let (map, listed) = rayon::join(|| fast_index::parse(&text), || read_listed(dir));
+        if let Some(ck) = map.and_then(|m| Checkpoint::from_index_fast(dir, index, m, listed)) {
             return Ok(ck);
         }
         Checkpoint::from_index_exact(dir, index, &text)
@@ -115,8 +119,14 @@ impl Checkpoint {
     /// A repeated tensor name naming two files fails the check (a tensor
     /// is in one shard), so success means the `Value` map, which keeps the
     /// last, would have named the same files.
-    fn from_index_fast(dir: &Path, index: &Path, text: &str) -> Option<Checkpoint> {
-        let map = fast_index::parse(text)?;
+    /// `listed` holds the headers already read, by file name; those of
+    /// files the index does not name are dropped, errors included.
+    fn from_index_fast(
+        dir: &Path,
+        index: &Path,
+        map: fast_index::WeightMap<'_>,
+        mut listed: FxHashMap<String, Result<Header, HeaderError>>,
+    ) -> Option<Checkpoint> {
         if !map.files.iter().all(|f| Path::new(f.as_ref()).file_name() == Some(std::ffi::OsStr::new(f.as_ref()))) {
             return None;
         }
@@ -126,8 +136,13 @@ impl Checkpoint {
         for (k, &i) in order.iter().enumerate() {
             shard_of[i] = k;
         }
-        let paths: Vec<PathBuf> = order.iter().map(|&i| dir.join(map.files[i].as_ref())).collect();
-        let shards = read_all(&paths).ok()?;
+        let shards: Vec<Header> = order
+            .iter()
+            .map(|&i| match listed.remove(map.files[i].as_ref()) {
+                Some(h) => h.ok(),
+                None => read_header(&dir.join(map.files[i].as_ref())).ok(),
+            })
+            .collect::<Option<_>>()?;
         let ck = Checkpoint::from_shards(dir.to_path_buf(), Some(index.to_path_buf()), shards).ok()?;
         let all_there = map
             .entries
@@ -231,6 +246,17 @@ pub(crate) fn missing_files(index: &Path, missing: &[&String]) -> String {
         shown.join(", "),
         if missing.len() > 5 { ", ..." } else { "" }
     )
+}
+
+/// The headers of the `.safetensors` files in `dir` (by file name), read
+/// in parallel; empty when the directory cannot be listed.
+fn read_listed(dir: &Path) -> FxHashMap<String, Result<Header, HeaderError>> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return FxHashMap::default() };
+    let names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".safetensors"))
+        .collect();
+    names.into_par_iter().map(|n| (read_header(&dir.join(&n)), n)).map(|(h, n)| (n, h)).collect()
 }
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Header>, String> {
@@ -393,6 +419,8 @@ mod tests {
         shard(&d.join("c.safetensors"), &["w"]);
         std::fs::create_dir(d.join("sub")).unwrap();
         shard(&d.join("sub/c.safetensors"), &["w"]);
+        // Read with the directory's other shards, never named: ignored.
+        std::fs::write(d.join("junk.safetensors"), b"not a safetensors file").unwrap();
         let index = d.join(INDEX);
         let base = r#""x.0":"a.safetensors","x.1":"a.safetensors","y":"a.safetensors","x.2":"b.safetensors","z\u00e9":"b.safetensors""#;
         // (index text, whether the fast path takes it)
@@ -417,7 +445,7 @@ mod tests {
         ];
         for (text, fast) in cases {
             std::fs::write(&index, &text).unwrap();
-            let got = Checkpoint::from_index_fast(d, &index, &text);
+            let got = fast_index::parse(&text).and_then(|m| Checkpoint::from_index_fast(d, &index, m, read_listed(d)));
             assert_eq!(got.is_some(), fast, "{text}");
             let exact = outcome(Checkpoint::from_index_exact(d, &index, &text));
             if let Some(ck) = got {
