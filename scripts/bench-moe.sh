@@ -3,8 +3,9 @@
 #   convert   a synthetic per-expert checkpoint (qwen3_moe-like, F16) of
 #             --size-gb GB on local disk → v5 fused, against `cp -r` of the
 #             same checkpoint, side by side in one run, alternating
-#             (cp, convert, cp, convert, ...); convert fsyncs every shard it
-#             writes, so cp is also timed with a final `sync`;
+#             (cp, convert, cp, convert, ...); convert is durable when it
+#             returns (every file it writes, its directory and the rename
+#             fsynced), so cp is also timed with a final `sync`;
 #   RSS       peak resident set of convert (GNU time %M);
 #   inspect   an index of 1,003 shards and 100,224 tensors (headers only).
 #
@@ -162,7 +163,7 @@ cat <<MD
 | checkpoint | $(echo "scale=2; $bytes / 1000000000" | bc) GB, $(ls "$work/src" | grep -c safetensors$) shards | |
 | \`cp -r\` | ${mcp} s | $(rate "$mcp") MB/s |
 | \`cp -r && sync\` | ${mcps} s | $(rate "$mcps") MB/s |
-| \`moe convert\` (fsyncs each shard; CPU $(median "${c_cv[@]}") s) | ${mcv} s | $(rate "$mcv") MB/s ($(echo "scale=0; 100 * $mcps / $mcv" | bc) % of cp+sync, $(echo "scale=0; 100 * $mcp / $mcv" | bc) % of cp) |
+| \`moe convert\` (durable; CPU $(median "${c_cv[@]}") s) | ${mcv} s | $(rate "$mcv") MB/s ($(echo "scale=0; 100 * $mcps / $mcv" | bc) % of cp+sync, $(echo "scale=0; 100 * $mcp / $mcv" | bc) % of cp) |
 | \`moe convert --jobs $jobs\` | ${mcvj} s | $(rate "$mcvj") MB/s |
 | peak RSS of \`moe convert\` | $((rss / 1024)) MB | |
 | \`moe inspect\`, $shards shards, $tensors tensors | ${min} s wall, ${cin} s CPU (user+sys) | |

@@ -57,6 +57,26 @@ fn every_family_converts_to_fused_like_numpy() {
     }
 }
 
+/// Shards of tens of MB: the writer hands 8 MiB ranges to its flusher
+/// thread for writeback as it goes (convert.rs `WRITEBACK_CHUNK`); the
+/// small checkpoints above never fill one.
+#[test]
+fn checkpoints_larger_than_a_writeback_chunk_convert_like_numpy() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (family, to) in [("qwen3_moe", "fused"), ("qwen3_vl_moe", "fused"), ("fused", "per-expert")] {
+        let src = d.join(family);
+        make(&python, family, &src, &["--hidden", "256", "--inter", "96", "--experts", "48", "--shards", "2"]);
+        let dst = d.join(format!("{family}-{to}"));
+        ok(&convert(d, &src, &dst, &["--to", to, "--shard-size", "20MB", "--jobs", "2"]), family);
+        check(&python, &src, &dst, family, &to.replace('-', "_"));
+        let big =
+            std::fs::read_dir(&dst).unwrap().filter_map(|e| e.ok()).any(|e| e.metadata().unwrap().len() > 9 << 20);
+        assert!(big, "{family}: no output shard above 9 MiB");
+    }
+}
+
 #[test]
 fn fused_transposed_and_stacked_convert_to_per_expert_like_numpy() {
     let Some(python) = python() else { return };

@@ -9,7 +9,11 @@
 //!
 //! Safe: refuses SRC == DST, DST inside SRC and a non-empty DST; writes into
 //! a temporary directory next to DST and renames it at the end, so an
-//! interrupted run leaves no DST. Non-weight files of SRC are copied (not
+//! interrupted run leaves no DST. Durable when it returns: every file it
+//! wrote is `fsync`ed, then the directory, and after the rename its parent.
+//! A shard is sent to the disk every 8 MiB as it is written
+//! ([`WRITEBACK_CHUNK`], by a second thread), so the disk writes while the
+//! copy goes on and the shard's `fsync` waits for its last chunk only. Non-weight files of SRC are copied (not
 //! `.safetensors .bin .pt .pth` nor the two index files). Several shards
 //! are written by `--jobs` threads. `--verify` re-reads every output shard,
 //! checks its header with the `safetensors` crate's parser and validation
@@ -146,6 +150,12 @@ fn write_local(
     }
     let (copied_files, skipped_dirs) =
         if src.is_dir() { copy_other_files(src, tmp.path())? } else { (Vec::new(), Vec::new()) };
+    // The shards synced themselves; the small files together (one journal
+    // commit for all of them, not one each).
+    for name in copied_files.iter().map(String::as_str).chain(Some(INDEX).filter(|_| n > 1)) {
+        let path = tmp.path().join(name);
+        File::open(&path).and_then(|f| f.sync_all()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
 
     if opts.verify {
         pool.install(|| {
@@ -276,8 +286,10 @@ pub(crate) fn temporary_dir(dst: &Path, dst_abs: &Path) -> Result<tempfile::Temp
         .map_err(|e| format!("{}: cannot create a temporary directory: {e}", parent.display()))
 }
 
-/// Move the finished temporary directory into place as DST.
+/// Move the finished temporary directory into place as DST, durably: its
+/// entries are synced before the rename and the rename after it.
 pub(crate) fn commit(tmp: tempfile::TempDir, dst: &Path, dst_abs: &Path) -> Result<(), String> {
+    sync_dir(tmp.path()).map_err(|e| format!("{}: {e}", tmp.path().display()))?;
     if dst.exists() {
         std::fs::remove_dir(dst).map_err(|e| format!("{}: {e}", dst.display()))?;
     }
@@ -285,7 +297,17 @@ pub(crate) fn commit(tmp: tempfile::TempDir, dst: &Path, dst_abs: &Path) -> Resu
     std::fs::rename(&kept, dst_abs).map_err(|e| {
         let _ = std::fs::remove_dir_all(&kept);
         format!("{}: cannot move the result into place: {e}", dst.display())
-    })
+    })?;
+    let parent = match dst_abs.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    sync_dir(parent).map_err(|e| format!("{}: {e}", parent.display()))
+}
+
+/// `fsync` a directory: its entries (created, renamed) are on disk.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// Weights and indexes are never copied as "other files".
@@ -321,10 +343,77 @@ pub fn header_bytes(tensors: &[OutTensor]) -> Vec<u8> {
     out
 }
 
+/// Bytes written between two writeback starts (8 MiB did better than 32
+/// in an interleaved run, docs/performance.md).
+const WRITEBACK_CHUNK: u64 = 8 << 20;
+
+/// Where an output file is written front to back: its written bytes are
+/// sent to the disk as they come (every [`WRITEBACK_CHUNK`]), by another
+/// thread, so that the disk writes while the next bytes are copied and the
+/// final `fsync` waits for the last chunk only.
+struct Output<'a> {
+    file: &'a File,
+    /// Bytes written.
+    at: u64,
+    /// Bytes sent to the flusher.
+    started: u64,
+    flusher: std::sync::mpsc::Sender<(u64, u64)>,
+}
+
+impl Output<'_> {
+    /// `n` more bytes were written.
+    fn advance(&mut self, n: u64) {
+        self.at += n;
+        if self.at - self.started >= WRITEBACK_CHUNK {
+            // The flusher lives as long as the sender (scoped thread).
+            let _ = self.flusher.send((self.started, self.at - self.started));
+            self.started = self.at;
+        }
+    }
+}
+
+/// Start writing back `len` bytes of `file` at `offset`, not waiting.
+/// `POSIX_FADV_DONTNEED` does that on Linux (what `sync_file_range(2)`'s
+/// `SYNC_FILE_RANGE_WRITE` does, without `unsafe`): it submits the dirty
+/// pages of the range and drops only clean ones. Advice: a failure changes
+/// nothing, the final `fsync` is what makes the file durable.
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    let _ = rustix::fs::fadvise(file, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::DontNeed);
+}
+
 fn write_shard(path: &Path, tensors: &[OutTensor], inputs: &[PathBuf], bar: &ProgressBar) -> Result<(), String> {
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut out = File::create(path).map_err(io)?;
-    out.write_all(&header_bytes(tensors)).map_err(io)?;
+    let file = File::create(path).map_err(io)?;
+    // Submitting a range for writeback takes a few ms of kernel time per
+    // chunk: a second thread does it while this one copies.
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, u64)>();
+        let file = &file;
+        s.spawn(move || {
+            for (offset, len) in rx {
+                start_writeback(file, offset, len);
+            }
+        });
+        let mut output = Output { file, at: 0, started: 0, flusher: tx };
+        copy_tensors(&mut output, tensors, inputs, bar, path)
+        // `output`, and with it the sender, is dropped here: the flusher ends.
+    })?;
+    file.sync_all().map_err(io)?;
+    Ok(())
+}
+
+fn copy_tensors(
+    output: &mut Output<'_>,
+    tensors: &[OutTensor],
+    inputs: &[PathBuf],
+    bar: &ProgressBar,
+    path: &Path,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut out = output.file;
+    let header = header_bytes(tensors);
+    out.write_all(&header).map_err(io)?;
+    output.advance(header.len() as u64);
     let mut files: Vec<Option<File>> = (0..inputs.len()).map(|_| None).collect();
     let mut matrix = Vec::new();
     let mut transposed = Vec::new();
@@ -339,6 +428,7 @@ fn write_shard(path: &Path, tensors: &[OutTensor], inputs: &[PathBuf], bar: &Pro
                     if copied != len {
                         return Err(format!("{}: ended early while copying {}", inputs[shard].display(), t.name));
                     }
+                    output.advance(len);
                 }
                 Piece::Matrix { shard, offset, rows, cols, elem, col_start, col_count } => {
                     let f = open(&mut files, inputs, shard)?;
@@ -346,12 +436,12 @@ fn write_shard(path: &Path, tensors: &[OutTensor], inputs: &[PathBuf], bar: &Pro
                         .map_err(|e| format!("{}: {e}", inputs[shard].display()))?;
                     transpose(&matrix, rows, cols, elem, col_start, col_count, &mut transposed);
                     out.write_all(&transposed).map_err(io)?;
+                    output.advance(transposed.len() as u64);
                 }
             }
             bar.inc(piece.len());
         }
     }
-    out.sync_all().map_err(io)?;
     Ok(())
 }
 
@@ -594,6 +684,41 @@ mod tests {
         std::fs::write(&out, bytes).unwrap();
         let e = verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap_err();
         assert_eq!(e, "verify: model.safetensors: w: first mismatch at data byte 2 (expected 0x02, found 0xff)");
+    }
+
+    /// Tens of MiB through `write_shard`: ranges out of order, across two
+    /// inputs, unaligned, so that the flusher sends several chunks.
+    #[test]
+    fn a_shard_of_several_writeback_chunks_has_its_pieces_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("in{k}"))).collect();
+        let mut data = Vec::new();
+        for (k, p) in inputs.iter().enumerate() {
+            let bytes: Vec<u8> = (0..(12u64 << 20) + 13).map(|i| (i * 31 + k as u64 * 7 + i / 4093) as u8).collect();
+            std::fs::write(p, &bytes).unwrap();
+            data.push(bytes);
+        }
+        let mut pieces = Vec::new();
+        let mut expected = Vec::new();
+        let mut at = 5u64;
+        for step in 0..40u64 {
+            let shard = (step % 2) as usize;
+            let len = 1_000_003 + step * 17;
+            let offset = (at * 7919 + step * 104_729) % ((12 << 20) - len);
+            pieces.push(Piece::Range { shard, offset, len });
+            expected.extend_from_slice(&data[shard][offset as usize..(offset + len) as usize]);
+            at += len;
+        }
+        let total = expected.len() as u64;
+        assert!(total > 3 * WRITEBACK_CHUNK);
+        let tensors = vec![OutTensor { name: "w".into(), dtype: "U8".into(), shape: vec![total], pieces }];
+        let out = dir.path().join("model.safetensors");
+        write_shard(&out, &tensors, &inputs, &ProgressBar::hidden()).unwrap();
+        let written = std::fs::read(&out).unwrap();
+        let header = header_bytes(&tensors);
+        assert_eq!(&written[..header.len()], &header[..]);
+        assert!(written[header.len()..] == expected[..], "the data differs");
+        verify_shard(&out, "model.safetensors", &tensors, &inputs).unwrap();
     }
 
     #[test]

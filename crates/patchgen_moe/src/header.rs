@@ -136,7 +136,22 @@ fn check_len(n: u64, file_len: u64) -> Result<(), String> {
 }
 
 /// Validate the `n` header bytes `json` of a file of `file_len` bytes.
+///
+/// A valid header is parsed straight into its tensors ([`fast`]); anything
+/// that path does not accept is parsed again through `serde_json::Value`
+/// ([`parse_header_exact`]), which finds and words the error.
 pub fn parse_header(path: &Path, n: u64, file_len: u64, json: &[u8]) -> Result<Header, HeaderError> {
+    if check_len(n, file_len).is_ok()
+        && let Some(h) = fast::parse(path, n, file_len, json)
+    {
+        return Ok(h);
+    }
+    parse_header_exact(path, n, file_len, json)
+}
+
+/// [`parse_header`] through `serde_json::Value`: the reference for what is
+/// valid and the source of every error message.
+pub fn parse_header_exact(path: &Path, n: u64, file_len: u64, json: &[u8]) -> Result<Header, HeaderError> {
     let err = |place: String, message: String| HeaderError { path: path.to_path_buf(), place, message };
     check_len(n, file_len).map_err(|m| err("header length".into(), m))?;
     let text = std::str::from_utf8(json).map_err(|e| {
@@ -205,22 +220,26 @@ pub fn parse_header(path: &Path, n: u64, file_len: u64, json: &[u8]) -> Result<H
         if end < begin {
             return Err(err(place, format!("data_offsets [{begin}, {end}] are out of order (end before begin)")));
         }
-        if let Some(bits) = dtype_bits(&dtype) {
-            let elems = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-            let bytes = elems.and_then(|n| n.checked_mul(bits)).map(|b| b.div_ceil(8));
-            if bytes != Some(end - begin) {
-                let expected = bytes.map_or("more than 2^64".to_string(), |b| b.to_string());
-                return Err(err(
-                    place,
-                    format!(
-                        "{} bytes of data, but {dtype} × {shape:?} needs {expected}: the size disagrees with dtype × shape",
-                        end - begin
-                    ),
-                ));
-            }
+        if let Err(bytes) = size_fits(&dtype, &shape, end - begin) {
+            let expected = bytes.map_or("more than 2^64".to_string(), |b| b.to_string());
+            return Err(err(
+                place,
+                format!(
+                    "{} bytes of data, but {dtype} × {shape:?} needs {expected}: the size disagrees with dtype × shape",
+                    end - begin
+                ),
+            ));
         }
         tensors.push(TensorInfo { name, dtype, shape, begin, end });
     }
+    let tensors = tile(path, n, file_len, tensors)?;
+    Ok(Header { path: path.to_path_buf(), header_len: n, file_len, tensors, metadata })
+}
+
+/// `tensors` in data order, when their ranges tile the data section of a
+/// file of `file_len` bytes with an `n`-byte header.
+fn tile(path: &Path, n: u64, file_len: u64, mut tensors: Vec<TensorInfo>) -> Result<Vec<TensorInfo>, HeaderError> {
+    let err = |place: String, message: String| HeaderError { path: path.to_path_buf(), place, message };
     tensors.sort_by(|a, b| (a.begin, a.end).cmp(&(b.begin, b.end)).then_with(|| a.name.cmp(&b.name)));
     let mut at = 0u64;
     let mut prev: Option<&TensorInfo> = None;
@@ -255,7 +274,16 @@ pub fn parse_header(path: &Path, n: u64, file_len: u64, json: &[u8]) -> Result<H
             ),
         ));
     }
-    Ok(Header { path: path.to_path_buf(), header_len: n, file_len, tensors, metadata })
+    Ok(tensors)
+}
+
+/// Whether `dtype × shape` takes `len` bytes (always, for a dtype this
+/// table does not know); `Err` holds the bytes needed (`None`: above 2^64).
+fn size_fits(dtype: &str, shape: &[u64], len: u64) -> Result<(), Option<u64>> {
+    let Some(bits) = dtype_bits(dtype) else { return Ok(()) };
+    let elems = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let bytes = elems.and_then(|n| n.checked_mul(bits)).map(|b| b.div_ceil(8));
+    if bytes == Some(len) { Ok(()) } else { Err(bytes) }
 }
 
 fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
@@ -263,6 +291,113 @@ fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
     let col = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
     (line, col)
+}
+
+/// The fast path of [`parse_header`]: the JSON deserialised straight into
+/// tensors (no `serde_json::Value` tree), `None` for anything it does not
+/// accept — including what `Value` would accept differently: a repeated
+/// tensor name or metadata key (`Value` keeps the last), a repeated
+/// `__metadata__`, a repeated or mistyped field. Whatever it returns, the
+/// exact path returns too (a property test checks it).
+mod fast {
+    use std::fmt;
+    use std::path::Path;
+
+    use rustc_hash::FxHashSet;
+    use serde::Deserialize;
+    use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+    use super::{Header, TensorInfo, size_fits, tile};
+
+    #[derive(Deserialize)]
+    struct Entry {
+        dtype: String,
+        shape: Vec<u64>,
+        data_offsets: [u64; 2],
+    }
+
+    /// `__metadata__`: `null` or `{str: str}`.
+    struct Meta(Vec<(String, String)>);
+
+    impl<'de> Deserialize<'de> for Meta {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Meta, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Meta;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("null or an object of strings")
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Meta, E> {
+                    Ok(Meta(Vec::new()))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Meta, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some((k, v)) = m.next_entry::<String, String>()? {
+                        out.push((k, v));
+                    }
+                    Ok(Meta(out))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// The header object: tensors and metadata, unvalidated.
+    struct Parsed {
+        tensors: Vec<TensorInfo>,
+        metadata: Option<Vec<(String, String)>>,
+    }
+
+    impl<'de> Deserialize<'de> for Parsed {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Parsed, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Parsed;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a safetensors header object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Parsed, A::Error> {
+                    let mut p = Parsed { tensors: Vec::with_capacity(m.size_hint().unwrap_or(64)), metadata: None };
+                    while let Some(name) = m.next_key::<String>()? {
+                        if name == "__metadata__" {
+                            if p.metadata.is_some() {
+                                return Err(de::Error::custom("__metadata__ twice"));
+                            }
+                            p.metadata = Some(m.next_value::<Meta>()?.0);
+                            continue;
+                        }
+                        let e: Entry = m.next_value()?;
+                        let [begin, end] = e.data_offsets;
+                        p.tensors.push(TensorInfo { name, dtype: e.dtype, shape: e.shape, begin, end });
+                    }
+                    Ok(p)
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    /// A header that passes every check of `parse_header_exact`, parsed
+    /// without a `Value` tree; `None` for anything else.
+    pub(super) fn parse(path: &Path, n: u64, file_len: u64, json: &[u8]) -> Option<Header> {
+        let text = std::str::from_utf8(json).ok()?;
+        let p: Parsed = serde_json::from_str(text).ok()?;
+        let mut names: FxHashSet<&str> = FxHashSet::default();
+        names.reserve(p.tensors.len());
+        for t in &p.tensors {
+            if t.end < t.begin || size_fits(&t.dtype, &t.shape, t.end - t.begin).is_err() || !names.insert(&t.name) {
+                return None;
+            }
+        }
+        drop(names);
+        let mut metadata = p.metadata.unwrap_or_default();
+        metadata.sort_by(|a, b| a.0.cmp(&b.0));
+        if metadata.windows(2).any(|w| w[0].0 == w[1].0) {
+            return None;
+        }
+        let tensors = tile(path, n, file_len, p.tensors).ok()?;
+        Some(Header { path: path.to_path_buf(), header_len: n, file_len, tensors, metadata })
+    }
 }
 
 #[cfg(test)]

@@ -107,3 +107,100 @@ proptest::proptest! {
         let _ = parse_header(Path::new("p"), len, bytes.len() as u64 + len, &bytes);
     }
 }
+
+/// What `parse_header` returns, comparable.
+fn outcome(r: &Result<Header, HeaderError>) -> String {
+    match r {
+        Ok(h) => format!("{h:?}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn the_fast_path_declines_what_value_reads_differently() {
+    let t = |name: &str, b: u64, e: u64| {
+        format!(r#""{name}":{{"dtype":"U8","shape":[{}],"data_offsets":[{b},{e}]}}"#, e - b)
+    };
+    let cases = [
+        // A repeated name: `Value` keeps the last, which leaves a gap here.
+        format!("{{{},{}}}", t("a", 0, 2), t("a", 2, 4)),
+        // Zero-length tensors under one name tile the data either way.
+        format!("{{{},{},{}}}", t("z", 0, 0), t("z", 0, 0), t("b", 0, 4)),
+        // Metadata: a repeated key, a repeated `__metadata__`, null.
+        format!(r#"{{"__metadata__":{{"k":"1","k":"2"}},{}}}"#, t("b", 0, 4)),
+        format!(r#"{{"__metadata__":{{"k":"1"}},"__metadata__":{{"j":"2"}},{}}}"#, t("b", 0, 4)),
+        format!(r#"{{"__metadata__":null,{}}}"#, t("b", 0, 4)),
+        // A repeated field inside an entry, an extra field, a float shape.
+        r#"{"a":{"dtype":"U8","dtype":"U16","shape":[2],"data_offsets":[0,4]}}"#.to_string(),
+        r#"{"a":{"dtype":"U8","x":[1],"shape":[4],"data_offsets":[0,4]}}"#.to_string(),
+        r#"{"a":{"dtype":"U8","shape":[4.0],"data_offsets":[0,4]}}"#.to_string(),
+        r#"{"a":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#
+            .to_string(),
+        // Escapes in names; metadata keys out of order.
+        format!(r#"{{"__metadata__":{{"z":"1","a":"2"}},{}}}"#, t("b\\u00e9\\n", 0, 4)),
+    ];
+    for json in cases {
+        let exact = parse_header_exact(Path::new("p"), json.len() as u64, json.len() as u64 + 12, json.as_bytes());
+        let either = parse_header(Path::new("p"), json.len() as u64, json.len() as u64 + 12, json.as_bytes());
+        assert_eq!(outcome(&either), outcome(&exact), "{json}");
+        let fast = fast::parse(Path::new("p"), json.len() as u64, json.len() as u64 + 12, json.as_bytes());
+        if let Some(h) = fast {
+            assert_eq!(format!("{h:?}"), outcome(&exact), "{json}");
+        }
+    }
+}
+
+/// A header-like JSON text from small parts: names that repeat, dtypes the
+/// table knows or not, shapes that fit their range or not, offsets that
+/// tile or not, metadata, and now and then a wrong type or a stray field.
+fn header_text() -> impl proptest::strategy::Strategy<Value = (String, u64)> {
+    use proptest::prelude::*;
+    let entry = (
+        prop::sample::select(vec!["a", "b", "c", "w.0", "é", "__metadata__"]),
+        prop::sample::select(vec!["U8", "F16", "F32", "BOOL", "X9", "F4"]),
+        prop::collection::vec(0u64..4, 0..3),
+        0u64..3,
+        0u8..12,
+    );
+    (prop::collection::vec(entry, 0..6), 0u64..24, any::<bool>()).prop_map(|(entries, extra, meta)| {
+        let mut parts = Vec::new();
+        let mut at = 0u64;
+        if meta {
+            parts.push(r#""__metadata__":{"format":"pt","a":"b"}"#.to_string());
+        }
+        for (name, dtype, shape, slack, odd) in entries {
+            if name == "__metadata__" {
+                parts.push(format!(r#""__metadata__":{}"#, if odd % 2 == 0 { "null" } else { r#"{"x":1}"# }));
+                continue;
+            }
+            let bits = dtype_bits(dtype).unwrap_or(8);
+            let len = (shape.iter().product::<u64>() * bits).div_ceil(8) + if odd == 0 { slack } else { 0 };
+            let begin = if odd == 1 { at.saturating_sub(slack) } else { at };
+            let shape_text = match odd {
+                2 => format!("{:?}", shape.iter().map(|&d| d as f64).collect::<Vec<_>>()),
+                3 => "\"x\"".into(),
+                _ => format!("{shape:?}"),
+            };
+            let offsets = if odd == 4 { format!("[{begin}]") } else { format!("[{begin},{}]", begin + len) };
+            let stray = if odd == 5 { r#","stray":{"deep":[1,2]}"# } else { "" };
+            parts.push(format!(
+                r#""{name}":{{"dtype":"{dtype}","shape":{shape_text},"data_offsets":{offsets}{stray}}}"#
+            ));
+            at = begin + len;
+        }
+        (format!("{{{}}}", parts.join(",")), at + extra % 3)
+    })
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_fast_path_agrees_with_the_exact_one((json, data) in header_text()) {
+        let n = json.len() as u64;
+        let exact = parse_header_exact(Path::new("p"), n, 8 + n + data, json.as_bytes());
+        if let Some(h) = fast::parse(Path::new("p"), n, 8 + n + data, json.as_bytes()) {
+            proptest::prop_assert_eq!(format!("{h:?}"), outcome(&exact));
+        }
+        let either = parse_header(Path::new("p"), n, 8 + n + data, json.as_bytes());
+        proptest::prop_assert_eq!(outcome(&either), outcome(&exact));
+    }
+}

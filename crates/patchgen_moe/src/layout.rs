@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
@@ -135,14 +136,37 @@ fn per_expert_proj(name: &str) -> Option<(Proj, bool)> {
 
 /// Split a tensor name at its routed `experts` segment: (prefix, rest).
 pub fn split_experts(name: &str) -> Option<(&str, &str)> {
-    let mut at = 0;
-    for seg in name.split('.') {
-        if seg == "experts" && at > 0 {
-            return Some((&name[..at - 1], name.get(at + seg.len() + 1..).unwrap_or("")));
+    // The first `.experts` that ends a segment, and is not the first one.
+    const SEG: &[u8] = b".experts";
+    let b = name.as_bytes();
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&b[from..], SEG) {
+        let at = from + k;
+        let end = at + SEG.len();
+        if end == b.len() || b[end] == b'.' {
+            return Some((&name[..at], name.get(end + 1..).unwrap_or("")));
         }
-        at += seg.len() + 1;
+        from = at + 1;
     }
     None
+}
+
+/// A name under `experts.`, by its `.`-separated segments.
+#[derive(Clone, Copy)]
+enum Segments<'a> {
+    One(&'a str),
+    Three(&'a str, &'a str, &'a str),
+    Other,
+}
+
+fn segments(rest: &str) -> Segments<'_> {
+    // Short names: a plain loop beats memchr's setup.
+    let mut dots = rest.bytes().enumerate().filter(|&(_, b)| b == b'.').map(|(k, _)| k);
+    match (dots.next(), dots.next(), dots.next()) {
+        (None, _, _) => Segments::One(rest),
+        (Some(a), Some(b), None) => Segments::Three(&rest[..a], &rest[a + 1..b], &rest[b + 1..]),
+        _ => Segments::Other,
+    }
 }
 
 /// `(stack, layer, module)` of a prefix `a.b.layers.3.mlp`.
@@ -158,13 +182,27 @@ fn stack_of(prefix: &str) -> (String, Option<u64>, String) {
 
 /// Every expert module of a checkpoint, in name order.
 pub fn groups(ck: &Checkpoint, dims: Option<&MoeDims>) -> Vec<Group> {
-    let mut by_prefix: BTreeMap<&str, Vec<(&str, &TensorInfo)>> = BTreeMap::new();
+    // Prefix → its tensors, in checkpoint order; consecutive tensors nearly
+    // always share the prefix.
+    let mut by_prefix: Vec<(&str, Vec<(&str, &TensorInfo)>)> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut last: Option<usize> = None;
     for (_, t) in ck.tensors() {
         if let Some((prefix, rest)) = split_experts(&t.name) {
-            by_prefix.entry(prefix).or_default().push((rest, t));
+            let k = match last {
+                Some(k) if by_prefix[k].0 == prefix => k,
+                _ => *index.entry(prefix).or_insert_with(|| {
+                    by_prefix.push((prefix, Vec::new()));
+                    by_prefix.len() - 1
+                }),
+            };
+            last = Some(k);
+            by_prefix[k].1.push((rest, t));
         }
     }
-    let mut out: Vec<Group> = by_prefix.into_iter().map(|(p, ts)| build(p, &ts, dims)).collect();
+    by_prefix.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // Modules are independent: built in parallel, collected in order.
+    let mut out: Vec<Group> = by_prefix.par_iter().map(|(p, ts)| build(p, ts, dims)).collect();
     out.sort_by(|a, b| (&a.stack, &a.module, a.layer, &a.prefix).cmp(&(&b.stack, &b.module, b.layer, &b.prefix)));
     out
 }
@@ -187,26 +225,32 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
         problems: Vec::new(),
     };
     let mut mixtral = None;
-    let mut shapes: BTreeMap<String, &TensorInfo> = BTreeMap::new();
+    // The per-expert weights (as `g.per_expert`) and the fused tensors, by name.
+    let mut per_expert: BTreeMap<Proj, BTreeMap<u64, &TensorInfo>> = BTreeMap::new();
+    let mut shapes: BTreeMap<&str, &TensorInfo> = BTreeMap::new();
     for &(rest, t) in tensors {
-        let parts: Vec<&str> = rest.split('.').collect();
         let note_dtype = |g: &mut Group| {
             if !g.dtypes.contains(&t.dtype) {
                 g.dtypes.push(t.dtype.clone());
             }
         };
-        match parts.as_slice() {
-            [j, proj, suffix] if j.parse::<u64>().is_ok() && per_expert_proj(proj).is_some() => {
-                let (p, mx) = per_expert_proj(proj).unwrap();
-                if *suffix == "weight" {
+        let parts = segments(rest);
+        let per_expert_weight = match parts {
+            Segments::Three(j, proj, suffix) => {
+                j.parse::<u64>().ok().and_then(|j| per_expert_proj(proj).map(|p| (j, proj, p, suffix)))
+            }
+            _ => None,
+        };
+        match (parts, per_expert_weight) {
+            (_, Some((j, proj, (p, mx), suffix))) => {
+                if suffix == "weight" {
                     note_dtype(&mut g);
                     if mixtral.is_some_and(|m| m != mx) {
                         g.problems.push(format!("both gate_proj/up_proj/down_proj and w1/w3/w2 names ({})", t.name));
                     }
                     mixtral = Some(mx);
-                    g.per_expert.entry(p).or_default().insert(j.parse().unwrap(), t.name.clone());
-                    shapes.insert(t.name.clone(), t);
-                } else if QUANT_SUFFIXES.contains(suffix) {
+                    per_expert.entry(p).or_default().insert(j, t);
+                } else if QUANT_SUFFIXES.contains(&suffix) {
                     let s = format!("{proj}.{suffix}");
                     if !g.quantised.contains(&s) {
                         g.quantised.push(s);
@@ -218,16 +262,16 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
                     }
                 }
             }
-            [name] => {
+            (Segments::One(name), None) => {
                 let base = name.trim_end_matches("_bias");
-                if matches!(*name, "gate_up_proj" | "down_proj" | "gate_proj" | "up_proj")
+                if matches!(name, "gate_up_proj" | "down_proj" | "gate_proj" | "up_proj")
                     || name.ends_with("_bias") && matches!(base, "gate_up_proj" | "down_proj")
                 {
                     if !name.ends_with("_bias") {
                         note_dtype(&mut g);
                     }
                     g.fused.insert(name.to_string(), t.name.clone());
-                    shapes.insert(t.name.clone(), t);
+                    shapes.insert(&t.name, t);
                 } else if QUANT_SUFFIXES.iter().any(|q| name.ends_with(&format!("_{q}"))) {
                     if !g.quantised.contains(&name.to_string()) {
                         g.quantised.push(name.to_string());
@@ -239,6 +283,8 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
             _ => g.extra.push(rest.to_string()),
         }
     }
+    g.per_expert =
+        per_expert.iter().map(|(&p, m)| (p, m.iter().map(|(&j, t)| (j, t.name.clone())).collect())).collect();
     for d in &g.dtypes {
         if is_packed(d) {
             let s = format!("dtype {d}");
@@ -283,13 +329,13 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
             }
         }
         // Shapes: gate/up [I,H], down [H,I].
-        let mut seen: BTreeMap<Proj, Vec<u64>> = BTreeMap::new();
-        for (p, m) in &g.per_expert {
-            for (j, name) in m {
-                let s = shape(name);
+        let mut seen: BTreeMap<Proj, &[u64]> = BTreeMap::new();
+        for (p, m) in &per_expert {
+            for (j, t) in m {
+                let (name, s) = (&t.name, t.shape.as_slice());
                 let want = match (p, h, i) {
-                    (Proj::Gate | Proj::Up, Some(h), Some(i)) => Some(vec![i, h]),
-                    (Proj::Down, Some(h), Some(i)) => Some(vec![h, i]),
+                    (Proj::Gate | Proj::Up, Some(h), Some(i)) => Some([i, h]),
+                    (Proj::Down, Some(h), Some(i)) => Some([h, i]),
                     _ => None,
                 };
                 if let Some(w) = want {
@@ -305,7 +351,7 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
                         g.problems.push(format!("{name}: shape {s:?} differs from the other experts' {first:?}"));
                     }
                 } else {
-                    seen.insert(*p, s.clone());
+                    seen.insert(*p, s);
                 }
                 if s.len() != 2 {
                     g.problems.push(format!("{name}: {}-D, expected a 2-D matrix (expert {j})", s.len()));

@@ -158,7 +158,7 @@ fn plan_strict(ck: &Checkpoint, groups: &[Group], to: Target, source: Option<Sou
         }
         let outs = convert_group(ck, g, family, to).map_err(here)?;
         let mut names: Vec<&String> = g.per_expert.values().flat_map(|m| m.values()).chain(g.fused.values()).collect();
-        names.sort_by_key(|n| ck.by_name[*n]);
+        names.sort_by_key(|n| ck.position(n));
         let first = names[0].clone();
         for n in names {
             consumed.insert(n.clone());
