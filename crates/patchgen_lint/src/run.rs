@@ -266,13 +266,8 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
     };
     let shared = match &cache {
         Ok(Some(_)) => Shared::new(pipeline, Version::new(upstream), settings),
-        // Nothing will be stored: no digests of what is read.
-        _ => Shared::new(
-            without_digests(pipeline),
-            Version::new(Upstream { search: upstream.search.without_digests(), ..upstream }),
-            settings,
-        )
-        .without_read_digests(),
+        // Nothing will be stored.
+        _ => shared_without_digests(pipeline, upstream, settings),
     };
     let pool = patchgen_core::workers::pool(resolved.jobs)?;
     let (mut report, ()) =
@@ -326,13 +321,8 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     let Setup { settings, rules, upstream, version_label, pipeline, modules, explicit, .. } =
         setup(args, cwd, overlay)?;
     let siblings = sibling_configs(&pipeline, &modules);
-    // Never cached: no digests of what is read.
-    let shared = Shared::new(
-        without_digests(pipeline),
-        Version::new(Upstream { search: upstream.search.without_digests(), ..upstream }),
-        settings,
-    )
-    .without_read_digests();
+    // Never cached.
+    let shared = shared_without_digests(pipeline, upstream, settings);
     let pool = patchgen_core::workers::pool(Some(args.jobs.unwrap_or(1)))?;
     let (report, (mut generation, generated)) = pool.install(|| {
         run(&shared, &modules, &siblings, &args.config_name, explicit, &rules, version_label, generated_defs)
@@ -350,10 +340,12 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     Ok(BufferLint { report, generation, files, generated })
 }
 
-/// `pipeline` with a search path that takes no digests (nothing read yet).
-fn without_digests(mut pipeline: Context) -> Context {
-    pipeline.search = std::mem::replace(&mut pipeline.search, SearchPath::new(Vec::new())).without_digests();
-    pipeline
+/// The run's context for a result no cache stores: no digest is taken of
+/// what it reads (nothing has been read through these search paths yet).
+fn shared_without_digests(mut pipeline: Context, mut upstream: Upstream, settings: LintSettings) -> Shared {
+    pipeline.search.drop_digests();
+    upstream.search.drop_digests();
+    Shared::new(pipeline, Version::new(upstream), settings).without_read_digests()
 }
 
 /// The other configs of the packages `modules` are in (their directories'

@@ -71,7 +71,7 @@ pub struct SearchPath {
     /// [`SearchPath::inputs`]).
     looked: Mutex<Vec<Input>>,
     /// Whether a file read is noted with the digest of its bytes (a cache
-    /// input); off ([`SearchPath::without_digests`]) for a search path no
+    /// input); off ([`SearchPath::drop_digests`]) for a search path no
     /// cache will ever read.
     digests: bool,
 }
@@ -114,9 +114,8 @@ impl SearchPath {
     /// [`Input`]s are left out): for a run that no cache reads or writes,
     /// where hashing every upstream module costs ~1 % of a lint. Set it
     /// before the first read; [`SearchPath::inputs`] is incomplete after.
-    pub fn without_digests(mut self) -> Self {
+    pub fn drop_digests(&mut self) {
         self.digests = false;
-        self
     }
 
     /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
