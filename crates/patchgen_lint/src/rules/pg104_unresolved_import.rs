@@ -75,6 +75,9 @@ impl<'a> Visitor<'a> for Imports<'_> {
             _ => visitor::walk_stmt(self, stmt),
         }
     }
+
+    /// Statements never sit inside expressions: nothing to look for there.
+    fn visit_expr(&mut self, _: &'a ruff_python_ast::Expr) {}
 }
 
 fn imports_of(body: &[Stmt], base: &str) -> Vec<(String, Vec<String>, TextSize)> {

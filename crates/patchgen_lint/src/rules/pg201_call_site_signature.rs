@@ -154,6 +154,9 @@ impl<'a> Visitor<'a> for FirstPartyImports<'_> {
         }
         visitor::walk_stmt(self, stmt);
     }
+
+    /// Imports are statements, and statements never sit inside expressions.
+    fn visit_expr(&mut self, _: &'a Expr) {}
 }
 
 /// `self.<attr>` → the classes it is built from.
@@ -208,6 +211,10 @@ impl<'a> Visitor<'a> for Owners<'_> {
         }
         visitor::walk_stmt(self, stmt);
     }
+
+    /// Only assignment statements matter (their values are searched
+    /// explicitly), and statements never sit inside expressions.
+    fn visit_expr(&mut self, _: &'a Expr) {}
 }
 
 struct Calls<'c> {

@@ -134,6 +134,10 @@ fn splatting_callers(body: &[Stmt], class: &str, method: &str) -> (bool, bool) {
             }
             visitor::walk_stmt(self, stmt);
         }
+
+        /// Assignments are statements, and statements never sit inside
+        /// expressions (each value is searched with `C` above).
+        fn visit_expr(&mut self, _: &'a Expr) {}
     }
     struct V<'m> {
         method: &'m str,
