@@ -409,16 +409,30 @@ fn run<T>(
     upstream: String,
     extra: impl FnOnce(&[LintContext]) -> T,
 ) -> (LintReport, T) {
+    // Each config is built and its own rules run in one task: no config
+    // waits for the slowest one to be built before its rules start.
     // Boxed: a failure is large and rare.
-    let built: Vec<Result<LintContext, Box<(String, Failure)>>> = modules
+    type Built<'s> = (Result<LintContext<'s>, Box<(String, Failure)>>, Vec<Diagnostic>);
+    let built: Vec<Built> = modules
         .par_iter()
         .chain(context.par_iter())
-        .map(|m| LintContext::build(shared, m, config_name).map_err(|f| Box::new((m.clone(), f))))
+        .map(|m| match LintContext::build(shared, m, config_name) {
+            Ok(ctx) => {
+                let found = if context.contains(&ctx.module) {
+                    Vec::new()
+                } else {
+                    rules.iter().flat_map(|r| (r.check)(&ctx).into_iter().map(|d| ctx.own(d))).collect()
+                };
+                (Ok(ctx), found)
+            }
+            Err(f) => (Err(Box::new((m.clone(), f))), Vec::new()),
+        })
         .collect();
-    patchgen_core::timings::mark("lint: configs generated and parsed");
     let mut errors = Vec::new();
     let mut contexts = Vec::new();
-    for b in built {
+    let mut found: Vec<Diagnostic> = Vec::new();
+    for (b, own) in built {
+        found.extend(own);
         match b.map_err(|e| *e) {
             Ok(c) => contexts.push(c),
             Err((m, _)) if context.contains(&m) => {}
@@ -428,14 +442,7 @@ fn run<T>(
         }
     }
     let is_context = |ctx: &LintContext| context.contains(&ctx.module);
-    let mut found: Vec<Diagnostic> = contexts
-        .par_iter()
-        .filter(|ctx| !is_context(ctx))
-        .flat_map_iter(|ctx| {
-            rules.iter().flat_map(move |r| (r.check)(ctx).into_iter().map(move |d| ctx.own(d))).collect::<Vec<_>>()
-        })
-        .collect();
-    patchgen_core::timings::mark("lint: per-config rules");
+    patchgen_core::timings::mark("lint: configs generated, parsed and linted");
     let project = ProjectContext { shared, configs: &contexts };
     // The files of the context-only configs: project findings there are theirs.
     let theirs: Vec<PathBuf> = contexts.iter().filter(|c| is_context(c)).map(|c| resolve(&c.config.path)).collect();
