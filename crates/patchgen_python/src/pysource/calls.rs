@@ -22,7 +22,7 @@ pub fn call_argument_at(file: &ParsedFile, at: (usize, usize), keyword: &str, po
     let chars = rest.char_indices().nth(column - 1).map_or(rest.len(), |(i, _)| i);
     let offset = TextSize::try_from(start + chars).ok()?;
     let mut finder = CallAt { offset, found: None };
-    for stmt in file.parsed.suite() {
+    for stmt in file.body() {
         finder.visit_stmt(stmt);
         if finder.found.is_some() {
             break;

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ruff_python_ast::{ModModule, Stmt};
-use ruff_python_parser::Parsed;
 use ruff_text_size::{TextRange, TextSize};
 
 use crate::pytext;
@@ -20,7 +19,10 @@ pub struct ParsedFile {
     pub path: PathBuf,
     /// Text after universal-newline decoding, as Python reads it.
     pub text: String,
-    pub parsed: Parsed<ModModule>,
+    /// The syntax tree. The parser's token list is not kept: it takes a
+    /// large share of a parse's memory and almost nothing reads it (the
+    /// one reader that wants comments parses for them itself).
+    pub module: ModModule,
     /// Byte offset where each line starts (lines counted by `\n`).
     line_starts: Vec<u32>,
     /// Derived data computed once per file, one slot per type (see
@@ -86,7 +88,7 @@ impl ParsedFile {
             Ok(parsed) => Ok(ParsedFile {
                 path,
                 text,
-                parsed,
+                module: parsed.into_syntax(),
                 line_starts,
                 memos: Mutex::default(),
                 splitlines: OnceLock::new(),
@@ -102,7 +104,7 @@ impl ParsedFile {
 
     /// The module's top-level statements.
     pub fn body(&self) -> &[Stmt] {
-        &self.parsed.syntax().body
+        &self.module.body
     }
 
     /// 1-based line of a byte offset (lines counted by "\n", as CPython's

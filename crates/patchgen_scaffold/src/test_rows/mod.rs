@@ -238,7 +238,10 @@ fn parse(path: &Path) -> Result<Option<(String, Parsed)>, TestRowsError> {
         line_starts.pop();
     }
     let mut comment_lines = HashSet::new();
-    for t in file.parsed.tokens().iter() {
+    // The tokens (for the comments), which a `ParsedFile` does not keep;
+    // the text parsed without error just above.
+    let parsed = ruff_python_parser::parse_module(&file.text).ok();
+    for t in parsed.iter().flat_map(|p| p.tokens().iter()) {
         if t.kind() == ruff_python_ast::token::TokenKind::Comment {
             let start = usize::from(ruff_text_size::Ranged::start(t));
             let line = line_starts.partition_point(|&s| s <= start) - 1;
