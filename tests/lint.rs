@@ -138,6 +138,24 @@ fn default_rules_find_exactly_the_markers() {
     }
 }
 
+/// `lint` drops each config's generated module once its own rules have run
+/// (`LintContext::settle`); `lint_buffers` (the server's) keeps every
+/// config whole. The project rules (PG202 reads each config's overridden
+/// signatures) must not see the difference: both report the same findings
+/// with the default rules, at both upstream versions.
+#[test]
+fn settled_configs_report_what_whole_ones_do() {
+    for version in ["v1", "v2"] {
+        let a = args(version, None);
+        let settled = run(&a);
+        let whole = command::lint_buffers(&a, &fixture(), patchgen_config::Overlay::default(), false)
+            .expect("lint_buffers runs")
+            .report;
+        assert!(found(&settled).iter().any(|(c, _, _)| c == "PG202") || version == "v2", "PG202 has a case at v1");
+        assert_eq!(settled.diagnostics, whole.diagnostics, "{version}");
+    }
+}
+
 #[test]
 fn ignore_and_extend_select() {
     let mut a = args("v1", None);

@@ -4,6 +4,7 @@
 //! [`ProjectContext`] (every config, for cross-config rules). See the
 //! module docs of `lint` for the API rule authors use.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -12,10 +13,11 @@ use ruff_text_size::TextSize;
 
 use super::genmap::{self, Origin};
 use super::settings::LintSettings;
-use patchgen_config::plan::{Loc, Patch, PatchPlan};
+use patchgen_config::plan::{Loc, Patch, PatchPlan, PatchType};
 use patchgen_config::source::ParsedFile;
 use patchgen_core::pipeline::{self, Failure};
 use patchgen_core::survey::modules::{ClassRef, Lineage, ModuleError, Version};
+use patchgen_core::survey::signature::Signature;
 use patchgen_diagnostics::{Diagnostic, Location};
 
 /// Everything a lint run shares between configs.
@@ -212,6 +214,19 @@ pub struct LintContext<'a> {
     checked_in: OnceLock<Option<CheckedIn>>,
     configuration: OnceLock<Option<Arc<ParsedFile>>>,
     package_init: OnceLock<Option<Arc<ParsedFile>>>,
+    overridden: OnceLock<BTreeMap<String, Overridden>>,
+}
+
+/// A function a config overrides (a replaced class's methods included), as
+/// [`LintContext::overridden`] lists it.
+#[derive(Clone, Debug)]
+pub struct Overridden {
+    /// Where its replacement is defined: the replacement's identity.
+    pub replacement: Loc,
+    /// The generated def's parameters.
+    pub signature: Option<Signature>,
+    /// The config line the generated def came from.
+    pub def_at: Option<Loc>,
 }
 
 impl<'a> LintContext<'a> {
@@ -250,7 +265,69 @@ impl<'a> LintContext<'a> {
             checked_in: OnceLock::new(),
             configuration: OnceLock::new(),
             package_init: OnceLock::new(),
+            overridden: OnceLock::new(),
         })
+    }
+
+    /// The functions the config overrides by qualified name (`f`, `C.m`):
+    /// method overrides and function replacements, and each method of a
+    /// replaced class; a later patch of the same target wins.
+    pub fn overridden(&self) -> &BTreeMap<String, Overridden> {
+        self.overridden.get_or_init(|| {
+            let mut replacements: BTreeMap<String, Loc> = BTreeMap::new();
+            for p in &self.plan.patches {
+                let Some(object) = &p.replacement else {
+                    continue;
+                };
+                match p.patch_type {
+                    PatchType::MethodOverride | PatchType::FunctionReplacement => {
+                        replacements.insert(p.target.clone(), object.defined_at.clone());
+                    }
+                    PatchType::ClassReplacement => {
+                        let Some(class) = self.generated_class(&p.target) else {
+                            continue;
+                        };
+                        for s in &class.body {
+                            if let Stmt::FunctionDef(f) = s {
+                                let at = Loc::line(object.defined_at.path.clone(), object.defined_at.line);
+                                replacements.insert(format!("{}.{}", p.target, f.name.id), at);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            replacements
+                .into_iter()
+                .map(|(qual, replacement)| {
+                    let def = self.generated_def(&qual);
+                    let signature = def.map(|f| Signature::of(&f.parameters, &self.generated.text));
+                    let def_at = def.and_then(|f| {
+                        let line = self.generated.line_of(ruff_text_size::Ranged::start(&f.name));
+                        self.origin_of_line(line).map(|o| Loc::line(o.config_path.clone(), o.config_line_of(line)))
+                    });
+                    (qual, Overridden { replacement, signature, def_at })
+                })
+                .collect()
+        })
+    }
+
+    /// Keep what the project rules read (the module, the plan, the
+    /// package, [`LintContext::overridden`]) and drop the rest of what the
+    /// config's own rules read: the generated module's tree and text, its
+    /// maps to the config and to the checked-in file. A run over many
+    /// configs then holds one generated module per thread instead of all
+    /// of them, and the memory one config frees is the next one's, not
+    /// fresh memory the kernel must zero. Afterwards the generated module
+    /// is empty (its path kept).
+    pub fn settle(&mut self) {
+        self.overridden();
+        if let Ok(empty) = ParsedFile::parse(self.generated.path.clone(), "") {
+            self.generated = empty;
+        }
+        self.checked_in = OnceLock::new();
+        self.origins = Vec::new();
+        self.trace = Default::default();
     }
 
     pub fn settings(&self) -> &LintSettings {

@@ -270,8 +270,9 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         _ => shared_without_digests(pipeline, upstream, settings),
     };
     let pool = patchgen_core::workers::pool(resolved.jobs)?;
-    let (mut report, ()) =
-        pool.install(|| run(&shared, &modules, &[], &args.config_name, explicit, &rules, version_label, |_| ()));
+    let no_extra = None::<fn(&[LintContext]) -> ()>;
+    let (mut report, _) =
+        pool.install(|| run(&shared, &modules, &[], &args.config_name, explicit, &rules, version_label, no_extra));
     if let Ok(Some(c)) = &cache {
         let inputs = super::cached::inputs(before, &shared);
         if let Err(why) = super::cached::store(c, &key, &inputs, &report, &shared.pipeline) {
@@ -324,9 +325,10 @@ pub fn lint_buffers(args: &Options, cwd: &Path, overlay: Overlay, with_ruff: boo
     // Never cached.
     let shared = shared_without_digests(pipeline, upstream, settings);
     let pool = patchgen_core::workers::pool(Some(args.jobs.unwrap_or(1)))?;
-    let (report, (mut generation, generated)) = pool.install(|| {
-        run(&shared, &modules, &siblings, &args.config_name, explicit, &rules, version_label, generated_defs)
+    let (report, extra) = pool.install(|| {
+        run(&shared, &modules, &siblings, &args.config_name, explicit, &rules, version_label, Some(generated_defs))
     });
+    let (mut generation, generated) = extra.unwrap_or_default();
     if with_ruff && report.errors.is_empty() {
         for m in &modules {
             let outcome = pool.install(|| shared.pipeline.generate(m, &args.config_name, None));
@@ -394,10 +396,12 @@ fn generated_defs(contexts: &[LintContext]) -> (Vec<Diagnostic>, Vec<GeneratedDe
     (notes, defs)
 }
 
-/// Lint `modules`; `extra` sees every config of `modules` that could be
-/// read. The configs of `context` are read for the project rules only:
-/// their own findings, their failures and the project rules' findings in
-/// their files are theirs to report, not this run's.
+/// Lint `modules`. With `extra`, it sees every config of `modules` that
+/// could be read, whole; without, each config is settled
+/// ([`LintContext::settle`]) once its own rules have run. The configs of
+/// `context` are read for the project rules only: their own findings,
+/// their failures and the project rules' findings in their files are
+/// theirs to report, not this run's.
 #[allow(clippy::too_many_arguments)]
 fn run<T>(
     shared: &Shared,
@@ -407,8 +411,9 @@ fn run<T>(
     explicit: bool,
     rules: &[&'static Rule],
     upstream: String,
-    extra: impl FnOnce(&[LintContext]) -> T,
-) -> (LintReport, T) {
+    extra: Option<impl FnOnce(&[LintContext]) -> T>,
+) -> (LintReport, Option<T>) {
+    let settle = extra.is_none();
     // Each config is built and its own rules run in one task: no config
     // waits for the slowest one to be built before its rules start.
     // Boxed: a failure is large and rare.
@@ -417,12 +422,15 @@ fn run<T>(
         .par_iter()
         .chain(context.par_iter())
         .map(|m| match LintContext::build(shared, m, config_name) {
-            Ok(ctx) => {
+            Ok(mut ctx) => {
                 let found = if context.contains(&ctx.module) {
                     Vec::new()
                 } else {
                     rules.iter().flat_map(|r| (r.check)(&ctx).into_iter().map(|d| ctx.own(d))).collect()
                 };
+                if settle {
+                    ctx.settle();
+                }
                 (Ok(ctx), found)
             }
             Err(f) => (Err(Box::new((m.clone(), f))), Vec::new()),
@@ -457,7 +465,7 @@ fn run<T>(
     }
     patchgen_core::timings::mark("lint: project rules");
     let owned = contexts.len() - contexts.iter().filter(|c| is_context(c)).count();
-    let extra = extra(&contexts[..owned]);
+    let extra = extra.map(|f| f(&contexts[..owned]));
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));

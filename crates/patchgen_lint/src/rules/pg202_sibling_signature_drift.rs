@@ -33,12 +33,9 @@
 
 use std::collections::BTreeMap;
 
-use ruff_python_ast::Stmt;
-
 use super::super::context::ProjectContext;
 use super::super::{LintContext, Rule};
-use patchgen_config::plan::{Loc, PatchType};
-use patchgen_core::survey::signature::{ParamKind, Signature};
+use patchgen_core::survey::signature::ParamKind;
 use patchgen_diagnostics::{Diagnostic, Severity};
 
 pub const RULE: Rule = Rule {
@@ -69,52 +66,6 @@ fn sibling_key(module: &str, suffixes: &[String]) -> Option<(SiblingKey, usize)>
     None
 }
 
-/// Overridden functions of a config: qualified name → where its
-/// replacement is defined (the identity of the replacement).
-fn overridden(ctx: &LintContext) -> BTreeMap<String, Loc> {
-    let mut out = BTreeMap::new();
-    for p in &ctx.plan.patches {
-        let Some(object) = &p.replacement else {
-            continue;
-        };
-        match p.patch_type {
-            PatchType::MethodOverride | PatchType::FunctionReplacement => {
-                out.insert(p.target.clone(), object.defined_at.clone());
-            }
-            PatchType::ClassReplacement => {
-                let Some(class) = ctx.generated_class(&p.target) else {
-                    continue;
-                };
-                for s in &class.body {
-                    if let Stmt::FunctionDef(f) = s {
-                        let qual = format!("{}.{}", p.target, f.name.id);
-                        let line = object.defined_at.line;
-                        out.insert(qual, Loc::line(object.defined_at.path.clone(), line));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-fn signature(ctx: &LintContext, qual: &str) -> Option<Signature> {
-    ctx.generated_def(qual).map(|f| Signature::of(&f.parameters, &ctx.generated.text))
-}
-
-/// Where to point for `qual` of `ctx`: the config line its generated def came from.
-fn def_loc(ctx: &LintContext, qual: &str, fallback: &Loc) -> Loc {
-    let Some(f) = ctx.generated_def(qual) else {
-        return fallback.clone();
-    };
-    let line = ctx.generated.line_of(ruff_text_size::Ranged::start(&f.name));
-    match ctx.origin_of_line(line) {
-        Some(o) => Loc::line(o.config_path.clone(), o.config_line_of(line)),
-        None => fallback.clone(),
-    }
-}
-
 fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let suffixes = &project.shared.settings.sibling_suffixes;
     if suffixes.len() < 2 {
@@ -131,16 +82,16 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
         let Some((_, reference)) = members.iter().find(|(i, _)| *i == 0) else {
             continue;
         };
-        let ref_overrides = overridden(reference);
+        let ref_overrides = reference.overridden();
         for (_, sibling) in members.iter().filter(|(i, _)| *i != 0) {
-            for (qual, sib_at) in overridden(sibling) {
-                let Some(ref_at) = ref_overrides.get(&qual) else {
+            for (qual, sib) in sibling.overridden() {
+                let Some(reference_override) = ref_overrides.get(qual) else {
                     continue;
                 };
-                if *ref_at == sib_at {
+                if reference_override.replacement == sib.replacement {
                     continue; // the same replacement (an imported or shared function)
                 }
-                let (Some(ref_sig), Some(sib_sig)) = (signature(reference, &qual), signature(sibling, &qual)) else {
+                let (Some(ref_sig), Some(sib_sig)) = (&reference_override.signature, &sib.signature) else {
                     continue;
                 };
                 let missing: Vec<&str> = ref_sig
@@ -169,8 +120,9 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                 } else {
                     "callers passing them get TypeError on this device only"
                 };
-                let sib_loc = def_loc(sibling, &qual, &sib_at);
-                let ref_loc = def_loc(reference, &qual, ref_at);
+                let sib_loc = sib.def_at.clone().unwrap_or_else(|| sib.replacement.clone());
+                let ref_loc =
+                    reference_override.def_at.clone().unwrap_or_else(|| reference_override.replacement.clone());
                 let d = RULE
                     .diagnostic(format!(
                         "`{qual}` in `{}` lacks {} that the `{}` sibling's override has: {consequence}",
