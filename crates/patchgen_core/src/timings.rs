@@ -2,7 +2,8 @@
 //! [`begin`] with `true` (`PATCHGEN_TIMINGS=1`, `crate::settings::timings_enabled`),
 //! [`mark`] prints `patchgen: timing: <ms since start> <phase>`
 //! on stderr, with the process's resident memory where Linux reports it
-//! (`/proc/self/statm`: fresh memory costs the kernel's page zeroing). Off by default and then costs one atomic load per mark;
+//! (`/proc/self/statm`: fresh memory costs the kernel's page zeroing).
+//! Off by default and then costs one atomic load per mark;
 //! `docs/performance.md` uses it to split a check's wall time.
 
 use std::sync::OnceLock;

@@ -1,8 +1,10 @@
 //! What rules read: [`Shared`] (one per run: project, pipeline, upstream
 //! version, settings), [`LintContext`] (one per config: plan, config file,
 //! generated text parsed, upstream module, generated→config map) and
-//! [`ProjectContext`] (every config, for cross-config rules). See the
-//! module docs of `lint` for the API rule authors use.
+//! [`ProjectContext`] (every config, for cross-config rules). A config's
+//! own rules see the whole context; the project rules may see it settled
+//! ([`LintContext::settle`]: the generated module dropped, the facts they
+//! read kept). See the module docs of `lint` for the API rule authors use.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
