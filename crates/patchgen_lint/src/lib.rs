@@ -38,9 +38,10 @@
 //!    severity, doc: include_str!("pgNNN_….rs"), check, check_project }`:
 //!    `check` runs per config and returns [`Diagnostic`]s made with
 //!    [`Rule::diagnostic`]; `check_project` (optional) runs once with every
-//!    config, settled ([`LintContext::settle`]: the generated module is gone
-//!    by then; what a project rule needs of it is a fact the context keeps,
-//!    such as [`LintContext::overridden`]). Locate findings with [`LintContext::at_generated`] or
+//!    config, which `patchgen lint` has settled ([`LintContext::settle`]:
+//!    the generated module is gone by then; what a project rule needs of it
+//!    is a fact the context keeps, such as [`LintContext::overridden`]).
+//!    Locate findings with [`LintContext::at_generated`] or
 //!    [`LintContext::at_config`] so the primary location is the config
 //!    line to edit.
 //! 2. Add `pgNNN_….rs` to `rules/mod.rs` (`mod` line and the [`rules::RULES`]
