@@ -414,6 +414,7 @@ fn run<T>(
     extra: Option<impl FnOnce(&[LintContext]) -> T>,
 ) -> (LintReport, Option<T>) {
     let settle = extra.is_none();
+    patchgen_core::timings::mark("lint: set up");
     // Each config is built and its own rules run in one task: no config
     // waits for the slowest one to be built before its rules start.
     // Boxed: a failure is large and rare.
