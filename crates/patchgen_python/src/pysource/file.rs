@@ -21,7 +21,7 @@ pub struct ParsedFile {
     pub text: String,
     /// The syntax tree. The parser's token list is not kept: it takes a
     /// large share of a parse's memory and almost nothing reads it (the
-    /// one reader that wants comments parses for them itself).
+    /// one reader that wants comments asks [`ParsedFile::parse_with_tokens`]).
     pub module: ModModule,
     /// Byte offset where each line starts (lines counted by `\n`).
     line_starts: Vec<u32>,
@@ -82,18 +82,39 @@ impl ParsedFile {
     /// Parse `raw_text` (already decoded to `str`); `Err` carries the first
     /// syntax error.
     pub fn parse(path: PathBuf, raw_text: &str) -> Result<ParsedFile, SyntaxProblem> {
+        Self::parse_keeping(path, raw_text, false).map(|(file, _)| file)
+    }
+
+    /// [`ParsedFile::parse`], and the parser's tokens (which a
+    /// `ParsedFile` does not keep) for a reader that wants the comments.
+    pub fn parse_with_tokens(
+        path: PathBuf,
+        raw_text: &str,
+    ) -> Result<(ParsedFile, Vec<ruff_python_ast::token::Token>), SyntaxProblem> {
+        Self::parse_keeping(path, raw_text, true).map(|(file, tokens)| (file, tokens.unwrap_or_default()))
+    }
+
+    fn parse_keeping(
+        path: PathBuf,
+        raw_text: &str,
+        tokens: bool,
+    ) -> Result<(ParsedFile, Option<Vec<ruff_python_ast::token::Token>>), SyntaxProblem> {
         let text = pytext::universal_newlines(raw_text).into_owned();
         let line_starts = line_starts(&text);
         match ruff_python_parser::parse_module(&text) {
-            Ok(parsed) => Ok(ParsedFile {
-                path,
-                text,
-                module: parsed.into_syntax(),
-                line_starts,
-                memos: Mutex::default(),
-                splitlines: OnceLock::new(),
-                newline_only: OnceLock::new(),
-            }),
+            Ok(parsed) => {
+                let kept = tokens.then(|| parsed.tokens().to_vec());
+                let file = ParsedFile {
+                    path,
+                    text,
+                    module: parsed.into_syntax(),
+                    line_starts,
+                    memos: Mutex::default(),
+                    splitlines: OnceLock::new(),
+                    newline_only: OnceLock::new(),
+                };
+                Ok((file, kept))
+            }
             Err(err) => {
                 let offset: usize = err.location.start().into();
                 let line = line_starts.partition_point(|&s| s as usize <= offset).max(1);

@@ -230,7 +230,7 @@ fn parse(path: &Path) -> Result<Option<(String, Parsed)>, TestRowsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(TestRowsError::Read { path: path.to_path_buf(), message: e.to_string() }),
     };
-    let file = patchgen_python::pysource::ParsedFile::parse(path.to_path_buf(), &raw)
+    let (file, tokens) = patchgen_python::pysource::ParsedFile::parse_with_tokens(path.to_path_buf(), &raw)
         .map_err(|p| TestRowsError::Parse { path: path.to_path_buf(), line: p.line, message: p.message })?;
     let mut line_starts = vec![0];
     line_starts.extend(file.text.match_indices('\n').map(|(i, _)| i + 1));
@@ -238,10 +238,7 @@ fn parse(path: &Path) -> Result<Option<(String, Parsed)>, TestRowsError> {
         line_starts.pop();
     }
     let mut comment_lines = HashSet::new();
-    // The tokens (for the comments), which a `ParsedFile` does not keep;
-    // the text parsed without error just above.
-    let parsed = ruff_python_parser::parse_module(&file.text).ok();
-    for t in parsed.iter().flat_map(|p| p.tokens().iter()) {
+    for t in tokens.iter() {
         if t.kind() == ruff_python_ast::token::TokenKind::Comment {
             let start = usize::from(ruff_text_size::Ranged::start(t));
             let line = line_starts.partition_point(|&s| s <= start) - 1;
