@@ -3,7 +3,8 @@
 //! batches its cases into one python3 process.
 //!
 //! - `str.splitlines` (with and without keepends), `str.strip`, `textwrap.dedent`,
-//!   and whether `\n` is a text's only line boundary
+//!   whether `\n` is a text's only line boundary, and universal-newline
+//!   reading (`io.StringIO(s, newline=None)`)
 //! - import collection order (`ast.NodeVisitor`) and rendering (`ast.unparse`),
 //!   with `drop_import_names` filtering and relative → absolute resolution
 
@@ -70,12 +71,13 @@ fn str_methods_and_dedent_match_python() {
     let inputs = sample(text_strategy(), 600, 7);
     let expected = python(
         r#"
-import json, sys, textwrap
+import io, json, sys, textwrap
 out = []
 for s in json.load(sys.stdin):
     out.append([s.splitlines(), s.splitlines(True), s.strip(), s.lstrip(), s.rstrip(), textwrap.dedent(s),
                 s.splitlines() == s.split("\n")[:len(s.splitlines())] and s.count("\n") == len(s.splitlines(True)) - (not s.endswith("\n") and s != ""),
-                [not line.strip() for line in [s] + s.splitlines()], len(s.splitlines())])
+                [not line.strip() for line in [s] + s.splitlines()], len(s.splitlines()),
+                io.StringIO(s, newline=None).read()])
 print(json.dumps(out))
 "#,
         &serde_json::json!(inputs),
@@ -91,7 +93,9 @@ print(json.dumps(out))
             pytext::only_newline_breaks(s),
             std::iter::once(s.as_str()).chain(pytext::lines(s, false)).map(pytext::is_blank).collect::<Vec<_>>(),
             pytext::count_lines(s),
+            pytext::universal_newlines(s),
         ]);
+        assert_eq!(pytext::universal_newlines_owned(s.clone()), pytext::universal_newlines(s), "input {s:?}");
         let stripped: Vec<&str> = pytext::splitlines_keepends(s).into_iter().map(pytext::without_line_break).collect();
         assert_eq!(stripped, pytext::splitlines(s), "input {s:?}");
         assert_eq!(got, exp, "input {s:?}");

@@ -439,7 +439,7 @@ impl<'a> LintContext<'a> {
         self.checked_in
             .get_or_init(|| {
                 let text = self.shared.read_noted("checked-in generated file", self.py_path())?;
-                let text = patchgen_python::pytext::universal_newlines(&text).into_owned();
+                let text = patchgen_python::pytext::universal_newlines_owned(text);
                 // Split once: the map, `generated_location` and PG105 all
                 // want the file's lines.
                 let lines = patchgen_python::pytext::splitlines(&text);

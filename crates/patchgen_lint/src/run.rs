@@ -531,7 +531,9 @@ fn suppressed(shared: &Shared, root: &Path, d: &Diagnostic) -> bool {
     let Ok(file) = shared.pipeline.loader.parse_file(&loc.path) else {
         return false;
     };
-    let line = file.text.lines().nth(loc.line - 1).unwrap_or_default();
+    // The file's line table, not a walk over the lines before it.
+    let line =
+        if loc.line <= file.line_count() { file.line_range(loc.line, loc.line).trim_end_matches('\n') } else { "" };
     noqa::parse(line).is_some_and(|n| n.suppresses(&d.code))
 }
 

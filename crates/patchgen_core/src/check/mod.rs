@@ -45,7 +45,7 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
         Ok(bytes) => {
             let text = String::from_utf8(bytes)
                 .map_err(|_| std::io::Error::other(format!("{} is not valid UTF-8", path.display())))?;
-            Ok(pytext::universal_newlines(&text).into_owned())
+            Ok(pytext::universal_newlines_owned(text))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         Err(e) => Err(e),

@@ -339,7 +339,7 @@ impl Ruff {
         for p in &paths {
             let bytes = std::fs::read(p).map_err(|e| fail("cannot read back", &e))?;
             let text = String::from_utf8(bytes).map_err(|e| fail("non-UTF-8 output", &e))?;
-            results.push(patchgen_python::pytext::universal_newlines(&text).into_owned());
+            results.push(patchgen_python::pytext::universal_newlines_owned(text));
         }
         drop(mirror);
         crate::timings::mark("read back, mirror removed");

@@ -131,7 +131,7 @@ impl Ruff {
             program: self.program.clone(),
             message: format!("non-UTF-8 output: {e}"),
         })?;
-        Ok(patchgen_python::pytext::universal_newlines(&text).into_owned())
+        Ok(patchgen_python::pytext::universal_newlines_owned(text))
     }
 
     /// `ruff check --fix --output-format json` of `raw` as if it were the

@@ -179,11 +179,22 @@ pub fn splitlines_keepends(s: &str) -> Vec<&str> {
 }
 
 /// Text as Python's universal-newline reading gives it (`\r\n` and `\r` → `\n`).
+/// Every parsed file passes through here: the search for `\r` is memchr's
+/// vectorised one (std's `contains` scans a word at a time).
 pub fn universal_newlines(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains('\r') {
+    if memchr::memchr(b'\r', s.as_bytes()).is_some() {
         std::borrow::Cow::Owned(s.replace("\r\n", "\n").replace('\r', "\n"))
     } else {
         std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// [`universal_newlines`] of an owned text: the same string back, not a
+/// copy, when it has no `\r`.
+pub fn universal_newlines_owned(s: String) -> String {
+    match universal_newlines(&s) {
+        std::borrow::Cow::Owned(t) => t,
+        std::borrow::Cow::Borrowed(_) => s,
     }
 }
 
