@@ -15,27 +15,87 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use annotate_snippets::{Annotation, AnnotationKind, Group, Level, Renderer, Snippet};
 
 use super::{Diagnostic, Location, Severity};
 
 /// Source texts read so far, by path.
 #[derive(Default)]
 pub struct Sources {
-    files: HashMap<PathBuf, Option<String>>,
+    files: HashMap<PathBuf, Option<Source>>,
 }
 
 impl Sources {
-    fn get(&mut self, path: &Path) -> Option<&str> {
-        self.files.entry(path.to_path_buf()).or_insert_with(|| std::fs::read_to_string(path).ok()).as_deref()
+    fn get(&mut self, path: &Path) -> Option<&Source> {
+        self.files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(path).ok().map(Source::new))
+            .as_ref()
     }
 }
 
-/// Byte offset of 1-based (line, column) in `text`; column 0: the line's first
+/// A source text and where its lines start: each diagnostic looks its
+/// lines up instead of walking the text from the top.
+struct Source {
+    text: String,
+    /// Byte offsets after each `\n`, with 0 first (the pieces of
+    /// `split_inclusive('\n')` start at those below `text.len()`).
+    starts: Vec<usize>,
+}
+
+impl Source {
+    fn new(text: String) -> Source {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Source { text, starts }
+    }
+
+    /// Where 1-based `line` starts: the length of the lines before it
+    /// (the text's end past its last line).
+    fn line_start(&self, line: usize) -> usize {
+        self.starts.get(line - 1).copied().unwrap_or(self.text.len())
+    }
+
+    /// `text.lines().nth(line - 1)`: the line without its `\n` or `\r\n`.
+    fn line(&self, line: usize) -> Option<&str> {
+        let start = *self.starts.get(line.checked_sub(1)?)?;
+        if start >= self.text.len() {
+            return None;
+        }
+        let end = self.starts.get(line).copied().unwrap_or(self.text.len());
+        let piece = &self.text[start..end];
+        Some(match piece.strip_suffix('\n') {
+            Some(l) => l.strip_suffix('\r').unwrap_or(l),
+            None => piece,
+        })
+    }
+
+    /// The 0-based index of the line holding byte `at`; the text's end
+    /// after a final `\n` belongs to the last line (no line starts there).
+    fn line_index(&self, at: usize) -> usize {
+        let lines = self.starts.partition_point(|&s| s < self.text.len()).max(1);
+        self.starts.partition_point(|&s| s <= at).saturating_sub(1).min(lines - 1)
+    }
+
+    /// The lines a folded snippet of `range` shows, with margin, as a byte
+    /// range, and the first one's 1-based number: from the line before
+    /// `range`'s first (annotate-snippets numbers its gutter from the text
+    /// before the range's end, and a text ending in `\n` counts one line
+    /// less: that line keeps the count the whole file's) to two lines past
+    /// its last, at most the text's end.
+    fn excerpt(&self, range: &std::ops::Range<usize>) -> (std::ops::Range<usize>, usize) {
+        let first = self.line_index(range.start).saturating_sub(1);
+        let last = self.line_index(range.end);
+        let end = self.starts.get(last + 3).copied().unwrap_or(self.text.len());
+        (self.starts[first]..end, first + 1)
+    }
+}
+
+/// Byte offset of 1-based (line, column) in `source`; column 0: the line's first
 /// non-blank character.
-fn offset(text: &str, line: usize, column: usize) -> Option<usize> {
-    let start: usize = text.split_inclusive('\n').take(line.checked_sub(1)?).map(str::len).sum();
-    let line_text = text[start..].split('\n').next()?;
+fn offset(source: &Source, line: usize, column: usize) -> Option<usize> {
+    line.checked_sub(1)?;
+    let start = source.line_start(line);
+    let line_text = source.text[start..].split('\n').next()?;
     if column == 0 {
         return Some(start + (line_text.len() - line_text.trim_start().len()));
     }
@@ -43,18 +103,30 @@ fn offset(text: &str, line: usize, column: usize) -> Option<usize> {
     Some(start + col)
 }
 
-/// The byte range a location covers in `text`: its range, else from its
+/// The byte range a location covers in `source`: its range, else from its
 /// column (or the first non-blank character) to the end of the line's text.
-fn span(text: &str, loc: &Location) -> Option<std::ops::Range<usize>> {
-    let start = offset(text, loc.line, loc.column)?;
+fn span(source: &Source, loc: &Location) -> Option<std::ops::Range<usize>> {
+    let start = offset(source, loc.line, loc.column)?;
     let end = match loc.end {
-        Some((l, c)) if (l, c) > (loc.line, loc.column) => offset(text, l, c)?,
+        Some((l, c)) if (l, c) > (loc.line, loc.column) => offset(source, l, c)?,
         _ => {
-            let rest = text[start..].split('\n').next().unwrap_or("");
+            let rest = source.text[start..].split('\n').next().unwrap_or("");
             start + rest.trim_end().len()
         }
     };
     Some(start..end.max(start))
+}
+
+/// The folded snippet of `source` with `range` annotated, built over the
+/// lines it shows ([`Source::excerpt`]) so that rendering does not split
+/// the whole file for each diagnostic; it renders as the whole file's
+/// would (a test compares the two).
+fn snippet<'a>(source: &'a Source, range: std::ops::Range<usize>, label: &'a str) -> Snippet<'a, Annotation<'a>> {
+    let (lines, first_line) = source.excerpt(&range);
+    Snippet::source(&source.text[lines.clone()])
+        .line_start(first_line)
+        .fold(true)
+        .annotation(AnnotationKind::Primary.span(range.start - lines.start..range.end - lines.start).label(label))
 }
 
 /// `path` relative to `base` when it lies under it.
@@ -76,8 +148,8 @@ pub fn text(d: &Diagnostic, sources: &mut Sources, color: bool, base: &Path) -> 
         let mut header = Location { path: shown(&loc.path, base), ..loc.clone() };
         if header.line > 0 && header.column == 0 {
             // The whole line: point at its first non-blank character.
-            if let Some(text) = sources.get(&loc.path) {
-                let line = text.lines().nth(loc.line - 1).unwrap_or("");
+            if let Some(source) = sources.get(&loc.path) {
+                let line = source.line(loc.line).unwrap_or("");
                 header.column = line.chars().take_while(|c| c.is_whitespace()).count() + 1;
             }
         }
@@ -99,12 +171,10 @@ pub fn text(d: &Diagnostic, sources: &mut Sources, color: bool, base: &Path) -> 
     let mut group = Group::with_level(level.clone());
     let mut any = false;
     if let Some(loc) = d.location.as_ref().filter(|l| l.line > 0)
-        && let Some(text) = sources.get(&loc.path)
-        && let Some(range) = span(text, loc)
+        && let Some(source) = sources.get(&loc.path)
+        && let Some(range) = span(source, loc)
     {
-        group = group.element(
-            Snippet::source(text).fold(true).annotation(AnnotationKind::Primary.span(range).label(d.severity.as_str())),
-        );
+        group = group.element(snippet(source, range, d.severity.as_str()));
         any = true;
     }
     for r in &d.related {
@@ -207,6 +277,7 @@ pub fn json_fields(value: &impl serde::Serialize) -> serde_json::Map<String, ser
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn github_escapes_data_and_properties() {
@@ -214,12 +285,70 @@ mod tests {
         assert_eq!(github_escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
     }
 
+    /// Texts with every kind of line ending, blank lines, tabs and
+    /// multi-byte characters.
+    fn texts() -> impl Strategy<Value = String> {
+        let atoms = prop_oneof![
+            Just("\n"),
+            Just("\r\n"),
+            Just("\r"),
+            Just(""),
+            Just("    "),
+            Just("\t"),
+            Just("x = 1"),
+            Just("def f(a, b):"),
+            Just("çé€"),
+            Just("# noqa: PG101"),
+        ];
+        prop::collection::vec(atoms, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        /// The line table answers as walking the text from the top does.
+        #[test]
+        fn line_table_matches_walking_the_text(text in texts(), line in 1usize..30, column in 0usize..12) {
+            let source = Source::new(text.clone());
+            prop_assert_eq!(source.line(line), text.lines().nth(line - 1));
+            let walked = || -> Option<usize> {
+                let start: usize = text.split_inclusive('\n').take(line - 1).map(str::len).sum();
+                let line_text = text[start..].split('\n').next()?;
+                if column == 0 {
+                    return Some(start + (line_text.len() - line_text.trim_start().len()));
+                }
+                Some(start + line_text.char_indices().nth(column - 1).map_or(line_text.len(), |(i, _)| i))
+            };
+            prop_assert_eq!(offset(&source, line, column), walked());
+        }
+
+        /// A snippet over the excerpt renders exactly as one over the whole
+        /// text (annotate-snippets itself is the oracle), with and
+        /// without colour, for one-line and multi-line ranges.
+        #[test]
+        fn excerpt_renders_as_the_whole_text(
+            text in texts(),
+            line in 1usize..30,
+            column in 0usize..12,
+            end in proptest::option::of((1usize..30, 0usize..12)),
+            color in any::<bool>(),
+        ) {
+            let source = Source::new(text.clone());
+            let loc = Location { path: "x.py".into(), line, column, end };
+            if let Some(range) = span(&source, &loc) {
+                let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+                let whole = Group::with_level(Level::ERROR)
+                    .element(Snippet::source(&text).fold(true).annotation(AnnotationKind::Primary.span(range.clone()).label("error")));
+                let excerpt = Group::with_level(Level::ERROR).element(snippet(&source, range, "error"));
+                prop_assert_eq!(renderer.render(&[excerpt]), renderer.render(&[whole]));
+            }
+        }
+    }
+
     #[test]
     fn offsets_count_characters() {
-        let t = "ab\n  çd = 1\n";
-        assert_eq!(offset(t, 2, 0), Some(5));
-        assert_eq!(offset(t, 2, 4), Some(7));
+        let t = Source::new("ab\n  çd = 1\n".into());
+        assert_eq!(offset(&t, 2, 0), Some(5));
+        assert_eq!(offset(&t, 2, 4), Some(7));
         let loc = Location::line("x", 2);
-        assert_eq!(span(t, &loc), Some(5..12));
+        assert_eq!(span(&t, &loc), Some(5..12));
     }
 }
