@@ -93,7 +93,9 @@ impl Source {
 /// Byte offset of 1-based (line, column) in `source`; column 0: the line's first
 /// non-blank character.
 fn offset(source: &Source, line: usize, column: usize) -> Option<usize> {
-    line.checked_sub(1)?;
+    if line == 0 {
+        return None;
+    }
     let start = source.line_start(line);
     let line_text = source.text[start..].split('\n').next()?;
     if column == 0 {
