@@ -87,6 +87,10 @@ impl Report for Fatal {
             TextForm::Plain => p.err(&format!("patchgen: {}\n", self.error)),
         }
     }
+    /// No finding: the error is the report's failure.
+    fn findings(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
     fn failure(&self) -> Option<&str> {
         Some(&self.error)
     }

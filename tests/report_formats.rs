@@ -293,15 +293,15 @@ fn survey_and_explain_sarif_carry_their_findings() {
 fn commands_without_findings_refuse_the_reports_and_a_failed_run_is_recorded() {
     let env = TestEnv::get();
     let p = MiniProject::new(&[]);
-    for (args, vars, given) in [
-        (vec!["list", "--format", "sarif"], vec![], "--format sarif"),
-        (vec!["generate", "--all"], vec![("PATCHGEN_OUTPUT_FORMAT", "gitlab")], "PATCHGEN_OUTPUT_FORMAT=gitlab"),
-        (vec!["moe", "inspect", "x", "--format", "gitlab"], vec![], "--format gitlab"),
+    for (args, vars, given, command) in [
+        (vec!["list", "--format", "sarif"], vec![], "--format sarif", "list"),
+        (vec!["generate", "--all"], vec![("PATCHGEN_OUTPUT_FORMAT", "gitlab")], "PATCHGEN_OUTPUT_FORMAT=gitlab", "generate"),
+        (vec!["moe", "inspect", "x", "--format", "gitlab"], vec![], "--format gitlab", "moe inspect"),
     ] {
         let out = env.patchgen_env(p.path(), &p.pythonpath(), &args, &vars);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stdout);
         assert!(out.stdout.is_empty(), "{}", out.stdout);
-        assert!(out.stderr.contains(&format!("{given}: `patchgen {}` reports no findings", args[0])), "{}", out.stderr);
+        assert!(out.stderr.contains(&format!("{given}: `patchgen {command}` reports no findings")), "{}", out.stderr);
     }
     // A findings command that cannot start: an unsuccessful invocation (SARIF), an empty report (GitLab).
     let nowhere = tempfile::tempdir().unwrap();

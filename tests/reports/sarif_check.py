@@ -17,7 +17,7 @@ import json
 import sys
 
 from pydantic import BaseModel
-from sarif_pydantic import Notification, Sarif
+from sarif_pydantic.sarif import Notification, Sarif
 
 # (model, property) of SARIF 2.1.0 that sarif-pydantic 0.6.2 does not model.
 SPEC_ONLY = {
