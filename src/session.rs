@@ -108,7 +108,11 @@ fn refuse_report_format(command: &'static str, format: Format, flag: bool) -> Re
     if !format.is_findings_report() || crate::printer::FINDINGS_COMMANDS.contains(&command) {
         return Ok(());
     }
-    let given = if flag { format!("--format {}", format.as_str()) } else { format!("PATCHGEN_OUTPUT_FORMAT={}", format.as_str()) };
+    let given = if flag {
+        format!("--format {}", format.as_str())
+    } else {
+        format!("PATCHGEN_OUTPUT_FORMAT={}", format.as_str())
+    };
     let message = format!(
         "{given}: `patchgen {command}` reports no findings; sarif and gitlab reports are written by {} (use text or json here)",
         crate::printer::FINDINGS_COMMANDS.join(", ")

@@ -118,10 +118,9 @@ fn lint_sarif_is_valid_and_each_result_is_at_its_marker() {
     assert_eq!(rules.iter().map(|r| r["id"].as_str().unwrap()).collect::<BTreeSet<_>>(), codes);
     for r in rules {
         let id = r["id"].as_str().unwrap();
-        let page = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules").join(format!("{id}.md")),
-        )
-        .unwrap();
+        let page =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules").join(format!("{id}.md")))
+                .unwrap();
         let mut lines = page.lines();
         let title = lines.next().unwrap();
         assert_eq!(title, format!("# {id} {}", r["name"].as_str().unwrap()));
@@ -252,7 +251,8 @@ fn survey_and_explain_sarif_carry_their_findings() {
     // survey: the lint fixture's two upstreams.
     let (_tmp, dir) = lint_fixture();
     let env = TestEnv::get();
-    let args = |f: &str| vec!["survey", "--from", "upstream/v1", "--to", "upstream/v2", "--format", f.to_string().leak()];
+    let args =
+        |f: &str| vec!["survey", "--from", "upstream/v1", "--to", "upstream/v2", "--format", f.to_string().leak()];
     let sarif = env.patchgen(&dir, "", &args("sarif"));
     assert_eq!(sarif.code, 1, "drift between v1 and v2: {}", sarif.stderr);
     let json = env.patchgen(&dir, "", &args("json"));
@@ -295,7 +295,12 @@ fn commands_without_findings_refuse_the_reports_and_a_failed_run_is_recorded() {
     let p = MiniProject::new(&[]);
     for (args, vars, given, command) in [
         (vec!["list", "--format", "sarif"], vec![], "--format sarif", "list"),
-        (vec!["generate", "--all"], vec![("PATCHGEN_OUTPUT_FORMAT", "gitlab")], "PATCHGEN_OUTPUT_FORMAT=gitlab", "generate"),
+        (
+            vec!["generate", "--all"],
+            vec![("PATCHGEN_OUTPUT_FORMAT", "gitlab")],
+            "PATCHGEN_OUTPUT_FORMAT=gitlab",
+            "generate",
+        ),
         (vec!["moe", "inspect", "x", "--format", "gitlab"], vec![], "--format gitlab", "moe inspect"),
     ] {
         let out = env.patchgen_env(p.path(), &p.pythonpath(), &args, &vars);

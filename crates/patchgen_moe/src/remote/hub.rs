@@ -24,7 +24,9 @@
 use std::sync::{Arc, Mutex};
 
 use object_store::ClientOptions;
-use object_store::client::{HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector};
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+};
 
 use super::error::Credential;
 
@@ -98,8 +100,7 @@ fn percent_decoded(s: &str) -> String {
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
         if bytes[i] == b'%'
-            && let (Some(h), Some(l)) =
-                (bytes.get(i + 1).and_then(|&b| hex(b)), bytes.get(i + 2).and_then(|&b| hex(b)))
+            && let (Some(h), Some(l)) = (bytes.get(i + 1).and_then(|&b| hex(b)), bytes.get(i + 2).and_then(|&b| hex(b)))
         {
             out.push((h * 16 + l) as u8);
             i += 3;
@@ -182,11 +183,9 @@ impl HubRepo {
             HubErrorCode::RepoNotFound => HubError::RepositoryNotFound { place, token },
             HubErrorCode::GatedRepo => HubError::GatedRepo { place, token },
             HubErrorCode::RevisionNotFound => HubError::RevisionNotFound { place, revision: self.revision.clone() },
-            HubErrorCode::EntryNotFound => HubError::EntryNotFound {
-                place,
-                revision: self.revision.clone(),
-                file: object.to_string(),
-            },
+            HubErrorCode::EntryNotFound => {
+                HubError::EntryNotFound { place, revision: self.revision.clone(), file: object.to_string() }
+            }
         })
     }
 }
