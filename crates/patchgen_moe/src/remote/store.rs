@@ -69,7 +69,7 @@ pub struct Remote {
     prefix: String,
     credential: Credential,
     /// On the Hub: the repository, and what the Hub said about refused requests.
-    hub: Option<HubRepo>,
+    hub: Option<Arc<HubRepo>>,
     pub stats: Arc<Stats>,
 }
 
@@ -159,7 +159,8 @@ impl Remote {
                     .with_http_connector(hub::Connector(answers.clone()))
                     .build()
                     .map_err(bad)?;
-                hub_repo = Some(HubRepo { endpoint, repo: repo.clone(), revision: revision.clone(), answers });
+                hub_repo =
+                    Some(Arc::new(HubRepo { endpoint, repo: repo.clone(), revision: revision.clone(), answers }));
                 (Arc::new(store), subdir.clone(), credential)
             }
             Place::Http { base } => {
