@@ -23,6 +23,7 @@
 pub mod actions;
 pub mod check;
 pub mod docs;
+pub mod generated;
 mod server;
 pub mod site;
 pub mod text;
@@ -82,6 +83,11 @@ impl Exit {
     }
 }
 
+/// The command of the \"Regenerate from the config\" code action (argument: the generated file's URI).
+pub const COMMAND_REGENERATE: &str = "patchgen.regenerate";
+/// The command of a patch's code lens (arguments: the generated file's URI, a 0-based line).
+pub const COMMAND_OPEN_GENERATED: &str = "patchgen.openGenerated";
+
 /// The server's capabilities.
 pub fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
@@ -101,6 +107,12 @@ pub fn capabilities() -> ServerCapabilities {
             code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
             ..CodeActionOptions::default()
         })),
+        code_lens_provider: Some(lsp_types::CodeLensOptions { resolve_provider: Some(false) }),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
+            commands: vec![COMMAND_REGENERATE.to_string(), COMMAND_OPEN_GENERATED.to_string()],
+            ..lsp_types::ExecuteCommandOptions::default()
+        }),
         ..ServerCapabilities::default()
     }
 }

@@ -11,6 +11,7 @@
 //! above the first statement). Blank lines count only when nothing else
 //! does. A hunk with no cause is `unexplained`.
 
+pub mod buffer;
 pub mod lines;
 pub mod report;
 
