@@ -95,7 +95,10 @@ fn blank_non_code(src: &str) -> String {
             let mut closer = vec![b'"'];
             closer.extend(std::iter::repeat_n(b'#', hashes));
             let body = i + opener;
-            let end = b[body..].windows(closer.len()).position(|w| w == closer.as_slice()).map_or(b.len(), |k| body + k + closer.len());
+            let end = b[body..]
+                .windows(closer.len())
+                .position(|w| w == closer.as_slice())
+                .map_or(b.len(), |k| body + k + closer.len());
             blank(&mut out, i, end);
             i = end;
         } else if b[i] == b'"' {
@@ -130,7 +133,13 @@ fn blank_non_code(src: &str) -> String {
 
 /// `r"`, `r#"`, `br##"`…: the opener's length and its number of `#`.
 fn raw_string_opener(s: &[u8]) -> Option<(usize, usize)> {
-    let mut k = if s.starts_with(b"br") { 2 } else if s.starts_with(b"r") { 1 } else { return None };
+    let mut k = if s.starts_with(b"br") {
+        2
+    } else if s.starts_with(b"r") {
+        1
+    } else {
+        return None;
+    };
     let hashes = s[k..].iter().take_while(|&&c| c == b'#').count();
     k += hashes;
     (s.get(k) == Some(&b'"')).then_some((k + 1, hashes))
@@ -149,7 +158,8 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
         if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
             continue;
         }
-        let name: String = code[at + 3..].trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let name: String =
+            code[at + 3..].trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
         if name.is_empty() {
             continue;
         }

@@ -225,11 +225,8 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
         problems: Vec::new(),
     };
     let sorted = sort_tensors(&mut g, tensors);
-    g.per_expert = sorted
-        .per_expert
-        .iter()
-        .map(|(&p, m)| (p, m.iter().map(|(&j, t)| (j, t.name.clone())).collect()))
-        .collect();
+    g.per_expert =
+        sorted.per_expert.iter().map(|(&p, m)| (p, m.iter().map(|(&j, t)| (j, t.name.clone())).collect())).collect();
     note_dtypes(&mut g);
     let dims = ConfigDims::of(dims);
     if !g.per_expert.is_empty() && !g.fused.is_empty() {

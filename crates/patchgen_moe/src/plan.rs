@@ -233,12 +233,7 @@ fn stack_per_expert(ck: &Checkpoint, g: &Group) -> Result<Vec<OutTensor>, String
             shape: vec![e, 2 * gshape[0], gshape[1]],
             pieces: gate_up,
         },
-        OutTensor {
-            name: format!("{p}.experts.down_proj"),
-            dtype,
-            shape: vec![e, dshape[0], dshape[1]],
-            pieces: down,
-        },
+        OutTensor { name: format!("{p}.experts.down_proj"), dtype, shape: vec![e, dshape[0], dshape[1]], pieces: down },
     ])
 }
 

@@ -49,7 +49,8 @@ pub fn site_at(text: &str, offset: usize) -> Option<Site> {
     let comment = parsed.tokens().iter().find(|t| t.kind() == TokenKind::Comment && t.range().contains_inclusive(at));
     if let Some(comment) = comment {
         let start = usize::from(comment.start());
-        return noqa_code_at(&text[start..usize::from(comment.end())], offset - start).map(|code| Site::NoqaCode { code });
+        return noqa_code_at(&text[start..usize::from(comment.end())], offset - start)
+            .map(|code| Site::NoqaCode { code });
     }
     let mut finder = StringFinder { text, at, found: None };
     finder.visit_body(&parsed.syntax().body);
@@ -124,7 +125,11 @@ impl StringFinder<'_> {
                 Expr::Set(s) => &s.elts,
                 _ => return None,
             };
-            elements.iter().find_map(|e| string_under(e, self.at)).map(|string| Argument { index: None, keyword, string })
+            elements.iter().find_map(|e| string_under(e, self.at)).map(|string| Argument {
+                index: None,
+                keyword,
+                string,
+            })
         })
     }
 }

@@ -252,7 +252,10 @@ fn experts_line(needs: &MoeNeeds, fused: &[FusedExperts]) -> String {
         }
     };
     match (all_experts.is_empty(), needs.experts_patched.is_empty()) {
-        (true, _) => "experts replacement: no experts class upstream (`*Experts`, fused parameters): check the MoE block by hand".into(),
+        (true, _) => {
+            "experts replacement: no experts class upstream (`*Experts`, fused parameters): check the MoE block by hand"
+                .into()
+        }
         (false, true) => format!(
             "experts replacement: not carried (the template's experts patch has no counterpart or was dropped); upstream {}",
             all_experts.iter().map(|c| layout(c)).collect::<Vec<_>>().join(", ")
@@ -291,11 +294,9 @@ fn decide_converter(input: &MoeInput<'_>, recipes: &Recipes, fused: &[FusedExper
     let renamings = converter_renamings(input, recipe, needs);
     needs.converter = match (&kind, &renamings) {
         (_, Err(_)) => None,
-        (RecipeKind::PerExpert { naming: ExpertNaming::GateUpDown }, _) => Some(ConverterKind::PerExpert {
-            gate: "gate_proj".into(),
-            up: "up_proj".into(),
-            down: "down_proj".into(),
-        }),
+        (RecipeKind::PerExpert { naming: ExpertNaming::GateUpDown }, _) => {
+            Some(ConverterKind::PerExpert { gate: "gate_proj".into(), up: "up_proj".into(), down: "down_proj".into() })
+        }
         (RecipeKind::PerExpert { naming: ExpertNaming::W1W3W2 }, _) => {
             Some(ConverterKind::PerExpert { gate: "w1".into(), up: "w3".into(), down: "w2".into() })
         }
@@ -304,8 +305,13 @@ fn decide_converter(input: &MoeInput<'_>, recipes: &Recipes, fused: &[FusedExper
     };
     needs.renamings = renamings.clone().unwrap_or_default();
     let what = match (&needs.converter, &renamings) {
-        (Some(_), _) => "a converter is written (checkpoint_tensor_converter.py) and __init__.py registers it (pattern B)".to_string(),
-        (None, Err(r)) => format!("the recipe renames with a regular expression that is not replayed ({r}): write the converter by hand"),
+        (Some(_), _) => {
+            "a converter is written (checkpoint_tensor_converter.py) and __init__.py registers it (pattern B)"
+                .to_string()
+        }
+        (None, Err(r)) => format!(
+            "the recipe renames with a regular expression that is not replayed ({r}): write the converter by hand"
+        ),
         (None, Ok(_)) => "no converter template for this recipe: write it by hand".to_string(),
     };
     needs.lines.push(format!(
@@ -336,10 +342,9 @@ fn converter_renamings(
             Ok(Vec::new())
         }
         (Err(e), _) => Err(e.0),
-        (Ok(_), None) => Err(format!(
-            "{plain} (no `base_model_prefix` and base model class found from {})",
-            input.root_class
-        )),
+        (Ok(_), None) => {
+            Err(format!("{plain} (no `base_model_prefix` and base model class found from {})", input.root_class))
+        }
     }
 }
 

@@ -363,8 +363,7 @@ fn key_todos(req: &Request<'_>, written: &Written<'_>, file: &ParsedFile, found:
     let mut todos = Vec::new();
     let group_strings: Vec<String> = group.iter().flat_map(|&i| strings_of_stmt(&body[i])).collect();
     let group_text: String = group.iter().map(|&i| &file.text[body[i].range()]).collect();
-    let per_expert_theirs =
-        group_text.contains("experts.{") || group_strings.iter().any(|s| s.contains(".experts.0."));
+    let per_expert_theirs = group_text.contains("experts.{") || group_strings.iter().any(|s| s.contains(".experts.0."));
     match &written.kind {
         ConverterKind::PerExpert { gate, up, down } => {
             if !per_expert_theirs {
