@@ -813,4 +813,43 @@ fn provenance_of_generated_files() {
     assert_eq!(symbols.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["Qwen3ForCausalLM.forward"]);
     client.shutdown();
     let _ = client.child.wait();
+
+/// Hover, definition and completion on a top-level name that ends the
+/// buffer (`class Foo`, nothing after it) answer `null`, not an internal
+/// error: the name was once sliced past the line's end, a panic the
+/// server caught and reported (issue #33). Needs no wheel: the site is
+/// decided before any upstream module is read.
+#[test]
+fn requests_at_a_name_that_ends_the_buffer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let config_rel = "pkg/models/foo/foo_gpu_patch_gen_config.py";
+    write_files(&dir, &[("pyproject.toml", PYPROJECT), ("pkg/__init__.py", ""), (config_rel, "")]);
+    let uri = Url::from_file_path(dir.join(config_rel)).unwrap();
+    let mut client = Client::start(&dir, &dir);
+    let _: lsp_types::InitializeResult = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
+    );
+    client.notify("initialized", json!({}));
+    for (version, text) in [(1, "import os\n\nclass Foo"), (2, "import os\n\nasync def foo")] {
+        if version == 1 {
+            client.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+            );
+        } else {
+            client.change(&uri, version, text);
+        }
+        let last = text.lines().last().unwrap();
+        for character in [last.len() - 1, last.len()] {
+            let at = json!({"textDocument": {"uri": uri}, "position": {"line": 2, "character": character}});
+            for method in ["textDocument/hover", "textDocument/definition", "textDocument/completion"] {
+                let r = client.request(method, at.clone());
+                assert!(r.error.is_none(), "{method} at {character} of {last:?}: {:?}", r.error);
+                assert_eq!(r.result.unwrap_or(Value::Null), Value::Null, "{method} at {character} of {last:?}");
+            }
+        }
+    }
+    client.shutdown();
 }

@@ -36,7 +36,24 @@ impl MoeDims {
         let text = std::fs::read_to_string(path).map_err(|e| Config(format!("{}: {e}", path.display())))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| Config(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column())))?;
-        Ok(MoeDims::from_value(path, &v))
+        let dims = MoeDims::from_value(path, &v);
+        dims.check_sizes().map_err(Config)?;
+        Ok(dims)
+    }
+
+    /// The dims fit the arithmetic done on them: `2 * I` (the width of a
+    /// fused `gate_up_proj`) in 64 bits. `Err` names the file and the key.
+    pub fn check_sizes(&self) -> Result<(), String> {
+        if let (Some(i), Some(key)) = (self.intermediate, &self.intermediate_key)
+            && i.checked_mul(2).is_none()
+        {
+            let key = if self.text_path.is_empty() { key.clone() } else { format!("{}.{key}", self.text_path) };
+            return Err(format!(
+                "{}: `{key}` is {i}: twice it (the width of a fused gate_up_proj) does not fit in 64 bits\n  help: a model's MoE intermediate size is far smaller; correct config.json",
+                self.path.display()
+            ));
+        }
+        Ok(())
     }
 
     pub fn from_value(path: &Path, cfg: &Value) -> MoeDims {
@@ -165,5 +182,16 @@ mod tests {
             serde_json::from_str(r#"{"model_type":"ernie4_5_moe","moe_num_experts":64,"hidden_size":8}"#).unwrap();
         let d = MoeDims::from_value(Path::new("c"), &v);
         assert_eq!((d.experts, d.experts_key.as_deref()), (Some(64), Some("moe_num_experts")));
+    }
+
+    #[test]
+    fn an_intermediate_size_twice_which_overflows_is_refused() {
+        let v: Value =
+            serde_json::from_str(r#"{"text_config":{"moe_intermediate_size":9223372036854775808,"hidden_size":8}}"#)
+                .unwrap();
+        let err = MoeDims::from_value(Path::new("ck/config.json"), &v).check_sizes().unwrap_err();
+        assert!(err.starts_with("ck/config.json: `text_config.moe_intermediate_size` is 9223372036854775808"), "{err}");
+        let v: Value = serde_json::from_str(r#"{"intermediate_size":9223372036854775807}"#).unwrap();
+        assert!(MoeDims::from_value(Path::new("c"), &v).check_sizes().is_ok());
     }
 }

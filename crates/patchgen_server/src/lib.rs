@@ -10,7 +10,8 @@
 //!   linted and generated, as LSP diagnostics with code, severity, range
 //!   (UTF-16 columns, `text`) and a link to the code's docs (`docs`).
 //! - `site`: what the cursor is on (a patch target, an `add_import`
-//!   module or name, a `# noqa` code, a patch function), read lexically.
+//!   module or name, a `# noqa` code, a patch function), read from the
+//!   syntax tree ruff's parser recovers.
 //! - `upstream`: the `source_module` on the project's search path, and
 //!   what a target names there (hover, definition, completion).
 //! - `actions`: PG301's fix and `# noqa` as workspace edits.
