@@ -813,6 +813,7 @@ fn provenance_of_generated_files() {
     assert_eq!(symbols.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["Qwen3ForCausalLM.forward"]);
     client.shutdown();
     let _ = client.child.wait();
+}
 
 /// Hover, definition and completion on a top-level name that ends the
 /// buffer (`class Foo`, nothing after it) answer `null`, not an internal
