@@ -17,7 +17,8 @@ Examples:
   patchgen explain                                          every hunk of every .diff, with its causes
   patchgen explain pkg.models.qwen3.qwen3_gpu_patch_gen_config
   patchgen explain pkg/models/qwen3/generated/patched_modeling_qwen3_gpu.py:120
-  patchgen explain --format github                          one notice per hunk (pull request annotations)";
+  patchgen explain --format github                          one notice per hunk (pull request annotations)
+  patchgen explain --format sarif                           the unexplained hunks (PG105), for code scanning";
 
 /// Where each generated line and each .diff hunk comes from (patch, import, upstream, ruff)
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
@@ -72,7 +73,8 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
             };
             let report = explain_modules(ctx, &modules, &config_name);
             let notices = report.notices(&base);
-            Ok(Files { report, notices, base: base.clone() })
+            let unexplained = unexplained(&report);
+            Ok(Files { report, notices, unexplained, base: base.clone() })
         }),
     }
 }
@@ -105,7 +107,28 @@ impl Report for Line {
 struct Files {
     report: FilesReport,
     notices: Vec<Diagnostic>,
+    /// The findings of `sarif` and `gitlab`: each unexplained hunk as lint's PG105 reports it.
+    unexplained: Vec<Diagnostic>,
     base: std::path::PathBuf,
+}
+
+/// Each unexplained hunk as a PG105 finding, at the generated file's first changed line.
+fn unexplained(report: &FilesReport) -> Vec<Diagnostic> {
+    let Some(rule) = patchgen_lint::rule("PG105") else { return Vec::new() };
+    let mut out = Vec::new();
+    for f in &report.files {
+        for h in f.hunks.iter().filter(|h| h.is_unexplained()) {
+            let message =
+                format!("{}: no patch, import, header or ruff rule accounts for this hunk of the .diff", h.header());
+            let d = rule
+                .diagnostic(message)
+                .at(patchgen_diagnostics::Location::line(f.path.clone(), h.first_changed))
+                .help("`patchgen explain` shows every hunk's causes; give the change a config line")
+                .config(f.config.clone());
+            out.push(d);
+        }
+    }
+    out
 }
 
 impl Report for Files {
@@ -120,6 +143,9 @@ impl Report for Files {
     }
     fn annotations(&self) -> Vec<&Diagnostic> {
         self.report.diagnostics.iter().chain(&self.notices).collect()
+    }
+    fn findings(&self) -> Vec<&Diagnostic> {
+        self.report.diagnostics.iter().chain(&self.unexplained).collect()
     }
     fn text(&self, p: &mut Printer) -> io::Result<()> {
         for d in &self.report.diagnostics {

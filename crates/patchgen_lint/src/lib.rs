@@ -67,6 +67,7 @@
 //! to codes.
 
 pub mod cached;
+pub mod catalogue;
 pub mod context;
 pub mod docs;
 pub mod fix;

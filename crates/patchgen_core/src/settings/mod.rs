@@ -108,7 +108,7 @@ pub fn output_format(
         (None, Some(v)) => v.parse().map_err(|_| SettingsError::Env {
             name: "PATCHGEN_OUTPUT_FORMAT",
             value: v.clone(),
-            message: "expected text, json or github".into(),
+            message: format!("expected {}", patchgen_diagnostics::format::EXPECTED),
         }),
         (None, None) => Ok(patchgen_diagnostics::Format::Text),
     }
@@ -152,6 +152,19 @@ pub fn remote_timeout_secs(env: Env) -> Result<Option<u64>, SettingsError> {
 /// `PATCHGEN_REMOTE_RETRIES`: how often a failed remote request is retried (`moe`).
 pub fn remote_retries(env: Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_RETRIES")
+}
+
+/// `PATCHGEN_DOCS_URL`: where the documentation is published (the
+/// directory holding `rules/` and `diagnostics.md`, ending in `/`; one is
+/// added when missing). The `sarif` report's rules link there (`helpUri`);
+/// without it they carry their documentation inline only.
+pub fn docs_url(env: Env) -> Option<String> {
+    env("PATCHGEN_DOCS_URL").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).map(|mut v| {
+        if !v.ends_with('/') {
+            v.push('/');
+        }
+        v
+    })
 }
 
 /// `PATCHGEN_TIMINGS=1`: print phase timings on stderr (`crate::timings`).

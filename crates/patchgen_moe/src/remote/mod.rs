@@ -15,6 +15,7 @@
 //! and any other URL is an error.
 
 pub mod error;
+pub mod hub;
 pub mod open;
 pub mod store;
 pub mod transfer;

@@ -44,7 +44,7 @@ pub async fn open(remote: &Remote) -> Result<Opened, RemoteError> {
         let missing: Vec<&String> = files
             .iter()
             .zip(&results)
-            .filter(|(_, r)| matches!(r, Err(RemoteError::NotFound { .. })))
+            .filter(|(_, r)| r.as_ref().is_err_and(RemoteError::is_not_found))
             .map(|(f, _)| f)
             .collect();
         if !missing.is_empty() {
@@ -60,7 +60,7 @@ pub async fn open(remote: &Remote) -> Result<Opened, RemoteError> {
             let ck = Checkpoint::from_shards(dir, None, vec![h]).map_err(RemoteError::Checkpoint)?;
             return Ok(Opened { ck, names: vec![SINGLE.into()] });
         }
-        Err(RemoteError::NotFound { .. }) => {}
+        Err(e) if e.is_not_found() => {}
         Err(e) => return Err(e),
     }
     let none = || {
