@@ -476,3 +476,111 @@ fn explain_refuses_lines_below_one() {
         assert!(r.stderr.contains("is not FILE:LINE") && r.stderr.contains("1-based"), "{}", r.stderr);
     }
 }
+
+// ---- every command with hostile arguments ----
+
+/// Each command with arguments an attacker would try: a 100 KB word, a
+/// non-UTF-8 byte, `..`, `/dev/zero`, a FIFO, absurd numbers. None may
+/// panic, hang, take the memory, or write anything outside the cache.
+#[test]
+fn every_command_survives_hostile_arguments() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let outer = tempfile::tempdir().unwrap();
+    let p = project_with(&toy_config(""));
+    let fifo = outer.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = fifo.to_str().unwrap().to_string();
+    let long = "x".repeat(100_000);
+    let bad_utf8 = OsString::from_vec(vec![b'p', 0xff, 0xfe, b'.', b'p', b'y']).into_string().unwrap_err();
+    let cases: Vec<Vec<OsString>> = [
+        vec!["generate", long.as_str()],
+        vec!["generate", "../../etc/passwd"],
+        vec!["generate", "pkg.toy.toy_patch_gen_config", "-o", "/dev/null", "--diff"],
+        vec!["check", "--project", "/dev/zero"],
+        vec!["check", "--project", fifo.as_str()],
+        vec!["list", "--project", "../../../../.."],
+        vec!["clean", "--project", long.as_str()],
+        vec!["survey", "--from", long.as_str(), "--to", "..", "--no-download"],
+        vec!["lint", fifo.as_str()],
+        vec!["lint", "--select", long.as_str()],
+        vec!["explain", "F.py:99999999999999999999999999"],
+        vec!["explain", long.as_str()],
+        vec!["rule", long.as_str()],
+        vec!["rule", "../../x"],
+        vec!["reference", "../../x", "--old", "..", "--no-download"],
+        vec!["new", "../../evil", "--dry-run"],
+        vec!["new", ".."],
+        vec!["moe", "inspect", "/dev/zero"],
+        vec!["moe", "inspect", fifo.as_str()],
+        vec!["moe", "inspect", &format!("hf://{long}/x")],
+        vec!["moe", "convert", "/dev/zero", "out"],
+        vec!["moe", "convert", ".", "."],
+        vec!["moe", "convert", "ck", "out", "--shard-size", "99999999999999999999TB"],
+        vec!["completions", long.as_str()],
+        vec!["--check", "--config-name", long.as_str()],
+    ]
+    .into_iter()
+    .map(|v| v.into_iter().map(OsString::from).collect())
+    .chain([
+        vec![OsString::from("generate"), bad_utf8.clone()],
+        vec![OsString::from("lint"), bad_utf8.clone()],
+        vec![OsString::from("moe"), OsString::from("inspect"), bad_utf8.clone()],
+        vec![OsString::from("explain"), bad_utf8],
+    ])
+    .collect();
+    let before = snapshot(p.path());
+    for args in &cases {
+        let shown: Vec<String> = args.iter().map(|a| a.to_string_lossy().chars().take(40).collect()).collect();
+        let strs: Vec<&str> = args.iter().map(|a| a.to_str().unwrap_or("")).collect();
+        // Non-UTF-8 arguments go through `--` into an env-free sh that passes them as bytes.
+        let r = if args.iter().all(|a| a.to_str().is_some()) {
+            run_limited(p.path(), &strs, &[], None, Duration::from_secs(30), None)
+        } else {
+            let bytes = args.last().unwrap().clone();
+            std::fs::write(outer.path().join("arg"), bytes.into_vec()).unwrap();
+            let mut head: Vec<&str> = strs[..strs.len() - 1].to_vec();
+            let script = format!("exec \"$0\" \"$@\" \"$(cat {})\"", outer.path().join("arg").display());
+            let t = TestEnv::get();
+            let bin = t.bin.to_str().unwrap().to_string();
+            let mut sh = vec!["-c", script.as_str(), bin.as_str()];
+            sh.append(&mut head);
+            run_sh(p.path(), &sh)
+        };
+        assert_eq!(r.signal, None, "{shown:?}: killed by a signal\n{}", r.stderr);
+        assert!(!matches!(r.code, Some(101 | 3)), "{shown:?}: exit {:?}\n{}", r.code, r.stderr);
+        assert!(r.peak_bytes < PEAK, "{shown:?}: peak {}", r.peak_bytes);
+        assert!(!r.stderr.contains("internal error"), "{shown:?}: {}", r.stderr);
+        let mut after = snapshot(p.path());
+        after.retain(|k, _| !k.starts_with(".patchgen_cache"));
+        assert_eq!(after, before, "{shown:?}: the project changed");
+    }
+}
+
+/// `sh` with the arguments, under the same limits (for non-UTF-8 arguments).
+fn run_sh(dir: &Path, args: &[&str]) -> Run {
+    let start = Instant::now();
+    let out = Command::new("prlimit")
+        .arg(format!("--as={ADDRESS_SPACE}"))
+        .args(["--", "timeout", "30", "sh"])
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(30));
+    let (code, signal) = match out.status.code() {
+        Some(124) => (None, Some(9)),
+        Some(c) if c > 128 => (None, Some(c - 128)),
+        c => (c, None),
+    };
+    Run {
+        code,
+        signal,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        peak_bytes: 0,
+    }
+}

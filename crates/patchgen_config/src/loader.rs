@@ -236,15 +236,7 @@ pub fn read_python(path: &Path) -> Result<String, LoadError> {
 
 fn decode_python(path: &Path, bytes: &[u8]) -> Result<String, LoadError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    // Python refuses them too ("source code cannot contain null bytes").
-    if let Some(offset) = bytes.iter().position(|&b| b == 0) {
-        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-        return Err(LoadError::Io {
-            path: path.to_path_buf(),
-            message: format!("line {line}: a NUL byte (byte offset {offset}); Python source cannot contain null bytes"),
-        });
-    }
-    String::from_utf8(bytes.to_vec()).map_err(|e| {
+    let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
         LoadError::Io {
@@ -253,7 +245,16 @@ fn decode_python(path: &Path, bytes: &[u8]) -> Result<String, LoadError> {
                 "line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"
             ),
         }
-    })
+    })?;
+    // Python refuses them too ("source code cannot contain null bytes").
+    if let Some(offset) = text.bytes().position(|b| b == 0) {
+        let line = text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        return Err(LoadError::Io {
+            path: path.to_path_buf(),
+            message: format!("line {line}: a NUL byte (byte offset {offset}); Python source cannot contain null bytes"),
+        });
+    }
+    Ok(text)
 }
 
 impl ModuleLoader for ProjectLoader {

@@ -31,6 +31,9 @@ impl Bucket {
     }
 }
 
+/// Longest address accepted (what browsers and object stores handle).
+pub const MAX_URL: usize = 2048;
+
 /// Where a remote checkpoint lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -63,6 +66,14 @@ impl RemoteUrl {
     pub fn parse(s: &str) -> Result<Option<RemoteUrl>, UrlError> {
         let Some((scheme, rest)) = s.split_once("://") else { return Ok(None) };
         let err = |m: &str| UrlError { url: s.to_string(), message: m.to_string() };
+        // The HTTP stack refuses (and object_store then panics on) longer URIs.
+        if s.len() > MAX_URL {
+            let shown: String = s.chars().take(60).collect();
+            return Err(UrlError {
+                url: format!("{shown}…"),
+                message: format!("{} bytes: an address is at most {MAX_URL}", s.len()),
+            });
+        }
         let rest = rest.trim_end_matches('/');
         // Git's rule for paths: no segment may climb, stay or be empty, so
         // no address reaches outside its repository, bucket or cache.
@@ -259,6 +270,7 @@ mod tests {
             "gs://-b/x",
             "az://a--b/x",
             "https://h/a/../b",
+            &format!("hf://{}/x", "o".repeat(3000)),
         ] {
             assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
         }
