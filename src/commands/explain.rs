@@ -37,9 +37,10 @@ pub struct ExplainArgs {
     pub format: FormatArg,
 }
 
-/// Whether `arg` names a line of a file (`x.py:12`) rather than a module.
+/// Whether `arg` names a line of a file (`x.py:12`) rather than a module
+/// (`x.py:0` and `x.py:-1` too: refused then as lines, not looked up as modules).
 fn is_line_spec(arg: &str) -> bool {
-    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<usize>().is_ok())
+    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<i128>().is_ok())
 }
 
 pub fn run(args: &ExplainArgs) -> ExitStatus {

@@ -135,7 +135,7 @@ impl Shared {
     /// A file's text, noted as a cache input (its bytes, or that it was
     /// not there); `None` when absent or not UTF-8.
     pub fn read_noted(&self, what: &str, path: &Path) -> Option<String> {
-        match std::fs::read(path) {
+        match patchgen_cache::bounded::read(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE) {
             Ok(bytes) => {
                 if self.notes_reads {
                     self.note(patchgen_cache::Input::content(what, path, &bytes));

@@ -221,6 +221,7 @@ fn setup(args: &Options, cwd: &Path, overlay: Overlay) -> Result<Setup, RunError
     if !overlay.is_empty() {
         pipeline.loader = ProjectLoader::with_overlay(pipeline.loader.roots().to_vec(), overlay);
     }
+    pipeline.loader.set_max_file_size(resolved.max_file_size);
     if let Some(location) = location {
         pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
     }

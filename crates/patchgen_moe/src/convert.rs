@@ -166,6 +166,7 @@ fn write_local(
         })?;
     }
 
+    super::cancel::interrupted()?;
     commit(tmp, dst, dst_abs)?;
     let prepared = Prepared { plan, cuts: Vec::new(), names, total };
     Ok(ConvertReport::new(src, dst, opts, prepared, (copied_files, skipped_dirs), start))
@@ -419,6 +420,7 @@ fn copy_tensors(
     let mut transposed = Vec::new();
     for t in tensors {
         for piece in &t.pieces {
+            super::cancel::interrupted()?;
             match *piece {
                 Piece::Range { shard, offset, len } => {
                     let f = open(&mut files, inputs, shard)?;

@@ -365,6 +365,14 @@ fn check_per_expert(g: &mut Group, sorted: &Sorted<'_>, dims: &ConfigDims<'_>) {
     let found_max = ids.iter().next_back().map_or(0, |m| m + 1);
     let e = e_cfg.unwrap_or(found_max);
     g.experts = ids.len() as u64;
+    if found_max > crate::config::MAX_COUNT {
+        g.problems.push(format!(
+            "expert ids up to {}: more than patchgen accepts ({})",
+            found_max - 1,
+            crate::config::MAX_COUNT
+        ));
+        return;
+    }
     if let Some(e) = e_cfg
         && found_max > e
     {
@@ -427,6 +435,10 @@ fn check_fused(g: &mut Group, shapes: &BTreeMap<&str, &TensorInfo>, dims: &Confi
     let bias = g.fused.get("gate_up_proj_bias").map(|n| shape(n));
     let e = gu.as_ref().or(gp.as_ref()).or(dn.as_ref()).or(bias.as_ref()).and_then(|s| s.first().copied()).unwrap_or(0);
     g.experts = e;
+    if e > crate::config::MAX_COUNT {
+        g.problems.push(format!("{e} experts in dim 0: more than patchgen accepts ({})", crate::config::MAX_COUNT));
+        return;
+    }
     if let Some(ec) = dims.experts
         && e != ec
     {

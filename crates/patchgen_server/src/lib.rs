@@ -121,7 +121,19 @@ pub fn capabilities() -> ServerCapabilities {
 /// Serve over stdio until `exit` or the end of stdin.
 pub fn run_stdio(options: ServerOptions) -> Exit {
     let (out, input, writer) = transport::stdio();
-    let exit = serve(&out, &input, options);
+    // The loop parses buffers too (code actions): on the command line's
+    // stack, so deep nesting is a finding, never a stack overflow.
+    let looped = {
+        let out = out.clone();
+        std::thread::Builder::new()
+            .name("patchgen-server".into())
+            .stack_size(patchgen_core::workers::STACK_SIZE)
+            .spawn(move || serve(&out, &input, options))
+    };
+    let exit = match looped {
+        Ok(handle) => handle.join().unwrap_or(Exit::InputClosed),
+        Err(_) => Exit::InputClosed,
+    };
     drop(out);
     writer.join();
     exit
@@ -164,6 +176,10 @@ pub fn serve(
             }
             Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => {
                 return Exit::WithoutShutdown;
+            }
+            Message::Notification(n) if n.method == transport::MALFORMED => {
+                let parse_error = lsp_server::Notification::new(transport::PARSE_ERROR.to_string(), n.params);
+                let _ = out.send(parse_error.into());
             }
             Message::Notification(_) | Message::Response(_) => {}
         }

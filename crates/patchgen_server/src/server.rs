@@ -259,6 +259,8 @@ impl Server {
             MALFORMED => {
                 let reason = n.params.get("reason").and_then(|r| r.as_str()).unwrap_or("malformed").to_string();
                 self.log(MessageType::WARNING, format!("patchgen server: skipped a message: {reason}"));
+                // The client hears of it as JSON-RPC says: a parse error, `id: null`.
+                self.send(lsp_server::Notification::new(crate::transport::PARSE_ERROR.to_string(), n.params));
             }
             _ => {}
         }
@@ -324,11 +326,17 @@ impl Server {
         let with_ruff = self.options.with_ruff;
         let tx = self.events.0.clone();
         self.running.insert(uri.clone());
-        let spawned = std::thread::Builder::new().name("patchgen-check".into()).spawn(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
-                .unwrap_or_else(|_| Some(check::internal_error()));
-            let _ = tx.send(Event::Checked { uri, version, result });
-        });
+        // The command line's stack: the parser and the evaluator recurse on
+        // nested input, and their limits are set for this stack.
+        let spawned = std::thread::Builder::new()
+            .name("patchgen-check".into())
+            .stack_size(patchgen_core::workers::STACK_SIZE)
+            .spawn(move || {
+                let result =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
+                        .unwrap_or_else(|_| Some(check::internal_error()));
+                let _ = tx.send(Event::Checked { uri, version, result });
+            });
         if spawned.is_err() {
             self.log(MessageType::ERROR, "patchgen server: cannot start a check thread".into());
         }
@@ -448,7 +456,8 @@ impl Server {
         let at_name = |found: crate::upstream::Found| -> Option<Location> {
             let file = found.file.on_disk.as_ref()?;
             let (line, column) = found.name_position();
-            let text = std::fs::read_to_string(file).ok()?;
+            let text =
+                patchgen_cache::bounded::read_to_string(file, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok()?;
             let loc = patchgen_diagnostics::Location::point(file.clone(), line, column);
             let start = crate::text::range_of(&text, &loc).start;
             Some(Location { uri: Url::from_file_path(file).ok()?, range: Range::new(start, start) })

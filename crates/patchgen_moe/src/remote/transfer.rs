@@ -251,6 +251,7 @@ async fn write_shard(
         };
         let mut stream = futures::stream::iter(ops.iter()).map(spawn).buffered(ahead(&ops));
         while let Some(chunks) = stream.next().await {
+            crate::cancel::interrupted().map_err(RemoteError::Checkpoint)?;
             let chunks = chunks.map_err(|e| RemoteError::Checkpoint(format!("a read task failed: {e}")))?;
             for b in chunks? {
                 sink.write(&b).await?;
