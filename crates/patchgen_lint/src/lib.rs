@@ -66,22 +66,27 @@
 //! `[tool.patchgen.lint]` maps glob patterns (relative to the project root)
 //! to codes.
 
+pub mod automodel;
 pub mod cached;
 pub mod context;
 pub mod docs;
 pub mod fix;
 mod genmap;
+pub mod init_weights;
+pub mod logits_to_keep;
 pub mod noqa;
 pub mod package;
 pub mod patched;
 pub mod pyfacts;
-pub mod rules;
+mod rules;
 pub mod run;
 pub mod settings;
 pub mod signature;
+pub mod toy_config;
 
 pub use context::{LintContext, ProjectContext};
 use patchgen_diagnostics::{Diagnostic, Severity};
+pub use rules::RULES;
 pub use run::{
     BufferLint, GeneratedDef, LintReport, Options, RuleQuery, lint, lint_buffers, render_github, render_json,
     render_statistics, render_text, rule_text,

@@ -34,9 +34,9 @@ use std::collections::HashSet;
 
 use super::super::context::Shared;
 use super::super::{LintContext, Rule};
-use patchgen_config::source::ParsedFile;
 use patchgen_core::codegen::imports::absolute_module;
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::pysource::ParsedFile;
 
 pub const RULE: Rule = Rule {
     code: "PG104",
