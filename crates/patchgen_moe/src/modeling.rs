@@ -26,7 +26,7 @@ pub struct FusedExperts {
     pub bias: bool,
 }
 
-/// The classes (top level and nested, in source order) of `text` that
+/// The classes (at any depth, in source order) of `text` that
 /// assign `self.gate_up_proj` an `nn.Parameter`. `Err` is a syntax error
 /// with its 1-based line.
 pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, String)> {

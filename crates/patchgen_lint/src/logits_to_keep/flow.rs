@@ -20,14 +20,7 @@ pub(super) fn keep_names(func: &StmtFunctionDef, param: &str) -> Vec<String> {
     loop {
         let before = keep.len();
         walk::for_each_statement(&func.body, Scope::Own, |stmt| {
-            let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-                Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-                Stmt::AnnAssign(a) => match &a.value {
-                    Some(v) => (vec![&*a.target], v),
-                    None => return,
-                },
-                _ => return,
-            };
+            let Some((targets, value)) = facts::assignment(stmt) else { return };
             if !mentions_outside_index(value, &|n| keep.iter().any(|k| k == n)) {
                 return;
             }

@@ -1,7 +1,10 @@
 //! PG301's analysis and fix on small forwards.
 
 use super::*;
+use crate::fix::apply;
 use patchgen_python::pysource::ParsedFile;
+use ruff_python_ast::Stmt;
+use ruff_text_size::Ranged;
 use std::path::PathBuf;
 
 fn run(src: &str, upstream: Option<bool>) -> (ParsedFile, Vec<Problem>) {

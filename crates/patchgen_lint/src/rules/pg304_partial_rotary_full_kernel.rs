@@ -128,14 +128,7 @@ pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
         if found.is_some() {
             break;
         }
-        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-            Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => (vec![&*a.target], v),
-                None => continue,
-            },
-            _ => continue,
-        };
+        let Some((targets, value)) = facts::assignment(stmt) else { continue };
         for t in targets {
             let key = match t {
                 Expr::Name(n) => n.id.to_string(),

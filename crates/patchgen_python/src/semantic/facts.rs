@@ -93,13 +93,21 @@ pub fn loaded_names(body: &[Stmt], loads: Loads) -> Vec<String> {
     v.out
 }
 
-/// `target = value` with one target, or `target: T = value`: the target
-/// and the value (`a = b = 1`, augmented assignments and a bare
-/// annotation are not one).
-pub fn one_target_assignment(stmt: &Stmt) -> Option<(&Expr, &Expr)> {
+/// `t1 = t2 = value` or `t: T = value`: the targets, in order, and the
+/// value (augmented assignments and a bare annotation assign nothing new).
+pub fn assignment(stmt: &Stmt) -> Option<(Vec<&Expr>, &Expr)> {
     match stmt {
-        Stmt::Assign(a) if a.targets.len() == 1 => Some((&a.targets[0], &*a.value)),
-        Stmt::AnnAssign(a) => Some((&*a.target, a.value.as_deref()?)),
+        Stmt::Assign(a) => Some((a.targets.iter().collect(), &*a.value)),
+        Stmt::AnnAssign(a) => Some((vec![&*a.target], a.value.as_deref()?)),
+        _ => None,
+    }
+}
+
+/// An [`assignment`] with one target (`a = b = 1` is not one): the target
+/// and the value.
+pub fn one_target_assignment(stmt: &Stmt) -> Option<(&Expr, &Expr)> {
+    match assignment(stmt)? {
+        (targets, value) if targets.len() == 1 => Some((targets[0], value)),
         _ => None,
     }
 }

@@ -8,7 +8,7 @@ use super::facts::{Loads, docstring, dotted, loaded_names, one_target_assignment
 use super::walk::{self, Scope};
 
 fn body(src: &str) -> Vec<Stmt> {
-    ruff_python_parser::parse_module(src).expect("parses").into_syntax().body
+    ruff_python_parser::parse_module(src).expect("parses").into_syntax().body.into_iter().collect()
 }
 
 #[test]
