@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::source::ParsedFile;
 use patchgen_cache::{Digest, Input};
+use patchgen_python::pysource::ParsedFile;
 
 pub struct LoadedModule {
     pub file: Arc<ParsedFile>,

@@ -4,6 +4,10 @@
 //!   (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, tokenize);
 //! - `pysource`: a parsed file with its line index and ranges, name
 //!   bindings checked against `symtable`, signatures, definition lookups;
+//! - `semantic`: the one walk over statements and expressions (on ruff's
+//!   visitor traits) and the shared facts (dotted names, docstrings, loaded
+//!   names, one-target assignments) every rule, the scaffold, moe and
+//!   codegen ask;
 //! - `diff`: a port of `difflib` (`SequenceMatcher`, `unified_diff`),
 //!   byte-exact with CPython's.
 //!
@@ -14,3 +18,4 @@
 pub mod diff;
 pub mod pysource;
 pub mod pytext;
+pub mod semantic;

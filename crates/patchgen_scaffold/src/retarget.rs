@@ -16,6 +16,7 @@ use patchgen_core::codegen::text::{apply_name_map, split_leading_comments, strip
 use patchgen_core::survey::compare;
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::signature::{self, Signature};
+use patchgen_python::semantic::{self, facts::Loads};
 
 /// A template patch carried over.
 #[derive(Clone, Debug, Serialize)]
@@ -864,26 +865,9 @@ fn uses_name(text: &str, word: &str) -> bool {
 /// attribute bases, arguments; not comments or strings). Text that does
 /// not parse falls back to its identifiers.
 fn loaded_names(source: &str) -> Vec<String> {
-    use ruff_python_ast::visitor::{self, Visitor};
-    struct Loads(Vec<String>);
-    impl<'a> Visitor<'a> for Loads {
-        fn visit_expr(&mut self, expr: &'a ruff_python_ast::Expr) {
-            if let ruff_python_ast::Expr::Name(n) = expr
-                && n.ctx == ruff_python_ast::ExprContext::Load
-                && !self.0.iter().any(|x| x == n.id.as_str())
-            {
-                self.0.push(n.id.to_string());
-            }
-            visitor::walk_expr(self, expr);
-        }
-    }
     let text = patchgen_python::pytext::dedent(source);
     match ruff_python_parser::parse_module(&text) {
-        Ok(parsed) => {
-            let mut v = Loads(Vec::new());
-            v.visit_body(&parsed.syntax().body);
-            v.0
-        }
+        Ok(parsed) => semantic::facts::loaded_names(&parsed.syntax().body, Loads::Anywhere),
         Err(_) => {
             let mut out: Vec<String> = Vec::new();
             for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {

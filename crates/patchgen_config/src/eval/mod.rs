@@ -23,8 +23,9 @@ use super::args::Args;
 pub use super::error::{EResult, EvalError, Warning};
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
-use super::source::{LocOf, ParsedFile};
+use super::source::LocOf;
 use super::value::*;
+use patchgen_python::pysource::ParsedFile;
 
 pub type Namespace = Shared<HashMap<String, Value>>;
 

@@ -22,8 +22,8 @@ use serde::Serialize;
 use crate::pipeline::{Context, Failure};
 use crate::provenance::map::{Kind, MapLine, Origin, Resolver, SourceMap, Step};
 use crate::provenance::raw::RawOrigin;
-use patchgen_config::source::ParsedFile;
 use patchgen_python::diff::{SequenceMatcher, Tag};
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 
 /// One hunk of a `.diff` (numbers as its `@@` line shows them) and its causes.

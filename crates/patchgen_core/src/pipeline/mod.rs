@@ -14,10 +14,9 @@ use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
 use crate::upstream::{SearchPath, UpstreamError};
 use patchgen_cache::{Input, Inputs, Prober};
-use patchgen_config::{
-    self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording, source::ParsedFile,
-};
+use patchgen_config::{self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording};
 use patchgen_diagnostics::Diagnostic;
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 
 /// Everything one run shares between configs.
@@ -333,6 +332,26 @@ impl Context {
             let (version, inputs) = self.search.transformers_version_inputs();
             (version, Arc::new(inputs))
         })
+    }
+
+    /// The config modules a command runs on: every config the project
+    /// discovers when `requested` is empty, else `requested` normalised
+    /// (each one must be a module under the package root; the error names
+    /// it after `flag`, the option it came from, `""` for a positional).
+    pub fn select_modules(&self, requested: &[String], flag: &str) -> Result<Vec<String>, crate::error::RunError> {
+        use crate::error::RunError;
+        if requested.is_empty() {
+            let configs = self.project.discover().map_err(|e| RunError::Usage(e.to_string()))?;
+            return Ok(configs.into_iter().map(|c| c.module).collect());
+        }
+        let modules: Vec<String> = requested.iter().map(|m| self.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| self.loader.find(m).is_none()) {
+            return Err(RunError::Usage(format!(
+                "{flag}{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
+                self.project.package_root().display()
+            )));
+        }
+        Ok(modules)
     }
 
     /// Evaluate a config module into its plan.

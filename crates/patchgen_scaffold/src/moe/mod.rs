@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use patchgen_moe::modeling::{FusedExperts, fused_expert_classes_in};
 use patchgen_moe::recipes::{ExpertNaming, RecipeKind, Recipes};
+use patchgen_python::semantic::walk::{self, Scope};
 
 /// What the checkpoint converter of a new model must do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -418,29 +419,17 @@ fn init_assignments<'a>(classes: &[&'a StmtClassDef], class: &str, depth: usize)
         return bases.iter().flat_map(|b| init_assignments(classes, b, depth - 1)).collect();
     };
     let mut out = Vec::new();
-    fn walk<'a>(body: &'a [Stmt], out: &mut Vec<(String, &'a Expr)>) {
-        for s in body {
-            match s {
-                Stmt::Assign(a) => {
-                    for t in &a.targets {
-                        if let Expr::Attribute(at) = t
-                            && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
-                        {
-                            out.push((at.attr.to_string(), &*a.value));
-                        }
-                    }
+    walk::for_each_statement(&init.body, Scope::Own, |s| {
+        if let Stmt::Assign(a) = s {
+            for t in &a.targets {
+                if let Expr::Attribute(at) = t
+                    && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                {
+                    out.push((at.attr.to_string(), &*a.value));
                 }
-                Stmt::If(i) => {
-                    walk(&i.body, out);
-                    for c in &i.elif_else_clauses {
-                        walk(&c.body, out);
-                    }
-                }
-                _ => {}
             }
         }
-    }
-    walk(&init.body, &mut out);
+    });
     out
 }
 

@@ -35,6 +35,7 @@ use super::rename::ModelNames;
 use super::{Planned, Request, RowCopy, SkipReason, TableRows, write};
 use crate::moe::ConverterKind;
 use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::facts::{self, Loads};
 
 /// The converter `new` wrote.
 #[derive(Clone, Debug)]
@@ -46,9 +47,10 @@ pub struct Written<'a> {
     pub renamings: Vec<(String, String)>,
 }
 
-/// Names a statement loads.
+/// Names a statement loads (function bodies included: a converter
+/// group's functions need what they call).
 fn loaded(stmt: &Stmt) -> BTreeSet<String> {
-    stmt_identifiers(stmt, false).into_iter().map(|(_, n)| n).collect()
+    facts::loaded_names(std::slice::from_ref(stmt), Loads::Anywhere).into_iter().collect()
 }
 
 /// The names a module-level statement defines (not imports).
