@@ -65,6 +65,9 @@ pub struct BumpArgs {
     /// Port the configs only: neither regenerate nor lint.
     #[arg(long)]
     pub no_regenerate: bool,
+    /// Write the three texts of every merge here (N.base, N.ours, N.theirs), to compare with `git merge-file`.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub dump_merges: Option<PathBuf>,
     /// Output format [default: text; env: PATCHGEN_OUTPUT_FORMAT]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
@@ -115,6 +118,7 @@ pub fn run(cli: &BumpArgs) -> ExitStatus {
             ConflictsArg::Leave => ConflictStyle::Leave,
         },
         regenerate: !cli.no_regenerate,
+        dump_merges: cli.dump_merges.as_ref().map(|d| cwd.join(d)),
         ..Options::new(&from_cwd(&cli.to), project_dir)
     };
     let outcome = patchgen_bump::bump(&opts).and_then(|r| {

@@ -78,6 +78,9 @@ pub struct Options {
     /// Regenerate every config against the new upstream (and lint it).
     pub regenerate: bool,
     pub ruff: Option<PathBuf>,
+    /// Write the three texts of every merge into this directory (for a
+    /// comparison with `git merge-file`; `--dump-merges`, hidden).
+    pub dump_merges: Option<PathBuf>,
 }
 
 impl Options {
@@ -97,6 +100,7 @@ impl Options {
             conflicts: ConflictStyle::Markers,
             regenerate: true,
             ruff: None,
+            dump_merges: None,
         }
     }
 }
@@ -125,15 +129,16 @@ pub fn bump(opts: &Options) -> Result<BumpReport, RunError> {
     let from = Version::new(resolve("from", &from_arg)?);
     let to = Version::new(resolve("to", &opts.to)?);
     let (from_label, to_label) = (from.upstream.version.clone(), to.upstream.version.clone());
-    let (base, theirs) = (format!("transformers {from_label}"), format!("transformers {to_label}"));
+    let (base, theirs) = (format!("{} {from_label}", opts.package), format!("{} {to_label}", opts.package));
     let pool = patchgen_core::workers::pool(opts.jobs)?;
     let selection = pool.install(|| select::select(&ctx, &modules, &opts.config_name, &from, &to));
     let style = match opts.conflicts {
         ConflictStyle::Markers => Some(Labels { ours: "config", base: &base, theirs: &theirs }),
         ConflictStyle::Leave => None,
     };
-    let spliced = pool.install(|| splice::splice(&selection, style));
+    let spliced = pool.install(|| splice::splice(&selection, style, opts.dump_merges.as_deref()));
     let mut report = BumpReport::new(&from, &to, &selection, &spliced);
+    report.package = opts.package.clone();
     report.diff = match opts.mode {
         Mode::Diff => Some(splice::diff(&spliced, &project.root)),
         Mode::Write => {

@@ -98,6 +98,8 @@ pub struct ConfigBump {
 
 #[derive(Clone, Debug)]
 pub struct BumpReport {
+    /// The distribution bumped (`transformers`).
+    pub package: String,
     pub from: String,
     pub to: String,
     pub from_location: String,
@@ -171,6 +173,7 @@ impl BumpReport {
             })
             .collect();
         BumpReport {
+            package: "transformers".into(),
             from: from.upstream.version.clone(),
             to: to.upstream.version.clone(),
             from_location: from.upstream.location.display().to_string(),
@@ -251,9 +254,10 @@ pub fn diagnostics(report: &BumpReport) -> Vec<Diagnostic> {
                 out.push(
                     codes::UNRESOLVED_BUMP_CONFLICT
                         .diagnostic(format!(
-                            "{} `{}`: upstream changed lines the patch rewrote ({} → {})",
+                            "{} `{}`: upstream changed lines the patch rewrote ({} {} → {})",
                             patch_kind(t.patch_type),
                             t.target,
+                            report.package,
                             report.from,
                             report.to
                         ))
@@ -315,6 +319,7 @@ pub fn json_fields(report: &BumpReport) -> serde_json::Map<String, Value> {
         })
         .collect();
     let doc = json!({
+        "package": report.package,
         "from": report.from,
         "to": report.to,
         "from_location": report.from_location,
@@ -360,7 +365,7 @@ fn target_line(t: &TargetBump) -> String {
 
 /// Text: per config, the targets that changed, generation and lint; then the summary.
 pub fn text(report: &BumpReport) -> String {
-    let mut out = format!("patchgen bump: transformers {} → {}\n", report.from, report.to);
+    let mut out = format!("patchgen bump: {} {} → {}\n", report.package, report.from, report.to);
     for c in &report.configs {
         let shown: Vec<&TargetBump> = c.targets.iter().filter(|t| worth_showing(t)).collect();
         let generation_note = !matches!(c.generation, Generation::Ok | Generation::Skipped(_));
@@ -407,7 +412,8 @@ pub fn text(report: &BumpReport) -> String {
 /// Markdown for the pull request and the upgrade notes: per config, per
 /// target, what upstream changed, what was carried and what is left.
 pub fn markdown(report: &BumpReport) -> String {
-    let mut out = format!("## transformers {} → {} (`patchgen bump`)\n\n{}\n", report.from, report.to, report.summary());
+    let mut out =
+        format!("## {} {} → {} (`patchgen bump`)\n\n{}\n", report.package, report.from, report.to, report.summary());
     for c in &report.configs {
         let shown: Vec<&TargetBump> = c.targets.iter().filter(|t| worth_showing(t)).collect();
         if shown.is_empty() && c.error.is_none() && matches!(c.generation, Generation::Ok) && c.lint.is_empty() {

@@ -1,6 +1,7 @@
 //! Each patch a bump ports, merged (`patchgen_core::port`) and written back
-//! over exactly its own lines of the config that defines it: the leading
-//! comments, DSL decorators and definition `inspect` gives as its source.
+//! over exactly its own lines of the config that defines it: the DSL
+//! decorators and definition `inspect` gives as its source (the comment
+//! block above them is left as it is).
 //! Nothing else of the file changes; a file whose lines no longer hold that
 //! source (edited since evaluation) is left alone and reported.
 
@@ -56,8 +57,11 @@ struct Placed {
 }
 
 /// Port every registration whose role is `Port`; `labels: None` leaves
-/// conflicts as the patch has them.
-pub fn splice(configs: &[SelectedConfig], labels: Option<Labels<'_>>) -> Spliced {
+/// conflicts as the patch has them. With `dump`, the three texts of every
+/// merge are written there (`N.base`, `N.ours`, `N.theirs`, `N.target`, and
+/// `N.counts`: upstream hunks, carried, conflicts) for a comparison with
+/// `git merge-file`.
+pub fn splice(configs: &[SelectedConfig], labels: Option<Labels<'_>>, dump: Option<&Path>) -> Spliced {
     let mut by_file: BTreeMap<PathBuf, Vec<(usize, usize, &Registration)>> = BTreeMap::new();
     for (ci, c) in configs.iter().enumerate() {
         for (ri, r) in c.registrations.iter().enumerate() {
@@ -69,7 +73,7 @@ pub fn splice(configs: &[SelectedConfig], labels: Option<Labels<'_>>) -> Spliced
         }
     }
     let results: Vec<(Vec<((usize, usize), Outcome)>, Option<FileEdit>)> =
-        by_file.into_par_iter().map(|(path, regs)| splice_file(&path, &regs, labels)).collect();
+        by_file.into_par_iter().map(|(path, regs)| splice_file(&path, &regs, labels, dump)).collect();
     let mut out = Spliced::default();
     for (outcomes, edit) in results {
         out.outcomes.extend(outcomes);
@@ -82,6 +86,7 @@ fn splice_file(
     path: &Path,
     regs: &[(usize, usize, &Registration)],
     labels: Option<Labels<'_>>,
+    dump: Option<&Path>,
 ) -> (Vec<((usize, usize), Outcome)>, Option<FileEdit>) {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -98,13 +103,16 @@ fn splice_file(
     let mut placed: Vec<Placed> = Vec::new();
     for &(c, r, reg) in regs {
         let (Some(o), Some(old), Some(new)) = (&reg.object, &reg.old, &reg.new) else { continue };
-        let start = o.first_line - 1;
-        let len = o.source.split_inclusive('\n').count();
-        let contiguous = o.leading == 0 || o.first_line + o.leading == o.code_line;
+        // The leading comment block (which may stand apart, above blank
+        // lines) never changes: only the code from the first decorator on
+        // is ported and written back.
+        let code: String = o.source.split_inclusive('\n').skip(o.leading).collect();
+        let start = if o.code_line > 0 { o.code_line - 1 } else { o.first_line - 1 };
+        let len = code.split_inclusive('\n').count();
         let region = lines.get(start..start + len).map(|l| l.concat());
         let add_newline = match region {
-            Some(region) if contiguous && region == o.source => false,
-            Some(region) if contiguous && region.strip_suffix('\n') == Some(o.source.as_str()) => true,
+            Some(region) if region == code => false,
+            Some(region) if region.strip_suffix('\n') == Some(code.as_str()) => true,
             _ => {
                 let error = format!(
                     "{}:{}: the file no longer holds the patch `{}` as it was read; rerun bump",
@@ -116,14 +124,27 @@ fn splice_file(
                 continue;
             }
         };
-        let ported = port::port(&PortRequest {
-            patch: &o.source,
+        let request = PortRequest {
+            patch: &code,
             patch_name: &o.name,
             old: &old.text,
             new: &new.text,
             target_name: &old.name,
             labels,
-        });
+        };
+        if let Some(dir) = dump {
+            let stem = dir.join(format!("{}-{}", path.file_stem().unwrap_or_default().to_string_lossy(), start + 1));
+            let [b, p, t] = port::merge_inputs(&request);
+            for (ext, text) in [("base", b), ("ours", p), ("theirs", t), ("target", reg.target.clone())] {
+                let _ = std::fs::write(stem.with_extension(ext), text);
+            }
+        }
+        let ported = port::port(&request);
+        if let Some(dir) = dump {
+            let stem = dir.join(format!("{}-{}", path.file_stem().unwrap_or_default().to_string_lossy(), start + 1));
+            let counts = format!("{} {} {}\n", ported.hunks.len(), ported.carried(), ported.conflicts());
+            let _ = std::fs::write(stem.with_extension("counts"), counts);
+        }
         placed.push(Placed { at: (c, r), start, len, ported, add_newline });
     }
     placed.sort_by_key(|p| p.start);
