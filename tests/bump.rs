@@ -51,7 +51,9 @@ fn git_merge(ours: &str, base: &str, theirs: &str) -> (String, i32) {
 /// `ToyAttention.forward` of an upstream version, dedented.
 fn upstream_forward(root: &Path, dir: &str) -> String {
     let text = read(root, &format!("{dir}/toylib/modeling_toy.py"));
-    let start = text.find("    def forward(\n        self,\n        hidden_states: torch.Tensor,\n        position_embeddings").unwrap();
+    let start = text
+        .find("    def forward(\n        self,\n        hidden_states: torch.Tensor,\n        position_embeddings")
+        .unwrap();
     let end = start + text[start..].find("\n\n\n").unwrap() + 1;
     text[start..end].lines().map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l))).collect()
 }
@@ -72,7 +74,8 @@ fn carries_a_hunk_and_writes_a_conflict_as_git_does() {
     assert_eq!(doc["command"], "bump");
     assert_eq!((doc["from"].as_str(), doc["to"].as_str()), (Some("1.0.0"), Some("2.0.0")));
     let config = &doc["configs"][0];
-    let attention = config["targets"].as_array().unwrap().iter().find(|t| t["target"] == "ToyAttention.forward").unwrap();
+    let attention =
+        config["targets"].as_array().unwrap().iter().find(|t| t["target"] == "ToyAttention.forward").unwrap();
     assert_eq!(attention["status"], "conflict");
     assert_eq!(attention["upstream_hunks"], 2);
     assert_eq!(attention["carried"], 1);

@@ -238,7 +238,8 @@ impl BumpReport {
             "; {hunks} upstream hunk(s): {carried} carried, {already} already in the patch, {conflicts} in conflict"
         );
         let gen_of = |k: &str| self.configs.iter().filter(|c| c.generation.as_str() == k).count();
-        let _ = write!(s, "; generation: {} ok, {} failed, {} skipped", gen_of("ok"), gen_of("failed"), gen_of("skipped"));
+        let _ =
+            write!(s, "; generation: {} ok, {} failed, {} skipped", gen_of("ok"), gen_of("failed"), gen_of("skipped"));
         s
     }
 }
@@ -403,7 +404,11 @@ pub fn text(report: &BumpReport) -> String {
     let _ = writeln!(out, "\n{}", report.summary());
     let _ = write!(out, "configs read and ported in {:.2} s", report.port_seconds);
     if let Some(s) = report.regenerate_seconds {
-        let _ = write!(out, "; regenerated and linted in {s:.2} s ({} generated file(s) written)", report.generated_written);
+        let _ = write!(
+            out,
+            "; regenerated and linted in {s:.2} s ({} generated file(s) written)",
+            report.generated_written
+        );
     }
     out.push('\n');
     out

@@ -67,7 +67,13 @@ pub struct SelectedConfig {
 /// The config modules to bump: the named ones, else every discovered config.
 pub fn modules(ctx: &Context, named: &[String]) -> Result<Vec<String>, RunError> {
     if named.is_empty() {
-        return Ok(ctx.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect());
+        return Ok(ctx
+            .project
+            .discover()
+            .map_err(|e| RunError::Usage(e.to_string()))?
+            .into_iter()
+            .map(|c| c.module)
+            .collect());
     }
     let modules: Vec<String> = named.iter().map(|m| ctx.project.normalize_module(m)).collect();
     if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
@@ -81,7 +87,13 @@ pub fn modules(ctx: &Context, named: &[String]) -> Result<Vec<String>, RunError>
 
 /// Every config's registrations with their targets in both versions, and
 /// the role of each (run inside the caller's thread pool).
-pub fn select(ctx: &Context, modules: &[String], config_name: &str, from: &Version, to: &Version) -> Vec<SelectedConfig> {
+pub fn select(
+    ctx: &Context,
+    modules: &[String],
+    config_name: &str,
+    from: &Version,
+    to: &Version,
+) -> Vec<SelectedConfig> {
     let mut configs: Vec<SelectedConfig> = modules.par_iter().map(|m| read(ctx, m, config_name, from, to)).collect();
     assign_roles(&mut configs);
     configs

@@ -93,7 +93,9 @@ fn splice_file(
         Err(e) => {
             let error = format!("cannot read {}: {e}", path.display());
             return (
-                regs.iter().map(|&(c, r, _)| ((c, r), Outcome { error: Some(error.clone()), ..Default::default() })).collect(),
+                regs.iter()
+                    .map(|&(c, r, _)| ((c, r), Outcome { error: Some(error.clone()), ..Default::default() }))
+                    .collect(),
                 None,
             );
         }

@@ -19,10 +19,20 @@ pub struct LoadedModule {
 
 #[derive(Debug, Clone)]
 pub enum LoadError {
-    Syntax { path: PathBuf, line: usize, message: String },
-    Io { path: PathBuf, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    Io {
+        path: PathBuf,
+        message: String,
+    },
     /// The file holds a conflict marker `patchgen bump` (or git) wrote, at this 1-based line.
-    Conflict { path: PathBuf, line: usize },
+    Conflict {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Where evaluation finds modules. Only modules a loader knows are ever read.

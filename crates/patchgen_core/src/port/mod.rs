@@ -176,7 +176,12 @@ fn normalize_patch<'a>(patch: &'a str, patch_name: &str, target_name: &str) -> N
             l
         })
         .collect();
-    Normalized { held: lines[..held].to_vec(), indent, body, no_final_newline: !patch.is_empty() && !patch.ends_with('\n') }
+    Normalized {
+        held: lines[..held].to_vec(),
+        indent,
+        body,
+        no_final_newline: !patch.is_empty() && !patch.ends_with('\n'),
+    }
 }
 
 /// An upstream target's lines, dedented, each ending in a line break.

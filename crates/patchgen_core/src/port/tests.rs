@@ -99,12 +99,16 @@ fn carries_upstream_hunks_like_git() {
     let patch_lines: Vec<&str> = PATCH.lines().collect();
     assert!(patch_lines[conflict.patch.clone()].iter().any(|l| l.contains("gather")));
     let carried = got.hunks.iter().find(|h| h.status == HunkStatus::Carried).unwrap();
-    assert_eq!(lines[carried.result.clone()], ["def forward_patched(self, hidden_states, attention_mask=None, **kwargs):"]);
+    assert_eq!(
+        lines[carried.result.clone()],
+        ["def forward_patched(self, hidden_states, attention_mask=None, **kwargs):"]
+    );
 }
 
 #[test]
 fn indented_patch_keeps_its_indentation() {
-    let patch: String = PATCH.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("    {l}\n") }).collect();
+    let patch: String =
+        PATCH.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("    {l}\n") }).collect();
     let same = port(&request(&patch, OLD, OLD));
     assert_eq!(same.text, patch);
     let got = port(&request(&patch, OLD, NEW));

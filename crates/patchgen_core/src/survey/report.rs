@@ -685,7 +685,9 @@ fn finding_diagnostic(f: &Finding, from: &str, to: &str) -> Option<Diagnostic> {
         Kind::Removed => codes::SURVEY_REMOVED,
         Kind::NewUpstream => codes::SURVEY_NEW_UPSTREAM,
         Kind::BodyChanged => codes::SURVEY_BODY_CHANGED,
-        Kind::Unchanged | Kind::DocstringChanged | Kind::AddedByConfig if !f.details.missing_names.is_empty() => codes::SURVEY_MISSING_NAME,
+        Kind::Unchanged | Kind::DocstringChanged | Kind::AddedByConfig if !f.details.missing_names.is_empty() => {
+            codes::SURVEY_MISSING_NAME
+        }
         Kind::Unchanged | Kind::AddedByConfig | Kind::DocstringChanged => codes::SURVEY_MISSING_ATTRIBUTE,
     };
     let mut message = format!("{} `{}`: {} ({from} → {to})", f.patch.as_str(), f.target, f.kind.as_str());

@@ -109,7 +109,12 @@ fn find(version: &Version, module: &str, file: &Upstream, patch_type: PatchType,
 
 /// A patch target's source in one version (`None`: not there), found as
 /// the survey finds it: what `bump` merges against.
-pub fn locate(version: &Version, module: &str, patch_type: PatchType, target: &str) -> Result<Option<TargetText>, SurveyError> {
+pub fn locate(
+    version: &Version,
+    module: &str,
+    patch_type: PatchType,
+    target: &str,
+) -> Result<Option<TargetText>, SurveyError> {
     let file = load(version, module)?;
     Ok(find(version, module, &file, patch_type, target).map(|f| f.source.0))
 }
