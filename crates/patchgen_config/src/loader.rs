@@ -19,8 +19,20 @@ pub struct LoadedModule {
 
 #[derive(Debug, Clone)]
 pub enum LoadError {
-    Syntax { path: PathBuf, line: usize, message: String },
-    Io { path: PathBuf, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    Io {
+        path: PathBuf,
+        message: String,
+    },
+    /// The file holds a conflict marker `patchgen bump` (or git) wrote, at this 1-based line.
+    Conflict {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Where evaluation finds modules. Only modules a loader knows are ever read.
@@ -217,6 +229,9 @@ impl ProjectLoader {
         let result =
             read.map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() }).and_then(|bytes| {
                 let text = decode_python(path, &bytes)?;
+                if let Some(line) = patchgen_python::merge::first_marker(&text) {
+                    return Err(LoadError::Conflict { path: path.to_path_buf(), line });
+                }
                 let read = Arc::new(ReadBytes { bytes, digest: std::sync::OnceLock::new() });
                 ParsedFile::parse(path.to_path_buf(), &text)
                     .map(|file| (Arc::new(file), read))
@@ -319,11 +334,14 @@ impl MemoryLoader {
             .into_iter()
             .map(|(name, text)| {
                 let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
-                let parsed = ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
-                    path: path.clone(),
-                    line: e.line,
-                    message: e.message,
-                });
+                let parsed = match patchgen_python::merge::first_marker(text) {
+                    Some(line) => Err(LoadError::Conflict { path: path.clone(), line }),
+                    None => ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
+                        path: path.clone(),
+                        line: e.line,
+                        message: e.message,
+                    }),
+                };
                 (name.to_string(), (path, parsed))
             })
             .collect();

@@ -99,6 +99,17 @@ impl<'a> Evaluator<'a> {
                 return Err(EvalError::new(Loc::line(path, line), format!("syntax error: {message}"))
                     .with_help("fix the Python syntax of this file"));
             }
+            Some(Err(LoadError::Conflict { path, line })) => {
+                let mut e = EvalError::new(
+                    Loc::line(path, line),
+                    "unresolved bump conflict: this file still holds conflict markers",
+                )
+                .with_help(
+                    "resolve the conflict between `<<<<<<<` and `>>>>>>>` (keep what the patch needs from both sides), delete the marker lines, then rerun",
+                );
+                e.code = Some(patchgen_diagnostics::codes::UNRESOLVED_BUMP_CONFLICT);
+                return Err(e);
+            }
             Some(Err(LoadError::Io { path, message })) => {
                 return Err(EvalError::new(Loc::line(path, 0), format!("cannot read: {message}")));
             }

@@ -141,7 +141,7 @@ impl Failure {
     pub fn diagnostic(&self, config: &str) -> Diagnostic {
         use patchgen_diagnostics::{Location, codes};
         let code = match self {
-            Failure::Eval(_) => codes::CONFIG_ERROR,
+            Failure::Eval(e) => e.code.unwrap_or(codes::CONFIG_ERROR),
             Failure::NotAConfig { .. } => codes::NOT_A_CONFIG,
             Failure::OptionalSkipped { .. } => codes::OPTIONAL_SKIPPED,
             Failure::Upstream(UpstreamError::NotFound { .. }, _) => codes::UPSTREAM_NOT_FOUND,

@@ -3,11 +3,12 @@
 //!
 //! `source` resolves the two upstreams, `modules` reads and parses their
 //! modules once, `targets` surveys one config (with `signature` +
-//! `compare` for contracts, `names` for F821-class names, `attrs` for
+//! `compare` for contracts, `body` for the code itself, `names` for F821-class names, `attrs` for
 //! `self.<attr>`), and `report` renders text, markdown or JSON. Configs are
 //! independent jobs, run in parallel and reported in discovery order.
 
 pub mod attrs;
+pub mod body;
 pub mod compare;
 pub mod modules;
 pub mod names;
