@@ -203,7 +203,9 @@ impl Session {
     /// The pipeline context (once per session).
     pub fn context(&mut self) -> Context {
         let project = self.project.take().expect("one context per session");
-        Context::with_ruff(project, &self.cwd, self.settings.ruff.clone())
+        let mut ctx = Context::with_ruff(project, &self.cwd, self.settings.ruff.clone());
+        ctx.loader.set_max_file_size(self.settings.max_file_size);
+        ctx
     }
 
     /// Fail (printed, exit 2) unless ruff runs; with `verbose`, say which ruff.

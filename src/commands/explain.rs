@@ -8,7 +8,7 @@ use clap::Args;
 use crate::args::{ConfigNameArg, FormatArg, ProjectArg, RunArgs};
 use crate::printer::{ExitStatus, Printer, Report, fields};
 use crate::session::{Fatal, Session};
-use patchgen_core::explain::lines::{explain_line, parse_spec};
+use patchgen_core::explain::lines::{explain_at, parse_spec};
 use patchgen_core::explain::report::{FilesReport, LineReport, explain_modules};
 use patchgen_diagnostics::Diagnostic;
 
@@ -37,9 +37,10 @@ pub struct ExplainArgs {
     pub format: FormatArg,
 }
 
-/// Whether `arg` names a line of a file (`x.py:12`) rather than a module.
+/// Whether `arg` names a line of a file (`x.py:12`) rather than a module
+/// (`x.py:0` and `x.py:-1` too: refused then as lines, not looked up as modules).
 fn is_line_spec(arg: &str) -> bool {
-    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<usize>().is_ok())
+    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<i128>().is_ok())
 }
 
 pub fn run(args: &ExplainArgs) -> ExitStatus {
@@ -51,9 +52,9 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
         [one] if is_line_spec(one) => {
             Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
                 let (file, line) = parse_spec(one).map_err(|e| Fatal::plain("explain", e.to_string()))?;
-                let origin =
-                    explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::plain("explain", e.to_string()))?;
-                Ok(Line(LineReport::new(origin, &base)))
+                let answer =
+                    explain_at(ctx, &file, line, &config_name).map_err(|e| Fatal::plain("explain", e.to_string()))?;
+                Ok(Line(LineReport::of(answer, &base)))
             })
         }
         targets if targets.iter().any(|t| is_line_spec(t)) => {

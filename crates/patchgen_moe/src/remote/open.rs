@@ -93,7 +93,9 @@ pub async fn config(remote: &Remote) -> Result<Option<MoeDims>, RemoteError> {
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         RemoteError::Checkpoint(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))
     })?;
-    Ok(Some(MoeDims::from_value(&path, &v)))
+    let dims = MoeDims::from_value(&path, &v).map_err(RemoteError::from)?;
+    dims.check_sizes().map_err(RemoteError::Checkpoint)?;
+    Ok(Some(dims))
 }
 
 /// The validated header of shard `name`.
