@@ -124,7 +124,7 @@ fn wait4(pid: i32) -> Option<(i32, u64)> {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `pid` is our own child; the pointers are to live locals.
     let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-    (r == pid).then(|| (status, usage.ru_maxrss as u64 * 1024))
+    (r == pid).then_some((status, usage.ru_maxrss as u64 * 1024))
 }
 
 #[allow(unsafe_code)]

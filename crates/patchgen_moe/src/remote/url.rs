@@ -85,7 +85,7 @@ impl RemoteUrl {
             )));
         }
         if let Some(c) = rest.chars().find(|c| c.is_control()) {
-            return Err(err(&format!("a control character ({:?}) in the address", c)));
+            return Err(err(&format!("a control character ({c:?}) in the address")));
         }
         let (dir, file) = split_file(rest);
         let place = match scheme {
