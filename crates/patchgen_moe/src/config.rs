@@ -222,12 +222,14 @@ mod tests {
 
     #[test]
     fn an_intermediate_size_twice_which_overflows_is_refused() {
+        // Refused where it is read (a size past what patchgen accepts, naming
+        // the key), so twice it never has to be computed.
         let v: Value =
             serde_json::from_str(r#"{"text_config":{"moe_intermediate_size":9223372036854775808,"hidden_size":8}}"#)
                 .unwrap();
-        let err = MoeDims::from_value(Path::new("ck/config.json"), &v).check_sizes().unwrap_err();
-        assert!(err.starts_with("ck/config.json: `text_config.moe_intermediate_size` is 9223372036854775808"), "{err}");
-        let v: Value = serde_json::from_str(r#"{"intermediate_size":9223372036854775807}"#).unwrap();
-        assert!(MoeDims::from_value(Path::new("c"), &v).check_sizes().is_ok());
+        let err = MoeDims::from_value(Path::new("ck/config.json"), &v).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("ck/config.json") && err.contains("moe_intermediate_size"), "{err}");
+        let v: Value = serde_json::from_str(r#"{"intermediate_size":4096}"#).unwrap();
+        assert!(MoeDims::from_value(Path::new("c"), &v).unwrap().check_sizes().is_ok());
     }
 }
