@@ -173,6 +173,27 @@ pub fn definition_at<'a>(file: &'a ParsedFile, name: &str, line: usize) -> Optio
     search(file, file.body(), name, line)
 }
 
+/// The function (in classes, functions and blocks) whose `def` keyword
+/// is on 1-based `line`.
+pub fn function_on_line(file: &ParsedFile, line: usize) -> Option<&StmtFunctionDef> {
+    fn search<'a>(file: &ParsedFile, body: &'a [Stmt], line: usize) -> Option<&'a StmtFunctionDef> {
+        let mut found = None;
+        walk_body(body, &mut |s| {
+            if found.is_some() {
+                return;
+            }
+            found = match s {
+                Stmt::FunctionDef(f) if file.line_of(f.name.start()) == line => Some(f),
+                Stmt::FunctionDef(f) => search(file, &f.body, line),
+                Stmt::ClassDef(c) => search(file, &c.body, line),
+                _ => None,
+            };
+        });
+        found
+    }
+    search(file, file.body(), line)
+}
+
 /// Whether `expr` mentions a name (or dotted name) accepted by `wanted`.
 pub fn mentions(expr: &Expr, wanted: &dyn Fn(&str) -> bool) -> bool {
     struct Finder<'w> {

@@ -82,31 +82,9 @@ pub fn noqa_edit(text: &str, line: usize, code: &str) -> Option<TextEdit> {
     let start = offset_of(text, lsp_types::Position::new(line as u32, 0));
     let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
     let content = text[start..end].strip_suffix('\r').unwrap_or(&text[start..end]);
-    let end = start + content.len();
-    if let Some(noqa) = patchgen_lint::noqa::parse(content) {
-        if noqa.suppresses(code) {
-            return None;
-        }
-        // `# noqa: A, B` → `# noqa: A, B, code` (the list runs to the line's end or the first non-code word).
-        let hash = content.to_ascii_lowercase().find("noqa:")?;
-        let list_start = hash + "noqa:".len();
-        let list = &content[list_start..];
-        let list_len = list
-            .split_inclusive([',', ' '])
-            .take_while(|w| {
-                let w = w.trim_matches([',', ' ']);
-                w.is_empty()
-                    || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                        && w.chars().any(|c| c.is_ascii_digit())
-            })
-            .map(str::len)
-            .sum::<usize>();
-        let insert_at = start + list_start + list[..list_len].trim_end_matches([',', ' ']).len();
-        let pos = position_of(text, insert_at);
-        return Some(TextEdit { range: Range::new(pos, pos), new_text: format!(", {code}") });
-    }
-    let pos = position_of(text, end);
-    Some(TextEdit { range: Range::new(pos, pos), new_text: format!("  # noqa: {code}") })
+    let (at, new_text) = patchgen_lint::noqa::addition(content, code)?;
+    let pos = position_of(text, start + at);
+    Some(TextEdit { range: Range::new(pos, pos), new_text })
 }
 
 #[cfg(test)]
