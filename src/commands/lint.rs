@@ -121,9 +121,7 @@ pub fn run(args: &LintArgs) -> ExitStatus {
         None
     };
     let outcome = match mode {
-        Some(mode) => {
-            patchgen_lint::fix::run(&args.options(), &console.cwd, mode, Selection::new(args.unsafe_fixes))
-        }
+        Some(mode) => patchgen_lint::fix::run(&args.options(), &console.cwd, mode, Selection::new(args.unsafe_fixes)),
         None => patchgen_lint::lint(&args.options(), &console.cwd),
     };
     if args.statistics { console.finish(outcome.map(Statistics)) } else { console.finish(outcome) }

@@ -25,10 +25,10 @@ use ruff_text_size::TextRange;
 use serde::{Deserialize, Serialize};
 
 use super::run::{LintReport, Options, lint_buffers};
-pub use patchgen_diagnostics::fix::{Applicability, Edit, EditError, Fix, Position};
 use patchgen_config::Overlay;
 use patchgen_core::error::RunError;
 use patchgen_diagnostics::Diagnostic;
+pub use patchgen_diagnostics::fix::{Applicability, Edit, EditError, Fix, Position};
 
 /// A text edit by byte range: `range` of the text replaced by `content`
 /// (an empty range inserts).
@@ -218,10 +218,9 @@ pub fn apply_round<'f>(
                 }
             }
             let text = &texts[&e.path];
-            let (Some(s), Some(t)) = (
-                patchgen_diagnostics::fix::offset(text, e.start),
-                patchgen_diagnostics::fix::offset(text, e.end),
-            ) else {
+            let (Some(s), Some(t)) =
+                (patchgen_diagnostics::fix::offset(text, e.start), patchgen_diagnostics::fix::offset(text, e.end))
+            else {
                 continue 'fixes;
             };
             let already = taken.get(&e.path).map(Vec::as_slice).unwrap_or_default();
@@ -389,12 +388,10 @@ pub fn run(args: &Options, cwd: &Path, mode: Mode, selection: Selection) -> Resu
             }
             for (config, reason) in broken {
                 // The files this config reads, as fixed.
-                let read = lint(Some(std::slice::from_ref(&config)), &texts, false).map(|b| b.files).unwrap_or_default();
-                let back: Vec<PathBuf> = texts
-                    .keys()
-                    .filter(|p| read.is_empty() || read.iter().any(|r| same_file(r, p)))
-                    .cloned()
-                    .collect();
+                let read =
+                    lint(Some(std::slice::from_ref(&config)), &texts, false).map(|b| b.files).unwrap_or_default();
+                let back: Vec<PathBuf> =
+                    texts.keys().filter(|p| read.is_empty() || read.iter().any(|r| same_file(r, p))).cloned().collect();
                 for path in back {
                     texts.remove(&path);
                     reverted.push(Reverted { path, config: config.clone(), reason: reason.clone() });
@@ -488,7 +485,8 @@ mod tests {
 
     #[test]
     fn noqa_directives_join_the_codes_of_a_line() {
-        let files = BTreeMap::from([(PathBuf::from("c.py"), "a = 1\nb = 2  # noqa: F821\r\nc = 3  # noqa\n".to_string())]);
+        let files =
+            BTreeMap::from([(PathBuf::from("c.py"), "a = 1\nb = 2  # noqa: F821\r\nc = 3  # noqa\n".to_string())]);
         let read = |p: &Path| files.get(p).cloned();
         let d = |code: &str, line: usize| {
             patchgen_diagnostics::Diagnostic::new(code, "n", patchgen_diagnostics::Severity::Error, "m")
@@ -496,6 +494,9 @@ mod tests {
         };
         let (texts, added) = noqa_texts(&[d("PG101", 1), d("PG203", 1), d("PG101", 2), d("PG101", 3)], &read);
         assert_eq!(added, 3);
-        assert_eq!(texts[Path::new("c.py")], "a = 1  # noqa: PG101, PG203\nb = 2  # noqa: F821, PG101\r\nc = 3  # noqa\n");
+        assert_eq!(
+            texts[Path::new("c.py")],
+            "a = 1  # noqa: PG101, PG203\nb = 2  # noqa: F821, PG101\r\nc = 3  # noqa\n"
+        );
     }
 }

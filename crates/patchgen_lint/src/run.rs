@@ -595,8 +595,7 @@ pub fn summary(report: &LintReport) -> String {
     let plural = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
     let selection = Selection::new(report.unsafe_fixes);
     let hidden = hidden(&report.diagnostics, selection);
-    let all_passed =
-        || format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream);
+    let all_passed = || format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream);
     match &report.fixed {
         Some(f) if f.mode == Mode::Diff => {
             let hidden = hidden_of(report, f.selection);

@@ -39,11 +39,11 @@
 //! replacement must follow.
 
 use super::super::{LintContext, Rule};
+use patchgen_config::plan::Patch;
 use patchgen_config::plan::PatchType;
 use patchgen_core::pipeline::diagnostics::{missing_target, upstream_names};
-use patchgen_diagnostics::{Diagnostic, Location, Severity};
-use patchgen_config::plan::Patch;
 use patchgen_diagnostics::suggest::distance;
+use patchgen_diagnostics::{Diagnostic, Location, Severity};
 use patchgen_python::diff::SequenceMatcher;
 use ruff_python_ast::Stmt;
 use ruff_text_size::{Ranged, TextRange, TextSize};
@@ -193,7 +193,8 @@ pub fn retarget(missing: &str, known: &[(&str, &str)], replacement: Option<&str>
     let mut best: Option<(f64, &str)> = None;
     for (name, source) in known {
         let theirs = lines(source);
-        let matched: usize = SequenceMatcher::new(&replacement, &theirs).get_matching_blocks().iter().map(|m| m.size).sum();
+        let matched: usize =
+            SequenceMatcher::new(&replacement, &theirs).get_matching_blocks().iter().map(|m| m.size).sum();
         let ratio = 2.0 * matched as f64 / (replacement.len() + theirs.len()) as f64;
         if best.is_none_or(|(b, _)| ratio > b) {
             best = Some((ratio, name));

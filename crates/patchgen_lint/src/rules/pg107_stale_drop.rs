@@ -108,7 +108,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
     }
     for (name, loc) in sites {
-        let mut message = format!("`drop_import_names(\"{name}\")`: `{module}` imports no `{name}` at transformers {version}; the drop drops nothing");
+        let mut message = format!(
+            "`drop_import_names(\"{name}\")`: `{module}` imports no `{name}` at transformers {version}; the drop drops nothing"
+        );
         if let Some(line) = defined_at(&ctx.upstream, name) {
             message.push_str(&format!(" (the module defines `{name}` itself, line {line})"));
         }

@@ -468,7 +468,6 @@ mod tests {
         assert_eq!(type_of("torch.Tensor | None"), "torch.Tensor");
     }
 
-
     use crate::pyfacts::parsed as parse;
 
     #[test]

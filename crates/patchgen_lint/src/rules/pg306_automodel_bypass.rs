@@ -426,10 +426,12 @@ fn snake(name: &str) -> String {
 /// The name the config's `PatchConfig(...)` on `line` is assigned to.
 fn config_variable(file: &ParsedFile, line: usize) -> Option<String> {
     file.body().iter().find_map(|s| match s {
-        Stmt::Assign(a) if file.line_of(a.start()) <= line && line <= file.line_of(a.end()) => match a.targets.first()? {
-            Expr::Name(n) => Some(n.id.to_string()),
-            _ => None,
-        },
+        Stmt::Assign(a) if file.line_of(a.start()) <= line && line <= file.line_of(a.end()) => {
+            match a.targets.first()? {
+                Expr::Name(n) => Some(n.id.to_string()),
+                _ => None,
+            }
+        }
         _ => None,
     })
 }
