@@ -1,8 +1,9 @@
-//! Code actions for published diagnostics, as workspace edits on the
-//! buffer: PG301's slice-first fix (`patchgen_lint`'s own fix, computed on
-//! the function of the buffer the finding points into; offered only when
-//! lint would offer it) and `# noqa: CODE` on the finding's line for any
-//! lint rule (added to an existing `# noqa:` list).
+//! Code actions for published diagnostics, as workspace edits: the fix
+//! lint attached to the finding (carried in the diagnostic's `data`,
+//! computed on the buffers as they were checked; safe fixes are the
+//! preferred action, unsafe ones say so in their title) and `# noqa: CODE`
+//! on the finding's line for any lint rule (added to an existing `# noqa:`
+//! list).
 
 use std::collections::HashMap;
 
@@ -13,6 +14,7 @@ use ruff_python_ast::{Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use crate::text::{offset_of, position_of};
+use patchgen_lint::fix::{Applicability, Fix};
 use patchgen_lint::rules::pg301_logits_to_keep_order as pg301;
 
 /// The actions for `diagnostics` of the buffer `text` at `uri`.
@@ -20,22 +22,20 @@ pub fn for_diagnostics(uri: &Url, text: &str, diagnostics: &[&Diagnostic]) -> Ve
     let mut out = Vec::new();
     for d in diagnostics {
         let Some(NumberOrString::String(code)) = &d.code else { continue };
-        if code == pg301::RULE.code
-            && let Some((title, edits)) = pg301_fix(text, d.range)
-        {
-            out.push(action(uri, title, d, edits, true));
+        if let Some((title, changes, preferred)) = lint_fix(uri, text, d) {
+            out.push(action(title, d, changes, preferred));
         }
         if patchgen_lint::rule(code).is_some_and(|r| r.code == code)
             && let Some(edit) = noqa_edit(text, d.range.start.line as usize, code)
         {
-            out.push(action(uri, format!("Suppress {code} on this line (`# noqa: {code}`)"), d, vec![edit], false));
+            let changes = HashMap::from([(uri.clone(), vec![edit])]);
+            out.push(action(format!("Suppress {code} on this line (`# noqa: {code}`)"), d, changes, false));
         }
     }
     out
 }
 
-fn action(uri: &Url, title: String, d: &Diagnostic, edits: Vec<TextEdit>, preferred: bool) -> CodeActionOrCommand {
-    let changes = HashMap::from([(uri.clone(), edits)]);
+fn action(title: String, d: &Diagnostic, changes: HashMap<Url, Vec<TextEdit>>, preferred: bool) -> CodeActionOrCommand {
     CodeActionOrCommand::CodeAction(CodeAction {
         title,
         kind: Some(CodeActionKind::QUICKFIX),
@@ -44,6 +44,34 @@ fn action(uri: &Url, title: String, d: &Diagnostic, edits: Vec<TextEdit>, prefer
         is_preferred: Some(preferred),
         ..CodeAction::default()
     })
+}
+
+/// The fix lint attached to `d` (its `data.fix`) as edits of the buffer
+/// `text` at `uri` and of other files as they are on disk: the title, the
+/// edits by document, whether it is safe. `None` when `d` has none.
+pub fn lint_fix(uri: &Url, text: &str, d: &Diagnostic) -> Option<(String, HashMap<Url, Vec<TextEdit>>, bool)> {
+    let fix: Fix = serde_json::from_value(d.data.as_ref()?.get("fix")?.clone()).ok()?;
+    if fix.applicability == Applicability::DisplayOnly {
+        return None;
+    }
+    let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
+    for e in &fix.edits {
+        let file_uri = Url::from_file_path(&e.path).ok()?;
+        let on_disk;
+        let file_text = if &file_uri == uri {
+            text
+        } else {
+            on_disk = std::fs::read_to_string(&e.path).ok()?;
+            on_disk.as_str()
+        };
+        let start = patchgen_diagnostics::fix::offset(file_text, e.start)?;
+        let end = patchgen_diagnostics::fix::offset(file_text, e.end)?;
+        let range = Range::new(position_of(file_text, start), position_of(file_text, end));
+        changes.entry(file_uri).or_default().push(TextEdit { range, new_text: e.content.clone() });
+    }
+    let safe = fix.applicability == Applicability::Safe;
+    let title = if safe { fix.message } else { format!("{} (unsafe fix)", fix.message) };
+    Some((title, changes, safe))
 }
 
 /// PG301's fix of the function holding `range`'s start, as text edits.

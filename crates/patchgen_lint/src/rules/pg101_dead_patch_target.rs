@@ -171,6 +171,10 @@ impl Retarget {
 /// the module's other classes below (`tests/lint.rs`, PG101 fixtures).
 pub const RENAME_THRESHOLD: f64 = 0.5;
 
+/// Replacements shorter than this (stripped lines after the `def`/`class`
+/// line) say too little to find a rename by.
+const MIN_LINES: usize = 4;
+
 /// The name `missing` (a class or function of `kind`) most likely became,
 /// among the module's `known` definitions: a near spelling first, else the
 /// definition whose source is most like `replacement`'s (above
@@ -187,7 +191,8 @@ pub fn retarget(missing: &str, known: &[(&str, &str)], replacement: Option<&str>
         return Some(Retarget::Typo(one.to_string()));
     }
     let replacement = lines(replacement?);
-    if replacement.is_empty() {
+    // A stub (`pass`) is like every other stub.
+    if replacement.len() < MIN_LINES {
         return None;
     }
     let mut best: Option<(f64, &str)> = None;
