@@ -10,12 +10,9 @@ use std::collections::HashMap;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Diagnostic, NumberOrString, Range, TextEdit, Url, WorkspaceEdit,
 };
-use ruff_python_ast::{Stmt, StmtFunctionDef};
-use ruff_text_size::{Ranged, TextSize};
 
 use crate::text::{offset_of, position_of};
 use patchgen_lint::fix::{Applicability, Fix};
-use patchgen_lint::rules::pg301_logits_to_keep_order as pg301;
 
 /// The actions for `diagnostics` of the buffer `text` at `uri`.
 pub fn for_diagnostics(uri: &Url, text: &str, diagnostics: &[&Diagnostic]) -> Vec<CodeActionOrCommand> {
@@ -74,35 +71,6 @@ pub fn lint_fix(uri: &Url, text: &str, d: &Diagnostic) -> Option<(String, HashMa
     Some((title, changes, safe))
 }
 
-/// PG301's fix of the function holding `range`'s start, as text edits.
-pub fn pg301_fix(text: &str, range: Range) -> Option<(String, Vec<TextEdit>)> {
-    let parsed = ruff_python_parser::parse_module(text).ok()?;
-    let at = TextSize::try_from(offset_of(text, range.start)).ok()?;
-    let func = function_holding(&parsed.syntax().body, at)?;
-    let fix = pg301::fix(func, text)?;
-    let edits = fix
-        .edits
-        .iter()
-        .map(|e| TextEdit {
-            range: Range::new(
-                position_of(text, e.range.start().to_usize()),
-                position_of(text, e.range.end().to_usize()),
-            ),
-            new_text: e.content.clone(),
-        })
-        .collect();
-    Some((format!("Slice `{}` first (insert `{0} = {0}[{1}]`)", fix.var, fix.index), edits))
-}
-
-/// The innermost function whose statement holds `at`.
-fn function_holding(body: &[Stmt], at: TextSize) -> Option<&StmtFunctionDef> {
-    body.iter().find_map(|s| match s {
-        Stmt::FunctionDef(f) if f.range().contains(at) => function_holding(&f.body, at).or(Some(f)),
-        Stmt::ClassDef(c) if c.range().contains(at) => function_holding(&c.body, at),
-        _ => None,
-    })
-}
-
 /// `# noqa: code` on 0-based `line`: appended to the line's `# noqa:`
 /// list, or a new comment at its end; `None` when the line already
 /// suppresses `code`.
@@ -143,16 +111,32 @@ mod tests {
     }
 
     #[test]
-    fn pg301_fix_on_the_function_holding_the_finding() {
-        let text = "def forward(self, labels=None, logits_to_keep=0):\n    h = self.model()\n    keep = slice(-logits_to_keep, None)\n    if labels is not None:\n        loss = self.loss_function(hidden_states=h, labels=labels)\n    else:\n        logits = self.lm_head(h[:, keep, :])\n";
-        let line = text.lines().position(|l| l.contains("loss_function")).unwrap() as u32;
-        let (_, edits) =
-            pg301_fix(text, Range::new(lsp_types::Position::new(line, 8), lsp_types::Position::new(line, 8))).unwrap();
-        let mut fixed = text.to_string();
-        for e in edits.iter().rev() {
-            fixed = apply(&fixed, e);
-        }
-        assert!(fixed.contains("    keep = slice(-logits_to_keep, None)\n    h = h[:, keep, :]\n"), "{fixed}");
-        assert!(fixed.contains("self.lm_head(h)"), "{fixed}");
+    fn a_lint_fix_becomes_edits_in_utf16_positions() {
+        let text = "x = \"é\"; y = old\n";
+        let path = std::env::temp_dir().join("patchgen-actions-test.py");
+        let uri = Url::from_file_path(&path).unwrap();
+        let fix = patchgen_lint::fix::Fix {
+            applicability: Applicability::Unsafe,
+            message: "Rename".into(),
+            edits: vec![patchgen_lint::fix::Edit {
+                path: path.clone(),
+                start: patchgen_lint::fix::Position { line: 1, column: 14 },
+                end: patchgen_lint::fix::Position { line: 1, column: 17 },
+                content: "new".into(),
+            }],
+        };
+        let d = Diagnostic {
+            data: Some(serde_json::json!({ "name": "n", "fix": fix })),
+            code: Some(NumberOrString::String("PG106".into())),
+            ..Diagnostic::default()
+        };
+        let (title, changes, preferred) = lint_fix(&uri, text, &d).unwrap();
+        assert_eq!((title.as_str(), preferred), ("Rename (unsafe fix)", false));
+        let edits = &changes[&uri];
+        assert_eq!(apply(text, &edits[0]), "x = \"é\"; y = new\n");
+        assert_eq!(edits[0].range.start.character, 13);
+        // No fix in the data: no action.
+        let bare = Diagnostic { data: Some(serde_json::json!({ "name": "n", "fix": null })), ..d };
+        assert!(lint_fix(&uri, text, &bare).is_none());
     }
 }

@@ -372,15 +372,17 @@ fn rename_fix(ctx: &LintContext, target: &str, name: &str, to: &str) -> Option<c
 
 #[cfg(test)]
 mod tests {
-    use super::nearness;
+    use super::{Nearness, nearness};
 
     #[test]
     fn near_names() {
-        assert!(nearness("layer_type", "block_type").is_some());
-        assert!(nearness("next_skip_topk", "skip_topk").is_some());
-        assert!(nearness("hidden_size", "hiden_size").is_some());
+        assert_eq!(nearness("layer_type", "block_type"), Some(Nearness::SameLastWord));
+        assert_eq!(nearness("next_skip_topk", "skip_topk"), Some(Nearness::Inside));
+        assert_eq!(nearness("hidden_size", "hiden_size"), Some(Nearness::Edits(1)));
+        assert!(Nearness::Edits(3) < Nearness::Inside && Nearness::Inside < Nearness::SameLastWord);
         assert!(nearness("layer_type", "layer_idx").is_none());
-        assert!(nearness("weights_proj", "q_proj").is_none());
+        // A shared last word ranks after a sub-module that has the very name (`scorer.weights_proj`).
+        assert_eq!(nearness("weights_proj", "q_proj"), Some(Nearness::SameLastWord));
         assert!(nearness("mlp", "norm").is_none());
         assert!(nearness("route_tokens_to_experts", "experts").is_none());
     }
