@@ -141,17 +141,15 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
 /// The `….drop_import_names(…)` call passing `"name"` that starts on `line`
 /// (or spans it).
 fn drop_call<'f>(file: &'f ParsedFile, line: usize, name: &str) -> Option<&'f ExprCall> {
-    let mut found = None;
-    crate::pyfacts::walk_body(file.body(), &mut |s| {
-        let Stmt::Expr(e) = s else { return };
-        let Expr::Call(call) = &*e.value else { return };
-        let is_drop = matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "drop_import_names");
-        let (first, last) = (file.line_of(call.start()), file.line_of(call.end()));
-        if found.is_none() && is_drop && first <= line && line <= last && literal_arg(call, name).is_some() {
-            found = Some(call);
-        }
-    });
-    found
+    patchgen_python::semantic::walk::statements(file.body(), patchgen_python::semantic::walk::Scope::All)
+        .into_iter()
+        .find_map(|s| {
+            let Stmt::Expr(e) = s else { return None };
+            let Expr::Call(call) = &*e.value else { return None };
+            let is_drop = matches!(&*call.func, Expr::Attribute(a) if a.attr.id.as_str() == "drop_import_names");
+            let (first, last) = (file.line_of(call.start()), file.line_of(call.end()));
+            (is_drop && first <= line && line <= last && literal_arg(call, name).is_some()).then_some(call)
+        })
 }
 
 fn literal_arg<'c>(call: &'c ExprCall, name: &str) -> Option<&'c Expr> {
