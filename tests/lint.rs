@@ -30,6 +30,7 @@ fn args(upstream: &str, select: Option<&[&str]>) -> LintArgs {
         jobs: Some(2),
         no_cache: true,
         verbose: false,
+        unsafe_fixes: false,
     }
 }
 

@@ -36,6 +36,7 @@ fn args(upstream: &str, no_cache: bool) -> LintArgs {
         jobs: Some(2),
         no_cache,
         verbose: true,
+        unsafe_fixes: false,
     }
 }
 

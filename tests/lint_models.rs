@@ -27,6 +27,7 @@ fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
         jobs: Some(1),
         no_cache: true,
         verbose: false,
+        unsafe_fixes: false,
     }
 }
 

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use patchgen_diagnostics::Diagnostic;
+use patchgen_lint::fix::{Mode, Selection};
 use patchgen_lint::{LintReport, Options, render_statistics};
 
 use crate::printer::{ExitStatus, Format, Printer, Report, fields};
@@ -18,6 +19,9 @@ Examples:
   patchgen lint --select PG1,PG2 --ignore PG203
   patchgen lint --upstream 5.16.1               preview a pin bump (wheel cached as `survey` caches it)
   patchgen lint --format github                 annotations in GitHub Actions
+  patchgen lint --fix                           apply the safe fixes (--unsafe-fixes: the unsafe ones too)
+  patchgen lint --diff                          show what --fix would write
+  patchgen lint --add-noqa                      suppress every current finding on its line (a baseline)
   patchgen rule PG101                           what a rule checks and why
 
 Suppress a finding with `# noqa: PG101` on the config line it points at, or with
@@ -67,6 +71,18 @@ pub struct LintArgs {
     /// Say whether the result came from the cache (and, if not, why).
     #[arg(short, long)]
     pub verbose: bool,
+    /// Apply the safe fixes, lint again until none applies, write the files.
+    #[arg(long, conflicts_with = "add_noqa")]
+    pub fix: bool,
+    /// Also apply unsafe fixes (with --fix or --diff; alone: count them as fixable).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print the unified diff the fixes would make instead of writing it (implies --fix).
+    #[arg(long, conflicts_with = "add_noqa")]
+    pub diff: bool,
+    /// Write `# noqa: CODE` on the line of every current finding (a baseline to lint from).
+    #[arg(long)]
+    pub add_noqa: bool,
 }
 
 impl LintArgs {
@@ -84,6 +100,7 @@ impl LintArgs {
             jobs: self.jobs,
             no_cache: self.no_cache,
             verbose: self.verbose,
+            unsafe_fixes: self.unsafe_fixes,
         }
     }
 }
@@ -94,7 +111,19 @@ pub fn run(args: &LintArgs) -> ExitStatus {
         Ok(c) => c,
         Err(status) => return status,
     };
-    let outcome = patchgen_lint::lint(&args.options(), &console.cwd);
+    let mode = if args.add_noqa {
+        Some(Mode::AddNoqa)
+    } else if args.diff {
+        Some(Mode::Diff)
+    } else if args.fix {
+        Some(Mode::Write)
+    } else {
+        None
+    };
+    let outcome = match mode {
+        Some(mode) => patchgen_lint::fix::run(&args.options(), &console.cwd, mode, Selection::new(args.unsafe_fixes)),
+        None => patchgen_lint::lint(&args.options(), &console.cwd),
+    };
     if args.statistics { console.finish(outcome.map(Statistics)) } else { console.finish(outcome) }
 }
 
@@ -121,8 +150,21 @@ impl Report for LintReport {
             let label = p.style.dim("cache:");
             p.err(&format!("{label} {note}\n"))?;
         }
-        for d in self.errors.iter().chain(&self.diagnostics) {
-            p.diagnostic(d)?;
+        match &self.fixed {
+            // `--diff`: the diffs, not the findings.
+            Some(f) if f.mode == Mode::Diff => {
+                for d in &self.errors {
+                    p.diagnostic(d)?;
+                }
+                for file in &f.files {
+                    p.out(&file.diff)?;
+                }
+            }
+            _ => {
+                for d in self.errors.iter().chain(&self.diagnostics) {
+                    p.diagnostic(d)?;
+                }
+            }
         }
         p.out(patchgen_lint::run::summary(self).as_str())
     }

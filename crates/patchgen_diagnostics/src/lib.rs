@@ -11,6 +11,7 @@
 //! Codes are fixed once published: `docs/` lists them.
 
 pub mod codes;
+pub mod fix;
 pub mod format;
 pub mod render;
 pub mod suggest;
@@ -139,6 +140,16 @@ pub struct Diagnostic {
     /// is about one: what tools decide on, never the message text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The finding's fix: absent where the command offers none (every
+    /// command but `lint`); `Some(None)`, written `null`, for a lint
+    /// finding whose rule knows no fix.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub fix: Option<Option<fix::Fix>>,
+}
+
+/// A field that is present (`null` included) deserialises to `Some`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl Diagnostic {
@@ -153,6 +164,7 @@ impl Diagnostic {
             related: Vec::new(),
             config: None,
             target: None,
+            fix: None,
         }
     }
 
@@ -180,6 +192,17 @@ impl Diagnostic {
     pub fn target(mut self, target: impl Into<String>) -> Diagnostic {
         self.target = Some(target.into());
         self
+    }
+
+    /// Offer `fix` (lint findings: `None` says the rule has none).
+    pub fn with_fix(mut self, fix: Option<fix::Fix>) -> Diagnostic {
+        self.fix = Some(fix);
+        self
+    }
+
+    /// The fix, when one is offered.
+    pub fn the_fix(&self) -> Option<&fix::Fix> {
+        self.fix.as_ref().and_then(Option::as_ref)
     }
 
     /// An error that points into a file's lines (a failed config with the

@@ -50,6 +50,9 @@ pub fn key(args: &Options, lint: &LintOptions, modules: &[String], project_dir: 
         format!("upstream {:?}", args.upstream),
         format!("config {}", args.config_name),
         format!("project {}", project_dir.display()),
+        // The report's shape and the rule table: entries of a build with
+        // other rules, or findings without fixes, are misses.
+        format!("report 2, rules {}", super::rules::RULES.iter().map(|r| r.code).collect::<Vec<_>>().join(",")),
     ];
     Key::new("lint", parts)
 }

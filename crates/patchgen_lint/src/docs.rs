@@ -13,12 +13,13 @@ pub fn rule_markdown(rule: &Rule) -> String {
     let body: Vec<&str> = lines.collect();
     let body = body.join("\n");
     format!(
-        "# {} {}\n\n{}\n\nDefault: {}. Severity: {}.\n\n{}\n",
+        "# {} {}\n\n{}\n\nDefault: {}. Severity: {}. Fix: {}.\n\n{}\n",
         rule.code,
         rule.name,
         summary,
         if rule.default_on { "on" } else { "off (enable with `--select`)" },
         rule.severity.as_str(),
+        super::fix::availability(rule.code).describe(),
         body.trim()
     )
 }
@@ -26,15 +27,20 @@ pub fn rule_markdown(rule: &Rule) -> String {
 /// `docs/rules/README.md`: the table of rules.
 pub fn index_markdown() -> String {
     let mut out = String::from(
-        "# patchgen lint rules\n\nGenerated from the rule sources (`src/lint/rules/`); `patchgen rule CODE` prints the same text.\n\n| Code | Name | Default | Summary |\n|---|---|---|---|\n",
+        "# patchgen lint rules\n\nGenerated from the rule sources (`src/lint/rules/`); `patchgen rule CODE` prints the same text.\n\n| Code | Name | Default | Fix | Summary |\n|---|---|---|---|---|\n",
     );
     for r in rules::RULES {
         out.push_str(&format!(
-            "| [{}]({}.md) | {} | {} | {} |\n",
+            "| [{}]({}.md) | {} | {} | {} | {} |\n",
             r.code,
             r.code,
             r.name,
             if r.default_on { "on" } else { "off" },
+            match super::fix::availability(r.code) {
+                super::fix::Availability::Never => "",
+                super::fix::Availability::Sometimes(super::fix::Applicability::Safe) => "safe",
+                super::fix::Availability::Sometimes(_) => "unsafe",
+            },
             r.summary()
         ));
     }

@@ -51,6 +51,32 @@ pub fn parse(line: &str) -> Option<Noqa> {
     None
 }
 
+/// What makes `line` (without its line break) suppress `code`, as ruff's
+/// `--add-noqa` writes it: `(byte offset in line, text to insert)` —
+/// `, CODE` after an existing `# noqa: A, B` list, else `  # noqa: CODE`
+/// at the end of the line; `None` when the line already suppresses `code`.
+pub fn addition(line: &str, code: &str) -> Option<(usize, String)> {
+    if let Some(noqa) = parse(line) {
+        if noqa.suppresses(code) {
+            return None;
+        }
+        // `# noqa: A, B` → `# noqa: A, B, code` (the list runs to the line's end or the first non-code word).
+        let list_start = line.to_ascii_lowercase().find("noqa:")? + "noqa:".len();
+        let list = &line[list_start..];
+        let list_len = list
+            .split_inclusive([',', ' '])
+            .take_while(|w| {
+                let w = w.trim_matches([',', ' ']);
+                w.is_empty() || is_code(w)
+            })
+            .map(str::len)
+            .sum::<usize>();
+        let at = list_start + list[..list_len].trim_end_matches([',', ' ']).len();
+        return Some((at, format!(", {code}")));
+    }
+    Some((line.len(), format!("  # noqa: {code}")))
+}
+
 /// A rule code as ruff writes them: letters then digits (`PG101`, `F821`).
 fn is_code(c: &str) -> bool {
     let letters = c.chars().take_while(|ch| ch.is_ascii_alphabetic()).count();
@@ -74,5 +100,20 @@ mod tests {
         // A comment starting with a non-ASCII character is no noqa, and no panic.
         assert_eq!(parse("x  # é𝔘"), None);
         assert_eq!(parse("x  # é𝔘  # noqa: PG101"), Some(Noqa::Codes(vec!["PG101".into()])));
+    }
+
+    #[test]
+    fn additions_make_the_line_suppress_the_code() {
+        let add = |line: &str, code: &str| {
+            addition(line, code).map(|(at, text)| format!("{}{text}{}", &line[..at], &line[at..]))
+        };
+        assert_eq!(add("a = 1", "PG301").unwrap(), "a = 1  # noqa: PG301");
+        assert_eq!(add("b = 2  # noqa: PG101", "PG301").unwrap(), "b = 2  # noqa: PG101, PG301");
+        assert_eq!(add("b = 2  # noqa: PG101, F821 why", "PG3").unwrap(), "b = 2  # noqa: PG101, F821, PG3 why");
+        assert_eq!(add("c = 3  # noqa", "PG301"), None);
+        assert_eq!(add("c = 3  # noqa: pg301", "PG301"), None);
+        for line in ["a = 1", "b  # noqa: PG101", "x  # é  # noqa: F821 why"] {
+            assert!(parse(&add(line, "PG999").unwrap()).unwrap().suppresses("PG999"), "{line}");
+        }
     }
 }

@@ -116,6 +116,14 @@ pub fn definition_at<'a>(file: &'a ParsedFile, name: &str, line: usize) -> Optio
     })
 }
 
+/// The function (at any depth) whose `def` keyword is on 1-based `line`.
+pub fn function_on_line(file: &ParsedFile, line: usize) -> Option<&StmtFunctionDef> {
+    walk::statements(file.body(), Scope::All).into_iter().find_map(|stmt| match stmt {
+        Stmt::FunctionDef(f) if file.line_of(f.name.start()) == line => Some(f),
+        _ => None,
+    })
+}
+
 /// A class whose `__init__` builds experts or a router
 /// (`self.experts = ...`, `self.router = ...`): the MoE block, whatever its
 /// name (gpt_oss calls it `GptOssMLP`).

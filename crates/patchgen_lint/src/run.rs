@@ -47,6 +47,8 @@ pub struct Options {
     pub no_cache: bool,
     /// Keep the cache's note (hit, or why not) in the report.
     pub verbose: bool,
+    /// `--unsafe-fixes`: unsafe fixes count as fixable (and `--fix` applies them).
+    pub unsafe_fixes: bool,
 }
 
 impl Default for Options {
@@ -63,6 +65,7 @@ impl Default for Options {
             jobs: None,
             no_cache: false,
             verbose: false,
+            unsafe_fixes: false,
         }
     }
 }
@@ -77,7 +80,7 @@ pub enum RuleQuery {
 }
 
 /// The outcome of a lint run.
-#[derive(Debug, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct LintReport {
     /// The upstream version linted against.
     pub upstream: String,
@@ -90,20 +93,31 @@ pub struct LintReport {
     pub errors: Vec<Diagnostic>,
     /// Findings silenced by `noqa` or per-file-ignores.
     pub suppressed: usize,
+    /// What `--fix`, `--diff` or `--add-noqa` did (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<super::fix::FixOutcome>,
     /// What the result cache did (`-v`; not part of the report).
     #[serde(skip)]
     pub cache_note: Option<String>,
+    /// `--unsafe-fixes` was given: unsafe fixes count as fixable.
+    #[serde(skip)]
+    pub unsafe_fixes: bool,
 }
 
 impl LintReport {
+    /// 2 when a config could not be read; else 1 when findings remain
+    /// (`--diff`: when it would change a file; `--add-noqa`: never), 0.
     pub fn exit_code(&self) -> i32 {
+        use super::fix::Mode;
         if !self.errors.is_empty() {
-            2
-        } else if self.diagnostics.is_empty() {
-            0
-        } else {
-            1
+            return 2;
         }
+        let findings = match &self.fixed {
+            Some(f) if f.mode == Mode::Diff => !f.files.is_empty(),
+            Some(f) if f.mode == Mode::AddNoqa => false,
+            _ => !self.diagnostics.is_empty(),
+        };
+        i32::from(findings)
     }
 
     /// `(code, name, count)` per rule that fired, most frequent first.
@@ -270,6 +284,7 @@ pub fn lint(args: &Options, cwd: &Path) -> Result<LintReport, RunError> {
         }
     }
     report.cache_note = note.filter(|_| args.verbose);
+    report.unsafe_fixes = args.unsafe_fixes;
     // The process exits next: freeing every syntax tree costs only time.
     std::mem::forget(shared);
     Ok(report)
@@ -457,6 +472,10 @@ fn run<T>(
     patchgen_core::timings::mark("lint: project rules");
     let owned = contexts.len() - contexts.iter().filter(|c| is_context(c)).count();
     let extra = extra.map(|f| f(&contexts[..owned]));
+    // Every lint finding says whether it has a fix (`null` in JSON when not).
+    for d in &mut found {
+        d.fix.get_or_insert(None);
+    }
     let before = found.len();
     let root = shared.project_root().to_path_buf();
     found.retain(|d| !suppressed(shared, &root, d));
@@ -470,7 +489,9 @@ fn run<T>(
         diagnostics: found,
         errors,
         suppressed,
+        fixed: None,
         cache_note: None,
+        unsafe_fixes: false,
     };
     std::mem::forget(contexts);
     (report, extra)
@@ -554,22 +575,99 @@ pub fn render_text(report: &LintReport, cwd: &Path) -> String {
     out
 }
 
-/// The last line: how many findings, in how many configs, against which upstream.
+/// The last lines: how many findings, in how many configs, against which
+/// upstream; then ruff's lines about fixes (what `--fix` would fix, what
+/// it fixed, what `--diff` would, the `noqa` directives added).
 pub fn summary(report: &LintReport) -> String {
+    use super::fix::{Mode, Selection, hidden, selected};
     let mut out = String::new();
     let n = report.diagnostics.len();
-    if n == 0 && report.errors.is_empty() {
-        out.push_str(&format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream));
-    } else {
-        out.push_str(&format!(
-            "Found {n} finding{} in {} configs (upstream {}){}.\n",
-            if n == 1 { "" } else { "s" },
-            report.configs,
-            report.upstream,
-            if report.suppressed > 0 { format!("; {} suppressed", report.suppressed) } else { String::new() }
-        ));
+    let plural = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+    let selection = Selection::new(report.unsafe_fixes);
+    let hidden = hidden(&report.diagnostics, selection);
+    let all_passed = || format!("All checks passed ({} configs, upstream {}).\n", report.configs, report.upstream);
+    match &report.fixed {
+        Some(f) if f.mode == Mode::Diff => {
+            let hidden = hidden_of(report, f.selection);
+            match (f.fixed, hidden) {
+                (0, 0) => out.push_str("No errors would be fixed.\n"),
+                (0, h) => out.push_str(&format!(
+                    "No errors would be fixed ({} available with `--unsafe-fixes`).\n",
+                    plural(h, "fix", "fixes")
+                )),
+                (k, 0) => out.push_str(&format!("Would fix {}.\n", plural(k, "error", "errors"))),
+                (k, h) => out.push_str(&format!(
+                    "Would fix {} ({} available with `--unsafe-fixes`).\n",
+                    plural(k, "error", "errors"),
+                    plural(h, "additional fix", "additional fixes")
+                )),
+            }
+        }
+        Some(f) if f.mode == Mode::AddNoqa => {
+            if f.fixed > 0 {
+                out.push_str(&format!("Added {}.\n", plural(f.fixed, "noqa directive", "noqa directives")));
+            }
+        }
+        Some(f) => {
+            if f.fixed + n == 0 && report.errors.is_empty() {
+                out.push_str(&all_passed());
+            } else {
+                out.push_str(&format!(
+                    "Found {} ({} fixed, {n} remaining).\n",
+                    plural(f.fixed + n, "error", "errors"),
+                    f.fixed
+                ));
+            }
+            let hidden = hidden_of(report, f.selection);
+            if hidden > 0 {
+                out.push_str(&format!(
+                    "No fixes available ({} can be enabled with the `--unsafe-fixes` option).\n",
+                    plural(hidden, "hidden fix", "hidden fixes")
+                ));
+            }
+        }
+        None => {
+            if n == 0 && report.errors.is_empty() {
+                out.push_str(&all_passed());
+                return out;
+            }
+            out.push_str(&format!(
+                "Found {n} finding{} in {} configs (upstream {}){}.\n",
+                if n == 1 { "" } else { "s" },
+                report.configs,
+                report.upstream,
+                if report.suppressed > 0 { format!("; {} suppressed", report.suppressed) } else { String::new() }
+            ));
+            let fixable = selected(&report.diagnostics, selection).count();
+            // ruff drops the backticks when `--unsafe-fixes` is on.
+            let option = if report.unsafe_fixes { "--fix" } else { "`--fix`" };
+            let hidden_note = |h: usize| {
+                format!("{} can be enabled with the `--unsafe-fixes` option", plural(h, "hidden fix", "hidden fixes"))
+            };
+            match (fixable, hidden) {
+                (0, 0) => {}
+                (0, h) => out.push_str(&format!("No fixes available ({}).\n", hidden_note(h))),
+                (k, 0) => out.push_str(&format!("[*] {k} fixable with the {option} option.\n")),
+                (k, h) => out.push_str(&format!("[*] {k} fixable with the {option} option ({}).\n", hidden_note(h))),
+            }
+        }
+    }
+    if let Some(f) = &report.fixed {
+        for r in &f.reverted {
+            out.push_str(&format!(
+                "{}: left as it was: with its fixes `{}` no longer generates ({})\n",
+                r.path.display(),
+                r.config,
+                r.reason
+            ));
+        }
     }
     out
+}
+
+/// Unsafe fixes `selection` leaves out, among the remaining findings.
+fn hidden_of(report: &LintReport, selection: super::fix::Selection) -> usize {
+    super::fix::hidden(&report.diagnostics, selection)
 }
 
 /// `--statistics`: one line per rule.

@@ -45,6 +45,8 @@ pub struct LintSettings {
     pub sibling_suffixes: Vec<String>,
     pub first_party: Vec<String>,
     pub per_file_ignores: Vec<(String, Vec<String>)>,
+    /// PG106: attributes added to the framework list (`extend-framework-attrs`).
+    pub extend_framework_attrs: Vec<String>,
 }
 
 impl LintSettings {
@@ -69,6 +71,7 @@ impl LintSettings {
                 .clone()
                 .unwrap_or_else(|| vec![package_prefix.split('.').next().unwrap_or(package_prefix).to_string()]),
             per_file_ignores: o.per_file_ignores.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            extend_framework_attrs: o.extend_framework_attrs.clone().unwrap_or_default(),
         }
     }
 

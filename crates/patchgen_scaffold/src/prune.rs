@@ -237,7 +237,9 @@ fn generate_pruning(
                         .collect(),
                     errors: r.errors.clone(),
                     suppressed: r.suppressed,
+                    fixed: None,
                     cache_note: None,
+                    unsafe_fixes: false,
                 });
                 let has_errors = rest
                     .as_ref()

@@ -1,42 +1,38 @@
-//! Code actions for published diagnostics, as workspace edits on the
-//! buffer: PG301's slice-first fix (`patchgen_lint`'s own fix, computed on
-//! the function of the buffer the finding points into; offered only when
-//! lint would offer it) and `# noqa: CODE` on the finding's line for any
-//! lint rule (added to an existing `# noqa:` list).
+//! Code actions for published diagnostics, as workspace edits: the fix
+//! lint attached to the finding (carried in the diagnostic's `data`,
+//! computed on the buffers as they were checked; safe fixes are the
+//! preferred action, unsafe ones say so in their title) and `# noqa: CODE`
+//! on the finding's line for any lint rule (added to an existing `# noqa:`
+//! list).
 
 use std::collections::HashMap;
 
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Diagnostic, NumberOrString, Range, TextEdit, Url, WorkspaceEdit,
 };
-use ruff_python_ast::{Stmt, StmtFunctionDef};
-use ruff_text_size::{Ranged, TextSize};
 
 use crate::text::{offset_of, position_of};
-use patchgen_lint::logits_to_keep;
-use patchgen_python::semantic::walk::{self, Scope};
+use patchgen_lint::fix::{Applicability, Fix};
 
 /// The actions for `diagnostics` of the buffer `text` at `uri`.
 pub fn for_diagnostics(uri: &Url, text: &str, diagnostics: &[&Diagnostic]) -> Vec<CodeActionOrCommand> {
     let mut out = Vec::new();
     for d in diagnostics {
         let Some(NumberOrString::String(code)) = &d.code else { continue };
-        if code == logits_to_keep::RULE_CODE
-            && let Some((title, edits)) = pg301_fix(text, d.range)
-        {
-            out.push(action(uri, title, d, edits, true));
+        if let Some((title, changes, preferred)) = lint_fix(uri, text, d) {
+            out.push(action(title, d, changes, preferred));
         }
         if patchgen_lint::rule(code).is_some_and(|r| r.code == code)
             && let Some(edit) = noqa_edit(text, d.range.start.line as usize, code)
         {
-            out.push(action(uri, format!("Suppress {code} on this line (`# noqa: {code}`)"), d, vec![edit], false));
+            let changes = HashMap::from([(uri.clone(), vec![edit])]);
+            out.push(action(format!("Suppress {code} on this line (`# noqa: {code}`)"), d, changes, false));
         }
     }
     out
 }
 
-fn action(uri: &Url, title: String, d: &Diagnostic, edits: Vec<TextEdit>, preferred: bool) -> CodeActionOrCommand {
-    let changes = HashMap::from([(uri.clone(), edits)]);
+fn action(title: String, d: &Diagnostic, changes: HashMap<Url, Vec<TextEdit>>, preferred: bool) -> CodeActionOrCommand {
     CodeActionOrCommand::CodeAction(CodeAction {
         title,
         kind: Some(CodeActionKind::QUICKFIX),
@@ -47,33 +43,32 @@ fn action(uri: &Url, title: String, d: &Diagnostic, edits: Vec<TextEdit>, prefer
     })
 }
 
-/// PG301's fix of the function holding `range`'s start, as text edits.
-pub fn pg301_fix(text: &str, range: Range) -> Option<(String, Vec<TextEdit>)> {
-    let parsed = ruff_python_parser::parse_module(text).ok()?;
-    let at = TextSize::try_from(offset_of(text, range.start)).ok()?;
-    let func = function_holding(&parsed.syntax().body, at)?;
-    let fix = logits_to_keep::fix(func, text)?;
-    let edits = fix
-        .edits
-        .iter()
-        .map(|e| TextEdit {
-            range: Range::new(
-                position_of(text, e.range.start().to_usize()),
-                position_of(text, e.range.end().to_usize()),
-            ),
-            new_text: e.content.clone(),
-        })
-        .collect();
-    Some((format!("Slice `{}` first (insert `{0} = {0}[{1}]`)", fix.var, fix.index), edits))
-}
-
-/// The innermost function whose statement holds `at` (the last one in
-/// pre-order).
-fn function_holding(body: &[Stmt], at: TextSize) -> Option<&StmtFunctionDef> {
-    walk::statements(body, Scope::All).into_iter().rev().find_map(|s| match s {
-        Stmt::FunctionDef(f) if f.range().contains(at) => Some(f),
-        _ => None,
-    })
+/// The fix lint attached to `d` (its `data.fix`) as edits of the buffer
+/// `text` at `uri` and of other files as they are on disk: the title, the
+/// edits by document, whether it is safe. `None` when `d` has none.
+pub fn lint_fix(uri: &Url, text: &str, d: &Diagnostic) -> Option<(String, HashMap<Url, Vec<TextEdit>>, bool)> {
+    let fix: Fix = serde_json::from_value(d.data.as_ref()?.get("fix")?.clone()).ok()?;
+    if fix.applicability == Applicability::DisplayOnly {
+        return None;
+    }
+    let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
+    for e in &fix.edits {
+        let file_uri = Url::from_file_path(&e.path).ok()?;
+        let on_disk;
+        let file_text = if &file_uri == uri {
+            text
+        } else {
+            on_disk = std::fs::read_to_string(&e.path).ok()?;
+            on_disk.as_str()
+        };
+        let start = patchgen_diagnostics::fix::offset(file_text, e.start)?;
+        let end = patchgen_diagnostics::fix::offset(file_text, e.end)?;
+        let range = Range::new(position_of(file_text, start), position_of(file_text, end));
+        changes.entry(file_uri).or_default().push(TextEdit { range, new_text: e.content.clone() });
+    }
+    let safe = fix.applicability == Applicability::Safe;
+    let title = if safe { fix.message } else { format!("{} (unsafe fix)", fix.message) };
+    Some((title, changes, safe))
 }
 
 /// `# noqa: code` on 0-based `line`: appended to the line's `# noqa:`
@@ -83,31 +78,9 @@ pub fn noqa_edit(text: &str, line: usize, code: &str) -> Option<TextEdit> {
     let start = offset_of(text, lsp_types::Position::new(line as u32, 0));
     let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
     let content = text[start..end].strip_suffix('\r').unwrap_or(&text[start..end]);
-    let end = start + content.len();
-    if let Some(noqa) = patchgen_lint::noqa::parse(content) {
-        if noqa.suppresses(code) {
-            return None;
-        }
-        // `# noqa: A, B` → `# noqa: A, B, code` (the list runs to the line's end or the first non-code word).
-        let hash = content.to_ascii_lowercase().find("noqa:")?;
-        let list_start = hash + "noqa:".len();
-        let list = &content[list_start..];
-        let list_len = list
-            .split_inclusive([',', ' '])
-            .take_while(|w| {
-                let w = w.trim_matches([',', ' ']);
-                w.is_empty()
-                    || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                        && w.chars().any(|c| c.is_ascii_digit())
-            })
-            .map(str::len)
-            .sum::<usize>();
-        let insert_at = start + list_start + list[..list_len].trim_end_matches([',', ' ']).len();
-        let pos = position_of(text, insert_at);
-        return Some(TextEdit { range: Range::new(pos, pos), new_text: format!(", {code}") });
-    }
-    let pos = position_of(text, end);
-    Some(TextEdit { range: Range::new(pos, pos), new_text: format!("  # noqa: {code}") })
+    let (at, new_text) = patchgen_lint::noqa::addition(content, code)?;
+    let pos = position_of(text, start + at);
+    Some(TextEdit { range: Range::new(pos, pos), new_text })
 }
 
 #[cfg(test)]
@@ -138,16 +111,32 @@ mod tests {
     }
 
     #[test]
-    fn pg301_fix_on_the_function_holding_the_finding() {
-        let text = "def forward(self, labels=None, logits_to_keep=0):\n    h = self.model()\n    keep = slice(-logits_to_keep, None)\n    if labels is not None:\n        loss = self.loss_function(hidden_states=h, labels=labels)\n    else:\n        logits = self.lm_head(h[:, keep, :])\n";
-        let line = text.lines().position(|l| l.contains("loss_function")).unwrap() as u32;
-        let (_, edits) =
-            pg301_fix(text, Range::new(lsp_types::Position::new(line, 8), lsp_types::Position::new(line, 8))).unwrap();
-        let mut fixed = text.to_string();
-        for e in edits.iter().rev() {
-            fixed = apply(&fixed, e);
-        }
-        assert!(fixed.contains("    keep = slice(-logits_to_keep, None)\n    h = h[:, keep, :]\n"), "{fixed}");
-        assert!(fixed.contains("self.lm_head(h)"), "{fixed}");
+    fn a_lint_fix_becomes_edits_in_utf16_positions() {
+        let text = "x = \"é\"; y = old\n";
+        let path = std::env::temp_dir().join("patchgen-actions-test.py");
+        let uri = Url::from_file_path(&path).unwrap();
+        let fix = patchgen_lint::fix::Fix {
+            applicability: Applicability::Unsafe,
+            message: "Rename".into(),
+            edits: vec![patchgen_lint::fix::Edit {
+                path: path.clone(),
+                start: patchgen_lint::fix::Position { line: 1, column: 14 },
+                end: patchgen_lint::fix::Position { line: 1, column: 17 },
+                content: "new".into(),
+            }],
+        };
+        let d = Diagnostic {
+            data: Some(serde_json::json!({ "name": "n", "fix": fix })),
+            code: Some(NumberOrString::String("PG106".into())),
+            ..Diagnostic::default()
+        };
+        let (title, changes, preferred) = lint_fix(&uri, text, &d).unwrap();
+        assert_eq!((title.as_str(), preferred), ("Rename (unsafe fix)", false));
+        let edits = &changes[&uri];
+        assert_eq!(apply(text, &edits[0]), "x = \"é\"; y = new\n");
+        assert_eq!(edits[0].range.start.character, 13);
+        // No fix in the data: no action.
+        let bare = Diagnostic { data: Some(serde_json::json!({ "name": "n", "fix": null })), ..d };
+        assert!(lint_fix(&uri, text, &bare).is_none());
     }
 }

@@ -152,7 +152,8 @@ pub fn to_lsp(d: &Diagnostic, path: &Path, text: &str, overlay: &Overlay, links:
         message,
         related_information: (!related.is_empty()).then_some(related),
         tags: None,
-        data: Some(serde_json::json!({ "name": d.name })),
+        // The fix travels with the diagnostic: the code action reads it back.
+        data: Some(serde_json::json!({ "name": d.name, "fix": d.the_fix() })),
     }
 }
 

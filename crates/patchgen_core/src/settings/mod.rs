@@ -68,6 +68,8 @@ pub struct LintOptions {
     pub sibling_suffixes: Option<Vec<String>>,
     /// PG201: packages whose helpers are checked at call sites.
     pub first_party: Option<Vec<String>>,
+    /// PG106: attributes every module has (added to the framework list).
+    pub extend_framework_attrs: Option<Vec<String>>,
 }
 
 /// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
@@ -83,7 +85,7 @@ pub const KEYS: [&str; 10] = [
     "max-file-size",
     "lint",
 ];
-pub const LINT_KEYS: [&str; 8] = [
+pub const LINT_KEYS: [&str; 9] = [
     "select",
     "ignore",
     "extend-select",
@@ -92,6 +94,7 @@ pub const LINT_KEYS: [&str; 8] = [
     "extend-framework-hooks",
     "sibling-suffixes",
     "first-party",
+    "extend-framework-attrs",
 ];
 
 /// The output format before a project is found (errors need it too): the

@@ -6,7 +6,7 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::flow::{is_loss_call, keep_names};
 use super::{PARAM, Problem, analyze};
-use crate::fix::{Edit, apply};
+use crate::fix::{TextEdit as Edit, apply};
 use crate::pyfacts;
 use patchgen_python::semantic::{
     facts,

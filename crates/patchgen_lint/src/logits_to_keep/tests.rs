@@ -351,7 +351,7 @@ fn targets() {
 /// methods of nested classes, decorated ones, and edits that fix or not.
 #[test]
 fn the_function_alone_recheck_agrees_with_the_whole_module() {
-    use crate::fix::Edit;
+    use crate::fix::TextEdit as Edit;
     use ruff_text_size::TextSize;
     let indent = |src: &str, by: &str| {
         src.lines()

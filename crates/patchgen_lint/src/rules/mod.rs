@@ -8,6 +8,9 @@ mod pg102_orphaned_override;
 mod pg103_suppressed_undefined_name;
 mod pg104_unresolved_import;
 mod pg105_unexplained_hunk;
+mod pg106_attribute_drift;
+mod pg107_stale_drop;
+mod pg108_placeholder_shadows_upstream;
 mod pg201_call_site_signature;
 mod pg202_sibling_signature_drift;
 mod pg203_dropped_parameters;
@@ -33,6 +36,9 @@ pub static RULES: &[Rule] = &[
     pg103_suppressed_undefined_name::RULE,
     pg104_unresolved_import::RULE,
     pg105_unexplained_hunk::RULE,
+    pg106_attribute_drift::RULE,
+    pg107_stale_drop::RULE,
+    pg108_placeholder_shadows_upstream::RULE,
     pg201_call_site_signature::RULE,
     pg202_sibling_signature_drift::RULE,
     pg203_dropped_parameters::RULE,

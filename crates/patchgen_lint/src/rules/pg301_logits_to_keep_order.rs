@@ -132,7 +132,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                         .diagnostic(format!(
                             "`{target}`: `{callee}(...)` receives `{arg}` before it is sliced with `{PARAM}`; with labels and `{PARAM} > 0` the loss covers every position"
                         ))
-                        .help(help);
+                        .help(help)
+                        .with_fix(config_fix(ctx, origin));
                     d = ctx.at_generated(d, call.start(), fallback.as_ref());
                     if let Some(slice) = slice {
                         let line = ctx.generated.line_of(slice.start());
@@ -146,4 +147,14 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+/// The slice-first fix of the config function behind `origin` (the
+/// replacement as written, not the generated copy), when it is unambiguous.
+fn config_fix(ctx: &LintContext, origin: &crate::genmap::Origin) -> Option<crate::fix::Fix> {
+    let file = ctx.shared.pipeline.loader.parse_file(&origin.config_path).ok()?;
+    let func = pyfacts::function_on_line(&file, origin.config_line)?;
+    let f = fix(func, &file.text)?;
+    let message = format!("Slice `{}` first (insert `{0} = {0}[{1}]`)", f.var, f.index);
+    Some(crate::fix::of_text(crate::fix::Applicability::Safe, message, &file.path, &file.text, &f.edits))
 }

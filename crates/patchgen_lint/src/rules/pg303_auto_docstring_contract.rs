@@ -59,6 +59,7 @@ use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
 use super::super::{LintContext, Rule, patched, pyfacts};
+use crate::fix::{Applicability, Fix, TextEdit};
 use patchgen_diagnostics::{Diagnostic, Severity};
 use patchgen_python::pysource::ParsedFile;
 use patchgen_python::semantic::facts;
@@ -316,6 +317,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             }
             undocumented.push(param);
         }
+        // One fix for the function: its docstring with every missing entry.
+        let fix = if undocumented.is_empty() { None } else { docstring_fix(ctx, &qual, &undocumented) };
         // One finding per parameter: each points at its own line.
         for param in undocumented {
             let name = &param.name.id;
@@ -328,15 +331,132 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                 ));
             // Noise on stdout, not a failure.
             d.severity = Severity::Warning;
-            out.push(ctx.at_generated(d, param.start(), m.registered_at.as_ref()));
+            out.push(ctx.at_generated(d, param.start(), m.registered_at.as_ref()).with_fix(fix.clone()));
         }
     }
     out
 }
 
+/// The config function behind `qual` with an entry for each parameter of
+/// `params` (named as in the generated method) in its docstring, created
+/// when it has none.
+fn docstring_fix(ctx: &LintContext, qual: &str, params: &[&ruff_python_ast::Parameter]) -> Option<Fix> {
+    let origin = ctx.origin_named(qual)?;
+    let file = ctx.shared.pipeline.loader.parse_file(&origin.config_path).ok()?;
+    let func = pyfacts::function_on_line(&file, origin.config_line)?;
+    let p = &func.parameters;
+    let mut entries = Vec::new();
+    for want in params {
+        let name = want.name.id.as_str();
+        // The config's own parameter (its annotation and default).
+        let own =
+            p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs).find(|q| q.parameter.name.id.as_str() == name)?;
+        let kind = own.parameter.annotation.as_ref().map(|a| type_of(&file.text[a.range()]));
+        entries.push(entry(name, kind.as_deref(), own.default.is_some()));
+    }
+    let names: Vec<String> = params.iter().map(|q| format!("`{}`", q.name.id)).collect();
+    let message = format!("Document {} in the docstring", names.join(", "));
+    let edit = match func.body.first() {
+        Some(Stmt::Expr(e)) if matches!(&*e.value, Expr::StringLiteral(_)) => {
+            let literal = &file.text[e.value.range()];
+            TextEdit { range: e.value.range(), content: with_entries(literal, &entries)? }
+        }
+        first => {
+            // A new docstring before the first statement, at its indentation.
+            let first = first?;
+            let line_start = file.line_start(file.line_of(first.start()));
+            let indent = &file.text[line_start..first.start().to_usize()];
+            if !indent.chars().all(char::is_whitespace) {
+                return None;
+            }
+            let mut doc = String::from("r\"\"\"\n");
+            for e in &entries {
+                for l in e.lines() {
+                    doc.push_str(&format!("{indent}{l}\n"));
+                }
+            }
+            doc.push_str(&format!("{indent}\"\"\"\n{indent}"));
+            TextEdit { range: ruff_text_size::TextRange::empty(first.start()), content: doc }
+        }
+    };
+    Some(crate::fix::of_text(Applicability::Safe, message, &file.path, &file.text, &[edit]))
+}
+
+/// The type of a docstring entry from an annotation: `X | None` → `X`.
+fn type_of(annotation: &str) -> String {
+    let parts: Vec<&str> = annotation.split('|').map(str::trim).filter(|t| *t != "None").collect();
+    let joined = parts.join(" | ");
+    joined.strip_prefix("Optional[").and_then(|t| t.strip_suffix(']')).unwrap_or(&joined).to_string()
+}
+
+/// One entry as transformers writes them: `name (`type`, *optional*):`
+/// then its description, indented four more (relative lines).
+fn entry(name: &str, kind: Option<&str>, optional: bool) -> String {
+    let mut head = String::new();
+    if let Some(k) = kind {
+        head.push_str(&format!("`{k}`"));
+    }
+    if optional {
+        head.push_str(if head.is_empty() { "*optional*" } else { ", *optional*" });
+    }
+    let head = if head.is_empty() { format!("{name}:") } else { format!("{name} ({head}):") };
+    format!("{head}\n    Kept by this patch; upstream's signature no longer has `{name}`.")
+}
+
+/// The docstring `literal` (its source text, quotes included) with
+/// `entries` appended after its last documented entry, at that entry's
+/// indentation (else under its `Args:` header, else at the indentation of
+/// its closing quotes when they have a line of their own).
+pub fn with_entries(literal: &str, entries: &[String]) -> Option<String> {
+    let quote = ["\"\"\"", "'''"].into_iter().find(|q| literal.ends_with(q))?;
+    let body = &literal[..literal.len() - 3];
+    let lines: Vec<&str> = body.split('\n').collect();
+    let last = *lines.last()?;
+    let closing_own_line = lines.len() > 1 && last.trim().is_empty();
+    let indent_of = |l: &str| l[..l.len() - l.trim_start().len()].to_string();
+    let documented = (1..lines.len()).rfind(|&i| !documented_names(lines[i]).is_empty());
+    let indent = match documented {
+        Some(i) => indent_of(lines[i]),
+        None => match lines.iter().find(|l| l.trim() == "Args:") {
+            Some(args) => format!("{}    ", indent_of(args)),
+            None if closing_own_line => last.to_string(),
+            None => return None,
+        },
+    };
+    let mut block = String::new();
+    for e in entries {
+        for l in e.lines() {
+            block.push_str(&format!("{indent}{l}\n"));
+        }
+    }
+    if closing_own_line {
+        let keep = &body[..body.len() - last.len()];
+        Some(format!("{keep}{block}{last}{quote}"))
+    } else {
+        let close = indent.get(..indent.len().saturating_sub(4)).unwrap_or("");
+        Some(format!("{}\n{block}{close}{quote}", body.trim_end()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_join_the_docstring_in_its_style() {
+        let doc = "r\"\"\"\n    labels (`torch.LongTensor`, *optional*):\n        The labels.\n    \"\"\"";
+        let e = entry("cache_position", Some("torch.LongTensor"), true);
+        let fixed = with_entries(doc, &[e]).unwrap();
+        assert_eq!(
+            fixed,
+            "r\"\"\"\n    labels (`torch.LongTensor`, *optional*):\n        The labels.\n    cache_position (`torch.LongTensor`, *optional*):\n        Kept by this patch; upstream's signature no longer has `cache_position`.\n    \"\"\""
+        );
+        assert_eq!(documented_names(&fixed), ["labels", "cache_position"]);
+        let args = "\"\"\"\n    Forward.\n\n    Args:\n    \"\"\"";
+        assert!(with_entries(args, &[entry("x", None, false)]).unwrap().contains("\n        x:\n"));
+        assert_eq!(type_of("Optional[torch.Tensor]"), "torch.Tensor");
+        assert_eq!(type_of("torch.Tensor | None"), "torch.Tensor");
+    }
 
     use crate::pyfacts::parsed as parse;
 

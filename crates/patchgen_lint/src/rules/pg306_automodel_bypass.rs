@@ -36,14 +36,24 @@
 //!     self.rope_deltas = None
 //!     self.post_init()
 //! ```
+//!
+//! ## Fix
+//! Unsafe: each `AutoModel*.from_config(config.<x>)` of the method becomes
+//! `<Generated>._from_config(config.<x>)` — in the config's own code where
+//! the method is a config override, else in an `override_method` appended
+//! to the config, made of upstream's method (from its `def` line; the
+//! generated classes are defined in the generated module, so it needs no
+//! import). Unsafe because the override freezes upstream's constructor
+//! at the linted version: a later bump must carry its changes.
 
 use rustc_hash::FxHashSet;
 
-use ruff_python_ast::{Expr, Stmt};
-use ruff_text_size::Ranged;
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use super::super::{LintContext, Rule, genmap::OriginKind, package, patched};
-use crate::automodel::{automodel_calls, model_class_for, model_class_for_call, sub_config_class};
+use super::super::{LintContext, Rule, genmap::OriginKind, package, patched, pyfacts};
+use crate::automodel::{automodel_calls, automodel_calls_in, model_class_for, model_class_for_call, sub_config_class};
+use crate::fix::{Applicability, Fix, TextEdit};
 use patchgen_diagnostics::{Diagnostic, Severity};
 use patchgen_python::pysource::ParsedFile;
 use patchgen_python::semantic::walk::{self, Scope};
@@ -191,10 +201,117 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
                     holder.name.id
                 ));
             let fallback = first.1.clone().unwrap_or_else(|| patched::config_anchor(ctx));
-            out.push(ctx.at_generated(d, call.start(), Some(&fallback)));
+            let fix = bypass_fix(ctx, holder, call);
+            out.push(ctx.at_generated(d, call.start(), Some(&fallback)).with_fix(fix));
         }
     }
     out
+}
+
+/// The fix of `holder`'s method holding `call`: each `AutoModel*.from_config`
+/// call of that method whose model class the generated module defines
+/// rewritten to `<Model>._from_config`. In config code (an override the
+/// config writes) the calls are edited where they are; in upstream code an
+/// `override_method("<holder>.<method>")` is appended to the config, made
+/// of upstream's method with the calls rewritten.
+fn bypass_fix(ctx: &LintContext, holder: &StmtClassDef, call: &ExprCall) -> Option<Fix> {
+    let body = ctx.generated.body();
+    let method = holder.body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.range().contains(call.start()) => Some(f),
+        _ => None,
+    })?;
+    // Every call of the method, with the generated class it should build.
+    let mut rewrites: Vec<(TextRange, String)> = Vec::new();
+    for (c, attr) in automodel_calls_in(&method.body) {
+        let cc = ctx.upstream_configuration().and_then(|conf| sub_config_class(conf, &attr))?;
+        let model = model_class_for_call(body, &cc, c).or_else(|| model_class_for(body, &cc))?;
+        rewrites.push((c.func.range(), format!("{}._from_config", model.name.id)));
+    }
+    let target = format!("{}.{}", holder.name.id, method.name.id);
+    let message = format!(
+        "Build the generated classes in `{target}` ({})",
+        rewrites.iter().map(|(_, r)| format!("`{r}`")).collect::<Vec<_>>().join(", ")
+    );
+    let def_line = ctx.generated.line_of(method.name.start());
+    if let Some(origin) = ctx.origin_of_line(def_line) {
+        // The config's own method: edit its calls.
+        let file = ctx.shared.pipeline.loader.parse_file(&origin.config_path).ok()?;
+        let func = pyfacts::function_on_line(&file, origin.config_line)?;
+        let mut edits = Vec::new();
+        for (c, _) in automodel_calls_in(&func.body) {
+            let callee = &file.text[c.func.range()];
+            let generated = rewrites.iter().find(|(r, _)| &ctx.generated.text[*r] == callee)?;
+            edits.push(TextEdit { range: c.func.range(), content: generated.1.clone() });
+        }
+        return Some(crate::fix::of_text(Applicability::Unsafe, message, &file.path, &file.text, &edits));
+    }
+    // Upstream's method, overridden by the config.
+    let start = ctx.generated.line_start(ctx.generated.line_of(method.range().start()));
+    let end = method.end().to_usize();
+    let mut text = ctx.generated.text[start..end].to_string();
+    let mut sorted = rewrites.clone();
+    sorted.sort_by_key(|(r, _)| std::cmp::Reverse(r.start()));
+    for (r, to) in sorted {
+        let (a, b) = (r.start().to_usize() - start, r.end().to_usize() - start);
+        text.replace_range(a..b, &to);
+    }
+    // From the `def` line (upstream's decorators stay on the generated method).
+    let def_at = ctx.generated.line_start(def_line) - start;
+    let source = patchgen_python::pytext::dedent(&text[def_at..]);
+    let function = format!("{}_{}_patched", snake(holder.name.id.as_str()), method.name.id.as_str().trim_matches('_'));
+    let source = source.replacen(&format!("def {}(", method.name.id), &format!("def {function}("), 1);
+    let config_file = ctx.shared.pipeline.loader.parse_file(ctx.config_path()).ok()?;
+    let var = config_variable(&config_file, ctx.plan.created_at.line)?;
+    let addition = format!(
+        "\n\n@{var}.override_method(\n    \"{target}\",\n    description=\"Build the generated sub-models, not transformers' own (lint PG306)\",\n)\n{}\n",
+        source.trim_end()
+    );
+    let mut at = config_file.text.len();
+    let mut content = addition;
+    if !config_file.text.ends_with('\n') {
+        content.insert(0, '\n');
+    }
+    // Trailing blank lines stay after the addition.
+    let trimmed = config_file.text.trim_end_matches('\n').len();
+    if trimmed + 1 < at {
+        at = trimmed + 1;
+        content = content.trim_end_matches('\n').to_string() + "\n";
+    }
+    let range = TextRange::empty(TextSize::try_from(at).ok()?);
+    Some(crate::fix::of_text(
+        Applicability::Unsafe,
+        message,
+        &config_file.path,
+        &config_file.text,
+        &[TextEdit { range, content }],
+    ))
+}
+
+/// `snake_case` of a class name (`Qwen3VLModel` → `qwen3_vl_model`).
+fn snake(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+        if c.is_uppercase() && i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit() || next_lower) {
+            out.push('_');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// The name the config's `PatchConfig(...)` on `line` is assigned to.
+fn config_variable(file: &ParsedFile, line: usize) -> Option<String> {
+    file.body().iter().find_map(|s| match s {
+        Stmt::Assign(a) if file.line_of(a.start()) <= line && line <= file.line_of(a.end()) => {
+            match a.targets.first()? {
+                Expr::Name(n) => Some(n.id.to_string()),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
 }
 
 #[cfg(test)]
