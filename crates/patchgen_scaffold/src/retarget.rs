@@ -15,6 +15,7 @@ use patchgen_config::plan::{Patch, PatchPlan, PatchType};
 use patchgen_core::codegen::text::{apply_name_map, split_leading_comments, strip_patch_decorators};
 use patchgen_core::survey::compare;
 use patchgen_core::survey::modules::Version;
+use patchgen_core::survey::reuse::{self, Target, Verdict};
 use patchgen_core::survey::signature::{self, Signature};
 
 /// A template patch carried over.
@@ -45,6 +46,88 @@ pub struct Carried {
     /// fixed in a copy, `super::pg301_copy`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub copy: Option<super::pg301_copy::Copied>,
+    /// The upstream target is not the template's renamed: to be ported
+    /// (`super::port_copy`), not reused.
+    #[serde(skip)]
+    pub differs: Option<Differs>,
+}
+
+/// Why a template patch cannot be reused as it is: the two upstream
+/// targets (the template's renamed by the name map, and ours), dedented.
+#[derive(Clone, Debug)]
+pub struct Differs {
+    /// `<upstream file>:<line> `<text>``: the first differing line of ours.
+    pub first_difference: String,
+    pub template_target: String,
+    pub old: String,
+    pub new: String,
+}
+
+/// A kernel patch whose upstream differs: the protocol's exception that applies.
+struct KernelException {
+    kind: KernelKind,
+    why: String,
+}
+
+#[derive(Clone, Copy)]
+enum KernelKind {
+    Rotary,
+    Mlp,
+    Norm,
+}
+
+/// The protocol exception behind a differing kernel patch (RoPE, MLP,
+/// RMSNorm), named from the new upstream: partial or interleaved rotary, an
+/// MLP without a gate or with a fused `gate_up_proj`, a norm of another
+/// formulation. `None`: not a kernel patch (it is ported instead).
+fn kernel_exception(
+    patch_type: PatchType,
+    target: &str,
+    prefix: &str,
+    new: &ModelFacts,
+    version: &Version,
+) -> Option<KernelException> {
+    let squeezed = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    if patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
+        let apply = reuse::target_text(version, Target { module: &new.module, target, is_class: false })
+            .map(|t| squeezed(&t.text))
+            .unwrap_or_default();
+        let half = reuse::target_text(version, Target { module: &new.module, target: "rotate_half", is_class: false })
+            .map(|t| squeezed(&t.text))
+            .unwrap_or_default();
+        let why = if apply.contains("rotary_dim") || apply.contains("_pass") {
+            "partial rotary (only part of the head is rotated)"
+        } else if half.contains("::2]") || apply.contains("repeat_interleave") {
+            "interleaved rotary (even and odd channels paired)"
+        } else {
+            "another RoPE formulation (dtype casts or scaling the fused kernel does not do)"
+        };
+        return Some(KernelException { kind: KernelKind::Rotary, why: why.into() });
+    }
+    let class = class_of(patch_type, target)?;
+    if is_main(class, prefix, "MLP") {
+        let forward = new.method_text(version, class, "forward").map(|t| squeezed(&t)).unwrap_or_default();
+        let init_takes = new.init_takes_intermediate_size(version, class).is_some();
+        let why = if forward.contains("gate_up_proj") {
+            "an MLP with a fused `gate_up_proj` (not the SwiGLU of separate gate and up projections)"
+        } else if !forward.contains("gate_proj") {
+            "a gate-less MLP (no `gate_proj`: the SwiGLU kernel reads one)"
+        } else if init_takes {
+            "an MLP whose `__init__` takes `intermediate_size`"
+        } else {
+            "another MLP formulation"
+        };
+        return Some(KernelException { kind: KernelKind::Mlp, why: why.into() });
+    }
+    if is_main(class, prefix, "RMSNorm") {
+        let why = if new.norm_is_one_plus_weight(version, class).is_some() {
+            "a centred (`1 + weight`) norm"
+        } else {
+            "another RMSNorm formulation (where it casts back to the input dtype, or what it scales)"
+        };
+        return Some(KernelException { kind: KernelKind::Norm, why: why.into() });
+    }
+    None
 }
 
 /// A template patch left out, and why.
@@ -90,6 +173,9 @@ pub enum Mlp {
     NotPatchedIntermediateSize,
     /// The model's MLP class is its MoE block.
     MoeBlock,
+    /// Not patched: the model's MLP computes something else than the
+    /// template's (no gate, a fused `gate_up_proj`): the SwiGLU kernel does not fit.
+    NotPatchedDiffers,
     Pruned,
 }
 
@@ -126,6 +212,7 @@ impl Mlp {
             Mlp::Patched => "patched",
             Mlp::NotPatchedIntermediateSize => "not patched (intermediate_size)",
             Mlp::MoeBlock => "none (the MLP class is the MoE block)",
+            Mlp::NotPatchedDiffers => "not patched (not the template's MLP)",
             Mlp::Pruned => "none (pruned)",
         }
     }
@@ -169,6 +256,8 @@ words!(Rotary, Mlp, Norm);
 #[derive(Clone, Debug)]
 pub struct NormDonor {
     pub config_module: String,
+    /// The donor config's upstream module (what its patch was written for).
+    pub source_module: String,
     pub prefix: String,
     pub patch: Patch,
     /// The OpSlot variant its post-import block declares for `rms_norm`.
@@ -380,6 +469,7 @@ impl Retarget<'_> {
             let mut patch = p.clone();
             let mut import_module = replacement.module.clone();
             let mut prefix_from = from.to_string();
+            let mut written_for_module = self.template.source_module.clone();
             // Rotary.
             if p.patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
                 if let Some(evidence) = &self.partial_rotary {
@@ -439,6 +529,7 @@ impl Retarget<'_> {
                                 ));
                                 import_module = r.module.clone();
                                 prefix_from = donor.prefix.clone();
+                                written_for_module = donor.source_module.clone();
                                 if let Some(v) = &donor.opslot_variant {
                                     opslot_variant = Some(("standard".into(), v.clone()));
                                 }
@@ -471,6 +562,50 @@ impl Retarget<'_> {
             let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
             let name_map = compose_name_map(&patch, &prefix_from, to);
             let is_class = p.patch_type == PatchType::ClassReplacement;
+            // Reuse only what is the same (protocol step 1.7: "structural
+            // duplicates with only a name-prefix difference"): the upstream
+            // code the replacement was written for, renamed, against ours.
+            let mut differs = None;
+            let verdict = reuse::compare(
+                self.version,
+                Target { module: &written_for_module, target: &patch.target, is_class },
+                Some(&name_map),
+                self.version,
+                Target { module: &self.new.module, target: &target, is_class },
+            );
+            if let Verdict::Differs(d) = &verdict {
+                let here = format!("{}:{} `{}`", d.reused_path.display(), d.reused_line, d.reused_text);
+                let kernel = kernel_exception(p.patch_type, &target, to, self.new, self.version);
+                if let Some(exception) = kernel {
+                    // A kernel guard over the sibling's code: the kernel
+                    // computes the sibling's formulation, not ours.
+                    match exception.kind {
+                        KernelKind::Rotary => rotary = Rotary::None,
+                        KernelKind::Mlp => mlp = Mlp::NotPatchedDiffers,
+                        KernelKind::Norm => norm = Norm::None,
+                    }
+                    let reason = format!(
+                        "not reused: {} — `{target}` upstream differs from the template's `{}` at {here}; the template's kernel guard computes the template's formulation",
+                        exception.why, patch.target
+                    );
+                    out.exception_comments.push(format!("{target} is {reason}."));
+                    drop(&mut out, reason, true);
+                    continue;
+                }
+                differs = Some(Differs {
+                    first_difference: here,
+                    template_target: patch.target.clone(),
+                    old: reuse::target_text(
+                        self.version,
+                        Target { module: &written_for_module, target: &patch.target, is_class },
+                    )
+                    .map(|t| apply_name_map(&t.text, Some(&name_map)))
+                    .unwrap_or_default(),
+                    new: reuse::target_text(self.version, Target { module: &self.new.module, target: &target, is_class })
+                        .map(|t| t.text)
+                        .unwrap_or_default(),
+                });
+            }
             let mut todos = Vec::new();
             if let (Some(up), Some(rep)) = (
                 self.new.target_signature(self.version, &target, is_class),
@@ -498,6 +633,7 @@ impl Retarget<'_> {
                 todos,
                 notes,
                 copy: None,
+                differs,
             });
         }
         let mut extra_block = None;
@@ -696,6 +832,25 @@ impl Retarget<'_> {
         let (import_line, decl_line) = donor.opslot_lines.clone()?;
         let name_map = compose_name_map(&donor.patch, &donor.prefix, to);
         let target = format!("{class}.forward");
+        // The donor's norm must be ours, renamed (protocol step 1.7).
+        let verdict = reuse::compare(
+            self.version,
+            Target { module: &donor.source_module, target: &donor.patch.target, is_class: false },
+            Some(&name_map),
+            self.version,
+            Target { module: &self.new.module, target: &target, is_class: false },
+        );
+        if let Verdict::Differs(d) = verdict {
+            out.warnings.push(format!(
+                "the `1 + weight` norm of {} is not reused: `{target}` upstream differs from its `{}` at {}:{} `{}`",
+                donor.config_module,
+                donor.patch.target,
+                d.reused_path.display(),
+                d.reused_line,
+                d.reused_text
+            ));
+            return None;
+        }
         *norm = Norm::OnePlusWeight;
         let source = apply_name_map(&replacement.source, Some(&name_map));
         let (comments, _) = split_leading_comments(&replacement.source);
@@ -716,6 +871,7 @@ impl Retarget<'_> {
                 donor.config_module, self.template.config_module
             )],
             copy: None,
+            differs: None,
         });
         let has_opslot = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"));
         let mut block = String::from("# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n");

@@ -17,6 +17,7 @@ pub mod pg303_auto_docstring_contract;
 pub mod pg304_partial_rotary_full_kernel;
 pub mod pg305_init_weights_container;
 pub mod pg306_automodel_bypass;
+pub mod pg307_reuse_upstream_differs;
 pub mod pg401_moe_converter_missing;
 pub mod pg402_converter_shape_ambiguity;
 pub mod pg403_experts_implementation_retained;
@@ -42,6 +43,7 @@ pub static RULES: &[Rule] = &[
     pg304_partial_rotary_full_kernel::RULE,
     pg305_init_weights_container::RULE,
     pg306_automodel_bypass::RULE,
+    pg307_reuse_upstream_differs::RULE,
     pg401_moe_converter_missing::RULE,
     pg402_converter_shape_ambiguity::RULE,
     pg403_experts_implementation_retained::RULE,
