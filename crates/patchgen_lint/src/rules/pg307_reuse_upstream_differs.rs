@@ -104,11 +104,12 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         let Some(original) = written_for(&definer.patches, &object.module, &object.name) else {
             continue;
         };
+
         if std::ptr::eq(original, p) || original.patch_type != p.patch_type {
             continue;
         }
         let is_class = p.patch_type == PatchType::ClassReplacement;
-        let source_module = original.source_module.as_deref().unwrap_or(&definer.source_module);
+        let source_module = definer.source_module.as_str();
         let verdict = reuse::compare(
             &ctx.shared.upstream,
             Target { module: source_module, target: &original.target, is_class },
