@@ -5,12 +5,15 @@
 //! - `pysource`: a parsed file with its line index and ranges, name
 //!   bindings checked against `symtable`, signatures, definition lookups;
 //! - `diff`: a port of `difflib` (`SequenceMatcher`, `unified_diff`),
-//!   byte-exact with CPython's.
+//!   byte-exact with CPython's;
+//! - `merge`: a line-level three-way merge (`git merge-file --diff3`), its
+//!   regions kept as ranges so callers can say what was carried.
 //!
 //! Pure functions over text: this crate never touches the disk beyond
 //! reading the files it is asked to parse, never prints, never reads the
 //! environment.
 
 pub mod diff;
+pub mod merge;
 pub mod pysource;
 pub mod pytext;
