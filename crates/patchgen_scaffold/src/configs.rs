@@ -87,19 +87,17 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
 /// (`Carried::differs`): copied and ported onto the new upstream instead of
 /// reused (`port_copy`).
 fn port_differing(scan: &Scan, template_hf: &str, r: &mut Retargeted) {
-    // PORT-PENDING: until `patchgen_core::port` lands, a differing patch is dropped.
-    let _ = (template_hf, auto_docstring_params as fn(&Scan, &crate::retarget::Carried) -> Option<Vec<String>>);
-    let (differing, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut r.carried).into_iter().partition(|c| c.differs.is_some());
-    r.carried = kept;
-    for c in differing {
-        let d = c.differs.as_ref().expect("partitioned");
-        let _ = scan;
-        r.dropped.push(crate::retarget::Dropped {
-            template_target: c.template_target.clone(),
-            target: c.target.clone(),
-            reason: format!("not reused: upstream differs from the template's `{}` at {}", d.template_target, d.first_difference),
-            exception: false,
-        });
+    for c in r.carried.iter_mut() {
+        let Some(d) = c.differs.clone() else { continue };
+        let from = match &c.defined_at {
+            Some((path, line, _)) => format!("{}:{line}", scan.rel(path)),
+            None => c.import_module.clone(),
+        };
+        let params = auto_docstring_params(scan, c);
+        let copy = crate::port_copy::ported(c, &d, &from, (template_hf, &scan.model), params.as_deref());
+        c.copy = Some(copy);
+        // The copy lives in the new config now.
+        c.defined_at = None;
     }
 }
 

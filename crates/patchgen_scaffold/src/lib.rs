@@ -36,6 +36,7 @@ pub mod kernels;
 pub mod lint_fixes;
 pub mod moe;
 pub mod pg301_copy;
+pub mod port_copy;
 mod prune;
 pub mod render;
 mod report;

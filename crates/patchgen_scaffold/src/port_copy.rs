@@ -34,7 +34,7 @@ pub fn ported(c: &Carried, d: &Differs, from: &str, models: (&str, &str), upstre
         old: &d.old,
         new: &d.new,
         target_name,
-        labels: Labels { ours: "sibling's patch", base: &template_label, theirs: &new_label },
+        labels: Some(Labels { ours: "sibling's patch", base: &template_label, theirs: &new_label }),
     });
     let conflicts = p.conflicts();
     let carried_hunks = p.carried();
