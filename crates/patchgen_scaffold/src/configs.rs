@@ -93,23 +93,16 @@ fn port_differing(scan: &Scan, template_hf: &str, r: &mut Retargeted) {
             Some((path, line, _)) => format!("{}:{line}", scan.rel(path)),
             None => c.import_module.clone(),
         };
-        let params = auto_docstring_params(scan, c);
+        let params = crate::port_copy::auto_docstring_params(&scan.facts.file, &c.target);
         let copy = crate::port_copy::ported(c, &d, &from, (template_hf, &scan.model), params.as_deref());
+        let (reused, renamed) = (format!("the reused `{}`", c.import_name), format!("the copied `{}`", copy.name));
+        for t in &mut c.todos {
+            *t = t.replace(&reused, &renamed);
+        }
         c.copy = Some(copy);
         // The copy lives in the new config now.
         c.defined_at = None;
     }
-}
-
-/// The parameter names of a carried method's upstream target when
-/// upstream decorates it with `@auto_docstring` (PG303's contract).
-fn auto_docstring_params(scan: &Scan, c: &crate::retarget::Carried) -> Option<Vec<String>> {
-    let (class, method) = c.target.split_once('.')?;
-    let (_, info) = scan.facts.method(&scan.version, class, method)?;
-    info.decorators
-        .iter()
-        .any(|d| d.name.rsplit('.').next() == Some("auto_docstring"))
-        .then(|| info.signature.params.iter().map(|p| p.name.clone()).collect())
 }
 
 /// The config's head: title, regeneration command, imports and the

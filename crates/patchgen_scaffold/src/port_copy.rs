@@ -28,11 +28,14 @@ pub fn ported(c: &Carried, d: &Differs, from: &str, models: (&str, &str), upstre
     let target_name = c.target.rsplit('.').next().unwrap_or(&c.target);
     let template_label = format!("{} upstream", d.template_target);
     let new_label = format!("{} upstream", c.target);
+    // Docstrings are not code (the sameness test ignores them): merged
+    // without them, a docstring the sibling's patch dropped is no conflict.
+    let (old, new) = (without_docstrings(&d.old), without_docstrings(&d.new));
     let p = port(&PortRequest {
         patch: &c.source,
         patch_name: &c.import_name,
-        old: &d.old,
-        new: &d.new,
+        old: &old,
+        new: &new,
         target_name,
         labels: Some(Labels { ours: "sibling's patch", base: &template_label, theirs: &new_label }),
     });
@@ -75,8 +78,56 @@ pub fn ported(c: &Carried, d: &Differs, from: &str, models: (&str, &str), upstre
     Copied { from: from.to_string(), name, source: function.trim_end().to_string(), note, conflicts }
 }
 
+/// `text` without the lines of its docstrings (a definition's first
+/// statement when it is a string literal, nested definitions too); the
+/// text itself when it does not parse.
+fn without_docstrings(text: &str) -> String {
+    use ruff_python_ast::{Expr, Stmt};
+    use ruff_text_size::Ranged;
+    let Ok(file) = patchgen_python::pysource::ParsedFile::parse("<target>".into(), text) else {
+        return text.to_string();
+    };
+    let mut drop: Vec<(usize, usize)> = Vec::new();
+    fn walk(body: &[Stmt], scope: bool, file: &patchgen_python::pysource::ParsedFile, drop: &mut Vec<(usize, usize)>) {
+        if scope
+            && let Some(Stmt::Expr(e)) = body.first()
+            && matches!(*e.value, Expr::StringLiteral(_))
+            && body.len() > 1
+        {
+            drop.push((file.line_of(e.start()), file.line_of(e.end())));
+        }
+        for s in body {
+            match s {
+                Stmt::FunctionDef(f) => walk(&f.body, true, file, drop),
+                Stmt::ClassDef(c) => walk(&c.body, true, file, drop),
+                _ => {}
+            }
+        }
+    }
+    walk(file.body(), false, &file, &mut drop);
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter(|(i, _)| !drop.iter().any(|(a, b)| (*a..=*b).contains(&(i + 1))))
+        .map(|(_, l)| l)
+        .collect()
+}
+
+/// The parameter names of a method target (`Class.method`) defined in
+/// `file` when it is decorated `@auto_docstring` (PG303's contract):
+/// `None` otherwise, or when the class inherits the method.
+pub fn auto_docstring_params(file: &patchgen_python::pysource::ParsedFile, target: &str) -> Option<Vec<String>> {
+    use patchgen_python::pysource::{defs, signature};
+    let (class, method) = target.split_once('.')?;
+    let (_, c) = defs::class(file.body(), class)?;
+    let f = defs::method(c, method)?;
+    f.decorator_list
+        .iter()
+        .any(|d| signature::decorator_name(d).is_some_and(|n| n.rsplit('.').next() == Some("auto_docstring")))
+        .then(|| f.parameters.iter().map(|p| p.name().id.to_string()).collect())
+}
+
 /// The parameter names of a function's text.
-fn signature_params(function: &str) -> Vec<String> {
+pub fn signature_params(function: &str) -> Vec<String> {
     let Ok(parsed) = ruff_python_parser::parse_module(function) else { return Vec::new() };
     match parsed.syntax().body.first() {
         Some(ruff_python_ast::Stmt::FunctionDef(f)) => {

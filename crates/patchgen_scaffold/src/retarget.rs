@@ -574,7 +574,9 @@ impl Retarget<'_> {
                 Target { module: &self.new.module, target: &target, is_class },
             );
             if let Verdict::Differs(d) = &verdict {
-                let here = format!("{}:{} `{}`", d.reused_path.display(), d.reused_line, d.reused_text);
+                let file = d.reused_path.to_string_lossy();
+                let file = file.rsplit(['/', '!']).next().unwrap_or(&file);
+                let here = format!("{file}:{} `{}`", d.reused_line, d.reused_text);
                 let kernel = kernel_exception(p.patch_type, &target, to, self.new, self.version);
                 if let Some(exception) = kernel {
                     // A kernel guard over the sibling's code: the kernel
