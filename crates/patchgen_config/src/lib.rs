@@ -16,7 +16,6 @@ mod error;
 pub mod eval;
 pub mod loader;
 mod methods;
-mod names;
 mod objects;
 pub mod plan;
 pub mod source;

@@ -221,21 +221,11 @@ fn setup(args: &Options, cwd: &Path, overlay: Overlay) -> Result<Setup, RunError
     if !overlay.is_empty() {
         pipeline.loader = ProjectLoader::with_overlay(pipeline.loader.roots().to_vec(), overlay);
     }
+    pipeline.loader.set_max_file_size(resolved.max_file_size);
     if let Some(location) = location {
         pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
     }
-    let modules: Vec<String> = if args.modules.is_empty() {
-        pipeline.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect()
-    } else {
-        let modules: Vec<String> = args.modules.iter().map(|m| pipeline.project.normalize_module(m)).collect();
-        if let Some(m) = modules.iter().find(|m| pipeline.loader.find(m).is_none()) {
-            return Err(RunError::Usage(format!(
-                "{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
-                pipeline.project.package_root().display()
-            )));
-        }
-        modules
-    };
+    let modules = pipeline.select_modules(&args.modules, "")?;
     let explicit = !args.modules.is_empty();
     Ok(Setup { project_dir, resolved, settings, rules, upstream, version_label, pipeline, modules, explicit })
 }

@@ -14,6 +14,7 @@
 //! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`;
 //! - `error`: `MoeError`, what can go wrong on local files, by kind;
 //! - `remote`: both on `hf://`, `s3://`, `gs://`, `az://`, `http(s)://`.
+pub mod cancel;
 pub mod checkpoint;
 pub mod config;
 pub mod convert;

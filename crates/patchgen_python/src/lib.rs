@@ -4,6 +4,10 @@
 //!   (`str.splitlines`, `textwrap.dedent`, `inspect.getblock`, tokenize);
 //! - `pysource`: a parsed file with its line index and ranges, name
 //!   bindings checked against `symtable`, signatures, definition lookups;
+//! - `semantic`: the one walk over statements and expressions (on ruff's
+//!   visitor traits) and the shared facts (dotted names, docstrings, loaded
+//!   names, one-target assignments) every rule, the scaffold, moe and
+//!   codegen ask;
 //! - `diff`: a port of `difflib` (`SequenceMatcher`, `unified_diff`),
 //!   byte-exact with CPython's;
 //! - `merge`: a line-level three-way merge (`git merge-file --diff3`), its
@@ -17,3 +21,4 @@ pub mod diff;
 pub mod merge;
 pub mod pysource;
 pub mod pytext;
+pub mod semantic;

@@ -28,8 +28,7 @@ pub fn document_params(source: &str, params: &[String]) -> Option<String> {
         },
         _ => None,
     };
-    let documented: Vec<&str> =
-        existing.as_ref().map(|(d, _)| patchgen_lint::rules::pg303_auto_docstring_contract::documented_names(d)).unwrap_or_default();
+    let documented: Vec<&str> = existing.as_ref().map(|(d, _)| documented_names(d)).unwrap_or_default();
     let annotations = |name: &str| -> String {
         let p = f.parameters.iter_non_variadic_params().find(|p| p.parameter.name.id.as_str() == name);
         let ann = p.and_then(|p| p.parameter.annotation.as_ref()).map(|a| file.text[a.range()].to_string());
@@ -82,6 +81,19 @@ pub fn document_params(source: &str, params: &[String]) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// The names a docstring documents as transformers' `parse_docstring`
+/// finds them (PG303 reads them the same way): `name (type...):` lines.
+fn documented_names(doc: &str) -> Vec<&str> {
+    doc.lines()
+        .filter_map(|line| {
+            let t = line.trim_start();
+            let end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(t.len());
+            let rest = t[end..].trim_start();
+            (end > 0 && rest.starts_with('(') && rest.contains("):")).then(|| &t[..end])
+        })
+        .collect()
 }
 
 #[cfg(test)]

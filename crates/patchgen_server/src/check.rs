@@ -54,7 +54,9 @@ pub fn module_name(package_root: &Path, path: &Path) -> Option<String> {
 /// file is not a module of a patchgen project (nothing to say about it).
 pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -> Option<Checked> {
     let started = std::time::Instant::now();
-    let text = overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())?;
+    let text = overlay.get(path).map(str::to_string).or_else(|| {
+        patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok()
+    })?;
     let project = Project::find(path.parent()?).ok()?;
     let module = module_name(&project.package_root(), path)?;
     let options = Options {
@@ -94,7 +96,10 @@ pub fn internal_error() -> Checked {
 
 /// The text of a file a location names: the buffer, else the file on disk.
 fn text_of(path: &Path, overlay: &Overlay) -> Option<String> {
-    overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())
+    overlay
+        .get(path)
+        .map(str::to_string)
+        .or_else(|| patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

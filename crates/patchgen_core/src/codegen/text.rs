@@ -46,7 +46,7 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// `re.match(r"@(?:config\.)?(?:replace_class|…|add_helper_after)\b", stripped)`.
-pub(crate) fn is_patch_decorator(stripped: &str) -> bool {
+fn is_patch_decorator(stripped: &str) -> bool {
     let Some(rest) = stripped.strip_prefix('@') else { return false };
     let candidates: [&str; 2] = [rest.strip_prefix("config.").unwrap_or("\u{0}"), rest];
     candidates.iter().any(|rest| {

@@ -14,10 +14,9 @@ use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
 use crate::upstream::{SearchPath, UpstreamError};
 use patchgen_cache::{Input, Inputs, Prober};
-use patchgen_config::{
-    self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording, source::ParsedFile,
-};
+use patchgen_config::{self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording};
 use patchgen_diagnostics::Diagnostic;
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 
 /// Everything one run shares between configs.
@@ -142,7 +141,7 @@ impl Failure {
     pub fn diagnostic(&self, config: &str) -> Diagnostic {
         use patchgen_diagnostics::{Location, codes};
         let code = match self {
-            Failure::Eval(_) => codes::CONFIG_ERROR,
+            Failure::Eval(e) => e.code.unwrap_or(codes::CONFIG_ERROR),
             Failure::NotAConfig { .. } => codes::NOT_A_CONFIG,
             Failure::OptionalSkipped { .. } => codes::OPTIONAL_SKIPPED,
             Failure::Upstream(UpstreamError::NotFound { .. }, _) => codes::UPSTREAM_NOT_FOUND,
@@ -242,6 +241,31 @@ fn strip_trailing_ws_by_lines(text: &str) -> String {
     out
 }
 
+/// Why the generated files of a config would land outside what patchgen
+/// may write: a `target_file` that is absolute or climbs with `..`, or a
+/// default output directory that resolves (through a symlink) outside the
+/// project.
+fn outside_output(target_file: &str, default_dir: bool, config_path: &Path, project_root: &Path) -> Option<String> {
+    let plain = Path::new(target_file).components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain || target_file.is_empty() {
+        return Some(format!("target_file `{target_file}` is not a file name inside the output directory"));
+    }
+    if default_dir {
+        let dir = default_output_dir(config_path);
+        let resolved = crate::project::resolve(&dir);
+        let root = crate::project::resolve(project_root);
+        if !resolved.starts_with(&root) {
+            return Some(format!(
+                "the output directory {} resolves to {}, outside the project ({})",
+                dir.display(),
+                resolved.display(),
+                root.display()
+            ));
+        }
+    }
+    None
+}
+
 /// `<config dir>/generated`, or next to a `patches/` parent.
 pub fn default_output_dir(config_path: &Path) -> PathBuf {
     let resolved = crate::project::resolve(config_path);
@@ -267,7 +291,10 @@ impl Context {
 
     /// A context running `ruff` (resolved by `crate::settings`).
     pub fn with_ruff(project: Project, cwd: &Path, ruff: Ruff) -> Context {
-        let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
+        let mut loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
+        if let Some(bytes) = project.settings.max_file_size {
+            loader.set_max_file_size(bytes);
+        }
         let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
         Context {
             project,
@@ -305,6 +332,26 @@ impl Context {
             let (version, inputs) = self.search.transformers_version_inputs();
             (version, Arc::new(inputs))
         })
+    }
+
+    /// The config modules a command runs on: every config the project
+    /// discovers when `requested` is empty, else `requested` normalised
+    /// (each one must be a module under the package root; the error names
+    /// it after `flag`, the option it came from, `""` for a positional).
+    pub fn select_modules(&self, requested: &[String], flag: &str) -> Result<Vec<String>, crate::error::RunError> {
+        use crate::error::RunError;
+        if requested.is_empty() {
+            let configs = self.project.discover().map_err(|e| RunError::Usage(e.to_string()))?;
+            return Ok(configs.into_iter().map(|c| c.module).collect());
+        }
+        let modules: Vec<String> = requested.iter().map(|m| self.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| self.loader.find(m).is_none()) {
+            return Err(RunError::Usage(format!(
+                "{flag}{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
+                self.project.package_root().display()
+            )));
+        }
+        Ok(modules)
     }
 
     /// Evaluate a config module into its plan.
@@ -410,6 +457,12 @@ impl Context {
         found.extend(diagnosis.diagnostics);
         let (text, trace) = codegen::generate_traced(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
+        if let Some(why) = outside_output(&plan.target_file, output_dir.is_none(), &config_path, &self.project.root) {
+            return Err(Failure::Eval(
+                EvalError::new(plan.created_at.clone(), why)
+                    .with_help("patchgen writes generated files only inside the project (or the -o directory given)"),
+            ));
+        }
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
             None => default_output_dir(&config_path),

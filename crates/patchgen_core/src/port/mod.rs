@@ -7,9 +7,12 @@
 //! config's DSL decorators (`@config.override_method(…)`) and column-0
 //! comments, while its target is indented in its class under its own name.
 //! `port` merges them *modulo* that: it holds out the leading comments and
-//! DSL decorators, removes the patch's common indentation, gives the
-//! definition the target's name, merges with `patchgen_python::merge`
-//! (`git merge-file --diff3` semantics) against the dedented targets, then
+//! every decorator (the DSL's, and the upstream ones a patch keeps or drops
+//! on purpose: carrying `@force_accelerate_hooks(…)` into a config would
+//! also need its import; `survey` reports decorator changes), removes the
+//! patch's common indentation, gives the definition the target's name,
+//! merges with `patchgen_python::merge` (`git merge-file --diff3`
+//! semantics) against the dedented targets without their decorators, then
 //! puts name, indentation and held-out lines back. A patch the merge
 //! leaves alone comes back byte for byte.
 //!
@@ -25,7 +28,7 @@ pub use patchgen_python::merge::is_marker;
 use patchgen_python::merge::{ChunkKind, Labels, merge3};
 use patchgen_python::pytext;
 
-use crate::codegen::text::{is_patch_decorator, paren_balance};
+use crate::codegen::text::paren_balance;
 
 /// What to port: the patch as written in its config, and the two versions
 /// of its upstream target as `inspect.getsource` gives them (decorators
@@ -92,7 +95,7 @@ impl Ported {
 
 /// The patch split into what is merged and what is held out.
 struct Normalized<'a> {
-    /// Leading comments, blank lines and DSL decorators, as written.
+    /// Leading comments, blank lines and decorators, as written.
     held: Vec<&'a str>,
     /// The common indentation removed from `body`.
     indent: &'a str,
@@ -100,6 +103,14 @@ struct Normalized<'a> {
     body: Vec<String>,
     /// Whether the source ended without a line break.
     no_final_newline: bool,
+}
+
+/// The three texts `port` merges, as `git merge-file` would be given them:
+/// the old target, the patch (held-out lines gone, dedented, renamed to the
+/// target's name) and the new target. For comparing with git.
+pub fn merge_inputs(req: &PortRequest<'_>) -> [String; 3] {
+    let patch = normalize_patch(req.patch, req.patch_name, req.target_name);
+    [upstream_lines(req.old).concat(), patch.body.concat(), upstream_lines(req.new).concat()]
 }
 
 /// Carry the upstream change `old` → `new` into `patch`.
@@ -146,19 +157,7 @@ pub fn port(req: &PortRequest<'_>) -> Ported {
 
 fn normalize_patch<'a>(patch: &'a str, patch_name: &str, target_name: &str) -> Normalized<'a> {
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
-    let mut held = 0;
-    let mut depth = 0i64;
-    while held < lines.len() {
-        let s = pytext::strip(lines[held]);
-        if depth > 0 {
-            depth += paren_balance(s);
-        } else if is_patch_decorator(s) {
-            depth = paren_balance(s);
-        } else if !(s.is_empty() || s.starts_with('#')) {
-            break;
-        }
-        held += 1;
-    }
+    let held = definition_start(&lines);
     let rest = &lines[held..];
     let indent = rest.first().map(|l| &l[..l.len() - pytext::lstrip(l).len()]).unwrap_or("");
     let mut renamed = false;
@@ -177,15 +176,38 @@ fn normalize_patch<'a>(patch: &'a str, patch_name: &str, target_name: &str) -> N
             l
         })
         .collect();
-    Normalized { held: lines[..held].to_vec(), indent, body, no_final_newline: !patch.is_empty() && !patch.ends_with('\n') }
+    Normalized {
+        held: lines[..held].to_vec(),
+        indent,
+        body,
+        no_final_newline: !patch.is_empty() && !patch.ends_with('\n'),
+    }
 }
 
 /// An upstream target's lines, dedented, each ending in a line break.
 fn upstream_lines(text: &str) -> Vec<String> {
-    pytext::dedent(text)
-        .split_inclusive('\n')
-        .map(|l| if l.ends_with('\n') { l.to_string() } else { format!("{l}\n") })
-        .collect()
+    let dedented = pytext::dedent(text);
+    let lines: Vec<&str> = dedented.split_inclusive('\n').collect();
+    let definition = definition_start(&lines);
+    lines[definition..].iter().map(|l| if l.ends_with('\n') { l.to_string() } else { format!("{l}\n") }).collect()
+}
+
+/// The index of the `def`/`class` line: past the decorators (followed
+/// through their parentheses), comments and blank lines above it.
+fn definition_start(lines: &[&str]) -> usize {
+    let (mut i, mut depth) = (0, 0i64);
+    while i < lines.len() {
+        let s = pytext::strip(lines[i]);
+        if depth > 0 {
+            depth += paren_balance(s);
+        } else if s.starts_with('@') {
+            depth = paren_balance(s);
+        } else if !(s.is_empty() || s.starts_with('#')) {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// `def from(` / `async def from(` / `class from(`/`:` at column 0, renamed to `to`.

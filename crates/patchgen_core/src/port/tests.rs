@@ -69,20 +69,26 @@ fn request<'a>(patch: &'a str, old: &'a str, new: &'a str) -> PortRequest<'a> {
 }
 
 fn held(patch: &str) -> &str {
-    &patch[..patch.find("@can_return_tuple").unwrap()]
+    &patch[..patch.find("def forward_patched").unwrap()]
 }
 
-/// The patch as git would see it: held-out lines gone, the definition renamed.
+/// The patch as git would see it: held-out lines (comments, decorators)
+/// gone, the definition renamed.
 fn as_git_sees(patch: &str) -> String {
     patch[held(patch).len()..].replace("def forward_patched(", "def forward(")
+}
+
+/// An upstream target as git would see it: dedented, decorators gone.
+fn target_as_git_sees(text: &str) -> String {
+    pytext::dedent(text).lines().filter(|l| !l.starts_with('@')).map(|l| format!("{l}\n")).collect()
 }
 
 #[test]
 fn carries_upstream_hunks_like_git() {
     let got = port(&request(PATCH, OLD, NEW));
-    let (git, conflicts) = git_merge(&as_git_sees(PATCH), &pytext::dedent(OLD), &pytext::dedent(NEW));
+    let (git, conflicts) = git_merge(&as_git_sees(PATCH), &target_as_git_sees(OLD), &target_as_git_sees(NEW));
     assert_eq!(conflicts, 1, "the attn line was rewritten by both");
-    let expected = format!("{}{}", held(PATCH), git.replace("\ndef forward(", "\ndef forward_patched("));
+    let expected = format!("{}{}", held(PATCH), git.replace("def forward(", "def forward_patched("));
     assert_eq!(got.text, expected);
     assert_eq!(got.carried(), 1);
     assert_eq!(got.conflicts(), 1);
@@ -93,12 +99,16 @@ fn carries_upstream_hunks_like_git() {
     let patch_lines: Vec<&str> = PATCH.lines().collect();
     assert!(patch_lines[conflict.patch.clone()].iter().any(|l| l.contains("gather")));
     let carried = got.hunks.iter().find(|h| h.status == HunkStatus::Carried).unwrap();
-    assert_eq!(lines[carried.result.clone()], ["def forward_patched(self, hidden_states, attention_mask=None, **kwargs):"]);
+    assert_eq!(
+        lines[carried.result.clone()],
+        ["def forward_patched(self, hidden_states, attention_mask=None, **kwargs):"]
+    );
 }
 
 #[test]
 fn indented_patch_keeps_its_indentation() {
-    let patch: String = PATCH.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("    {l}\n") }).collect();
+    let patch: String =
+        PATCH.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("    {l}\n") }).collect();
     let same = port(&request(&patch, OLD, OLD));
     assert_eq!(same.text, patch);
     let got = port(&request(&patch, OLD, NEW));
@@ -187,15 +197,15 @@ proptest! {
     #[test]
     fn clean_wherever_git_is_clean((b, p, n) in body().prop_flat_map(|b| (Just(b.clone()), edit(b.clone()), edit(b)))) {
         let (patch, old, new) = (patch_of(&p), target(&b), target(&n));
-        let (git, conflicts) = git_merge(&as_git_sees_generic(&patch), &pytext::dedent(&old), &pytext::dedent(&new));
+        let (git, conflicts) = git_merge(&as_git_sees_generic(&patch), &target_as_git_sees(&old), &target_as_git_sees(&new));
         let got = port(&request(&patch, &old, &new));
         if conflicts == 0 {
             prop_assert_eq!(got.conflicts(), 0);
-            prop_assert_eq!(got.text.clone(), format!("@config.override_method(\"T.forward\")\n{}", git.replace("def forward(", "def forward_patched(")));
+            prop_assert_eq!(got.text.clone(), format!("@config.override_method(\"T.forward\")\n@dec\n{}", git.replace("def forward(", "def forward_patched(")));
         }
     }
 }
 
 fn as_git_sees_generic(patch: &str) -> String {
-    patch.split_once('\n').unwrap().1.replace("def forward_patched(", "def forward(")
+    patch.split_once("\n@dec\n").unwrap().1.replace("def forward_patched(", "def forward(")
 }

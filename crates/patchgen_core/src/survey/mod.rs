@@ -3,11 +3,12 @@
 //!
 //! `source` resolves the two upstreams, `modules` reads and parses their
 //! modules once, `targets` surveys one config (with `signature` +
-//! `compare` for contracts, `names` for F821-class names, `attrs` for
+//! `compare` for contracts, `body` for the code itself, `names` for F821-class names, `attrs` for
 //! `self.<attr>`), and `report` renders text, markdown or JSON. Configs are
 //! independent jobs, run in parallel and reported in discovery order.
 
 pub mod attrs;
+pub mod body;
 pub mod compare;
 pub mod modules;
 pub mod names;
@@ -78,18 +79,7 @@ pub fn survey(opts: &Options) -> Result<Report, RunError> {
     let from = Version::new(resolve("from", &opts.from)?);
     let to = Version::new(resolve("to", &opts.to)?);
     let ctx = Context::new(project, &opts.project_dir, None);
-    let modules: Vec<String> = if opts.configs.is_empty() {
-        ctx.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect()
-    } else {
-        let modules: Vec<String> = opts.configs.iter().map(|m| ctx.project.normalize_module(m)).collect();
-        if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
-            return Err(RunError::Usage(format!(
-                "--config {m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
-                ctx.project.package_root().display()
-            )));
-        }
-        modules
-    };
+    let modules = ctx.select_modules(&opts.configs, "--config ")?;
     let explicit = !opts.configs.is_empty();
     let pool = crate::workers::pool(opts.jobs)?;
     let configs: Vec<Option<ConfigReport>> = pool.install(|| {

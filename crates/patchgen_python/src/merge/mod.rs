@@ -226,9 +226,9 @@ impl Merge {
 /// a space and a label.
 pub fn is_marker(line: &str) -> bool {
     let line = line.trim_end_matches(['\n', '\r']);
-    ["<<<<<<<", "|||||||", "=======", ">>>>>>>"].iter().any(|m| {
-        line.strip_prefix(m).is_some_and(|rest| rest.is_empty() || (rest.starts_with(' ') && *m != "======="))
-    })
+    ["<<<<<<<", "|||||||", "=======", ">>>>>>>"]
+        .iter()
+        .any(|m| line.strip_prefix(m).is_some_and(|rest| rest.is_empty() || (rest.starts_with(' ') && *m != "=======")))
 }
 
 /// The 1-based line of the first conflict marker in a Python text, if any:
@@ -475,10 +475,6 @@ fn sync_regions(a: &[Block], b: &[Block], base: &[&str], ours: &[&str], theirs: 
             j += 1;
         }
     }
-    out.push(Sync {
-        base: base.len()..base.len(),
-        ours: ours.len()..ours.len(),
-        theirs: theirs.len()..theirs.len(),
-    });
+    out.push(Sync { base: base.len()..base.len(), ours: ours.len()..ours.len(), theirs: theirs.len()..theirs.len() });
     out
 }

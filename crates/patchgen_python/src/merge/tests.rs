@@ -86,7 +86,9 @@ fn output_ranges_locate_each_chunk() {
     let out = lines(&text);
     for (c, r) in m.chunks.iter().zip(m.output_ranges(true)) {
         match c.kind {
-            ChunkKind::Conflict => assert!(out[r.start].starts_with("<<<<<<<") && out[r.end - 1].starts_with(">>>>>>>")),
+            ChunkKind::Conflict => {
+                assert!(out[r.start].starts_with("<<<<<<<") && out[r.end - 1].starts_with(">>>>>>>"))
+            }
             ChunkKind::Theirs => assert_eq!(out[r.clone()], theirs[c.theirs.clone()]),
             _ => assert_eq!(out[r.clone()], ours[c.ours.clone()]),
         }
