@@ -62,8 +62,13 @@ fn pg307_reports_each_unfaithful_reuse_at_its_call() {
     expected.sort();
     assert_eq!(expected.len(), 10, "the script finds the 10 unfaithful reuses:\n{stdout}");
     assert_eq!(ours, expected, "{}", render_text(&report, &dir));
-    let olmo2_norm = report.diagnostics.iter().find(|d| d.message.contains("`Olmo2RMSNorm.forward`")).expect("olmo2 norm");
+    let olmo2_norm =
+        report.diagnostics.iter().find(|d| d.message.contains("`Olmo2RMSNorm.forward`")).expect("olmo2 norm");
     assert!(olmo2_norm.message.contains("written for `Qwen3RMSNorm.forward`"), "{}", olmo2_norm.message);
     // Olmo2's forward differs from its signature on (no annotation on `hidden_states`).
-    assert!(olmo2_norm.message.contains("modeling_olmo2.py:60 `def forward(self, hidden_states)"), "{}", olmo2_norm.message);
+    assert!(
+        olmo2_norm.message.contains("modeling_olmo2.py:60 `def forward(self, hidden_states)"),
+        "{}",
+        olmo2_norm.message
+    );
 }

@@ -52,12 +52,17 @@ const TARGETS: &[(&str, bool)] = &[
 ];
 
 fn version(wheel: &Path) -> Version {
-    let cache = WheelCache { dir: wheel.parent().unwrap().to_path_buf(), package: "transformers".into(), download: false };
+    let cache =
+        WheelCache { dir: wheel.parent().unwrap().to_path_buf(), package: "transformers".into(), download: false };
     Version::new(resolve(wheel.to_str().unwrap(), Path::new("/"), &cache).unwrap())
 }
 
 fn target_name(prefix: &str, suffix: &str) -> String {
-    if suffix.contains('.') || suffix.starts_with(char::is_uppercase) { format!("{prefix}{suffix}") } else { suffix.to_string() }
+    if suffix.contains('.') || suffix.starts_with(char::is_uppercase) {
+        format!("{prefix}{suffix}")
+    } else {
+        suffix.to_string()
+    }
 }
 
 #[test]
@@ -87,14 +92,17 @@ fn reuse_sameness_matches_python_ast_on_transformers_5_9_0() {
             let verdict = reuse::compare(&v, old_t, Some(&map), &v, new_t);
             let got = match &verdict {
                 Verdict::Same => None,
-                Verdict::Differs(d) => Some((d.written_for_line + 1 - old.first_line, d.reused_line + 1 - new.first_line)),
+                Verdict::Differs(d) => {
+                    Some((d.written_for_line + 1 - old.first_line, d.reused_line + 1 - new.first_line))
+                }
                 Verdict::Unresolved(why) => panic!("{m} {suffix}: {why}"),
             };
             ours.push((format!("{prefix}{suffix}"), got));
         }
     }
     assert!(cases.len() >= 120, "only {} pairs found", cases.len());
-    let program = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/sameness.py")).unwrap();
+    let program =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/sameness.py")).unwrap();
     let expected: Vec<Option<(usize, usize)>> = run_python(&program, &cases);
     let mut mismatches = Vec::new();
     for ((name, got), want) in ours.iter().zip(&expected) {

@@ -32,7 +32,10 @@ pub fn document_params(source: &str, params: &[String]) -> Option<String> {
     let annotations = |name: &str| -> String {
         let p = f.parameters.iter_non_variadic_params().find(|p| p.parameter.name.id.as_str() == name);
         let ann = p.and_then(|p| p.parameter.annotation.as_ref()).map(|a| file.text[a.range()].to_string());
-        let ty = ann.as_deref().map(|a| a.split('|').next().unwrap_or(a).trim().to_string()).filter(|t| !t.is_empty() && t != "None");
+        let ty = ann
+            .as_deref()
+            .map(|a| a.split('|').next().unwrap_or(a).trim().to_string())
+            .filter(|t| !t.is_empty() && t != "None");
         let optional = p.is_some_and(|p| p.default.is_some());
         match (ty, optional) {
             (Some(t), true) => format!("(`{t}`, *optional*)"),

@@ -24,7 +24,13 @@ use super::retarget::{Carried, Differs};
 /// The ported copy of `c` (`from`: `<template config>:<line>`; `models`:
 /// the template's and the new HF model names; `upstream_params`: the new
 /// target's parameter names when it is an `@auto_docstring` method).
-pub fn ported(c: &Carried, d: &Differs, from: &str, models: (&str, &str), upstream_params: Option<&[String]>) -> Copied {
+pub fn ported(
+    c: &Carried,
+    d: &Differs,
+    from: &str,
+    models: (&str, &str),
+    upstream_params: Option<&[String]>,
+) -> Copied {
     let target_name = c.target.rsplit('.').next().unwrap_or(&c.target);
     let template_label = format!("{} upstream", d.template_target);
     let new_label = format!("{} upstream", c.target);
@@ -171,7 +177,10 @@ fn todo_conflicts(text: &str, target: &str) -> String {
                     out.push_str(&format!("{indent}#   (nothing)\n"));
                 }
                 for t in &theirs {
-                    out.push_str(&format!("{indent}#   {}\n", t.trim_end().strip_prefix(indent.as_str()).unwrap_or(t.trim())));
+                    out.push_str(&format!(
+                        "{indent}#   {}\n",
+                        t.trim_end().strip_prefix(indent.as_str()).unwrap_or(t.trim())
+                    ));
                 }
                 for o in &ours {
                     out.push_str(o);

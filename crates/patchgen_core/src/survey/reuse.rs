@@ -59,11 +59,7 @@ pub fn target_text(version: &Version, t: Target<'_>) -> Option<TargetText> {
     let first_line = file.line_of(range.start());
     let start = file.line_start(first_line);
     let text = &file.text[start..usize::from(range.end())];
-    Some(TargetText {
-        text: patchgen_python::pytext::dedent(text),
-        path: file.path.clone(),
-        first_line,
-    })
+    Some(TargetText { text: patchgen_python::pytext::dedent(text), path: file.path.clone(), first_line })
 }
 
 /// The verdict on one reuse.

@@ -125,7 +125,8 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             ),
             None => "shared by import".to_string(),
         };
-        let file_name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_name =
+            |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         out.push(
             RULE.diagnostic(format!(
                 "`{}` reuses `{}`, written for `{}` ({}), but the upstream code differs ({via}): first at {}:{} `{}`; the reuse silently drops the difference",
