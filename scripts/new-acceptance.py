@@ -30,6 +30,18 @@ passes ruff (check and format) and has only added lines.
 `rows-new-models TREE MODEL...`: the same checks for models VeOmni does not
 ship, plus `patchgen lint --select PG503` naming the new model.
 
+`fidelity TREE WHEEL MODEL...`: `patchgen new MODEL` in a fresh copy per
+model, then, independently of the Rust code (python's `ast`,
+tests/oracle/sameness.py, and `git merge-file`): every patch `new` reuses
+passes the sameness test (the template's upstream target renamed by the
+reuse's name_map has the new target's code, docstrings aside); every patch
+it ported equals `git merge-file --diff3` of (the template's patch, the
+template's upstream target, the new upstream target) when that merge is
+clean — compared as code (`ast.unparse`, docstrings stripped, PG301's slice
+lines aside) — or is listed for review; granite's generated
+`GraniteForCausalLM.forward` keeps `logits_scaling` or is listed for review;
+`patchgen lint` on the scaffold's config reports nothing.
+
 usage: PATCHGEN=target/release/patchgen RUFF=.../ruff \\
        PYTHONPATH=/path/transformers-X-py3-none-any.whl \\
        scripts/new-acceptance.py leave-one-out|new-models TREE [MODEL...|DIR...] > table.md
@@ -180,6 +192,8 @@ def main():
     tree = os.path.abspath(sys.argv[2])
     patchgen = os.path.abspath(os.environ.get("PATCHGEN", "target/release/patchgen"))
     ruff = os.environ.get("RUFF", "ruff")
+    if mode == "fidelity":
+        return fidelity(tree, sys.argv[3], sys.argv[4:], patchgen)
     if mode == "new-models":
         return new_models(tree, sys.argv[3:], patchgen, ruff)
     if mode == "rows":
@@ -515,6 +529,160 @@ def rows_new_models(tree, models, patchgen, ruff):
         bad += (not all(ok)) or (r["pg503"] != [])
         print("| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s |" % (
             r["hf"], r["category"], r["template"], len(r["files"]), r["rows"], r["todos"], yes(ok[0]), yes(ok[1]), yes(ok[2]), pg))
+    return 1 if bad else 0
+
+
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "oracle"))
+import sameness as same  # noqa: E402
+
+
+def _wheel_source(zf, module):
+    try:
+        return zf.read(module.replace(".", "/") + ".py").decode()
+    except KeyError:
+        return None
+
+
+def _config_def(path, name):
+    """The text of `def name` in a config file, dedented, and its decorators' target."""
+    src = open(path).read()
+    tree = ast.parse(src)
+    lines = src.splitlines(keepends=True)
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef) and n.name == name:
+            return "".join(lines[n.lineno - 1 : n.end_lineno])
+    return None
+
+
+def _code(text, rename_def=None):
+    """Code of a function text for comparison: docstrings stripped, PG301's slice lines aside."""
+    t = same.strip_docstrings(ast.parse(text))
+    if rename_def:
+        for n in t.body:
+            if isinstance(n, ast.FunctionDef):
+                n.name = rename_def
+                n.decorator_list = []
+    out = ast.unparse(t).splitlines()
+    return [l for l in out if "slice_indices" not in l]
+
+
+def _git_merge(ours, base, theirs):
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            p = os.path.join(d, name)
+            open(p, "w").write(text)
+            paths.append(p)
+        r = subprocess.run(["git", "merge-file", "-p", "--diff3", *paths], capture_output=True, text=True)
+        return r.stdout, r.returncode
+
+
+def _patch_as_target(src, patch_name, target_name):
+    """A config's patch function as its upstream target would be: decorators and
+    leading comments dropped, the def renamed (what the port merges)."""
+    tree = ast.parse(src)
+    f = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    lines = src.splitlines(keepends=True)
+    body = "".join(lines[f.lineno - 1 : f.end_lineno])
+    return body.replace("def %s(" % patch_name, "def %s(" % target_name, 1)
+
+
+def fidelity(tree, wheel, models, patchgen):
+    import zipfile
+
+    zf = zipfile.ZipFile(wheel)
+    totals = {"models": 0, "reused": 0, "reused_same": 0, "ported": 0, "ported_clean_equal": 0, "ported_review": 0,
+              "ported_bad": 0, "lint_clean": 0}
+    print("| model | reused (same) | ported: clean = git / review / other | lint findings | note |")
+    print("|---|---|---|---|---|")
+    bad = 0
+    for hf in models:
+        work = tempfile.mkdtemp(prefix="newf-")
+        copy = os.path.join(work, "tree")
+        shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        p = subprocess.run([patchgen, "new", hf, "--format", "json"], cwd=copy, capture_output=True, text=True)
+        if not p.stdout.strip().startswith("{"):
+            print("| %s | error: %s | | | |" % (hf, (p.stderr.strip().splitlines() or ["?"])[0]))
+            bad += 1
+            continue
+        report = json.loads(p.stdout)
+        totals["models"] += 1
+        b = report["backends"][0]
+        config_path = os.path.join(copy, [f["path"] for f in report["files"] if f["path"].endswith("_gpu_patch_gen_config.py")][0]) \
+            if not os.path.isabs(report["files"][0]["path"]) else [f["path"] for f in report["files"] if f["path"].endswith("_gpu_patch_gen_config.py")][0]
+        template_module = b.get("template_config")
+        template_path = os.path.join(copy, template_module.replace(".", "/") + ".py") if template_module else None
+        template_src_module = source_module(template_path) if template_path else None
+        new_src = _wheel_source(zf, "transformers.models.%s.modeling_%s" % (hf, hf))
+        old_src = _wheel_source(zf, template_src_module) if template_src_module else None
+        reused = same_n = ported = clean_eq = review_n = other = 0
+        notes = []
+        review = "\n".join(report.get("review", []))
+        for c in b["carried"]:
+            is_class = c["patch_type"] == "replace_class"
+            nm = [tuple(e) for e in c["name_map"]]
+            old = old_src and same.target_text(old_src, c["template_target"], is_class)
+            new = new_src and same.target_text(new_src, c["target"], is_class)
+            if not c.get("copy"):
+                reused += 1
+                if not old or not new:
+                    same_n += 1  # injected method: nothing upstream to differ
+                    continue
+                if same.compare(same.rename(old[0], nm), new[0]) is None:
+                    same_n += 1
+                else:
+                    notes.append("reused but differs: %s" % c["target"])
+                continue
+            if "ported" not in c["copy"]["note"]:
+                continue  # a PG301 copy of a same reuse
+            ported += 1
+            if c["target"] in review:
+                review_n += 1
+                continue
+            tpl = _config_def(template_path, c["import_name"])
+            target_name = c["target"].rsplit(".", 1)[-1]
+            ours = same.rename(_patch_as_target(tpl, c["import_name"], target_name), nm)
+            merged, conflicts = _git_merge(ours, same.rename(old[0], nm), new[0])
+            mine = _config_def(config_path, c["copy"]["name"])
+            if conflicts == 0 and mine and _code(merged, target_name) == _code(mine, target_name):
+                clean_eq += 1
+            else:
+                other += 1
+                notes.append("port of %s: git merge-file %s, ours %s" % (c["target"], "clean" if conflicts == 0 else "%d conflicts" % conflicts,
+                                                                         "differs" if conflicts == 0 else "not listed for review"))
+        if hf == "granite":
+            gen = os.path.join(os.path.dirname(config_path), "generated", "patched_modeling_granite_gpu.py")
+            text = open(gen).read() if os.path.exists(gen) else ""
+            t = same.target_text(text, "GraniteForCausalLM.forward", False) if text else None
+            kept = bool(t and "logits_scaling" in ast.unparse(ast.parse(t[0])))  # code, not a comment
+            listed = "GraniteForCausalLM.forward" in review
+            notes.append("GraniteForCausalLM.forward: logits_scaling %s%s" % ("kept" if kept else "LOST", ", listed for review" if listed else ""))
+            if not (kept or listed):
+                bad += 1
+        lint = subprocess.run([patchgen, "lint", b["module"], "--format", "json", "--no-cache"], cwd=copy, capture_output=True, text=True)
+        try:
+            diags = json.loads(lint.stdout).get("diagnostics", [])
+        except ValueError:
+            diags = [{"code": "?", "message": lint.stderr[:200]}]
+        if not diags:
+            totals["lint_clean"] += 1
+        else:
+            notes.append("lint: " + "; ".join("%s %s" % (d["code"], d["message"][:120]) for d in diags[:3]))
+        totals["reused"] += reused
+        totals["reused_same"] += same_n
+        totals["ported"] += ported
+        totals["ported_clean_equal"] += clean_eq
+        totals["ported_review"] += review_n
+        totals["ported_bad"] += other
+        if same_n != reused or other or diags:
+            bad += 1
+        print("| %s | %d (%d) | %d: %d / %d / %d | %d | %s |" % (hf, reused, same_n, ported, clean_eq, review_n, other, len(diags),
+                                                            "; ".join(notes).replace("|", "/")))
+        shutil.rmtree(work)
+    print()
+    print("totals: %s" % json.dumps(totals))
     return 1 if bad else 0
 
 

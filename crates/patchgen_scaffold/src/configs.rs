@@ -46,7 +46,7 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
             (Some(tc), Some(tf)) => {
                 let (plan, _, _) =
                     scan.ctx.evaluate(&tc.module, "config").map_err(|e| NewError::failed(e.to_string()))?;
-                let r = Retarget {
+                let mut r = Retarget {
                     template: &plan,
                     template_facts: tf,
                     new: facts,
@@ -57,6 +57,7 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
                     one_plus_variant: &one_plus_variant,
                 }
                 .run();
+                port_differing(scan, template.name.as_deref().unwrap_or_default(), &mut r);
                 (r, std::fs::read_to_string(&tc.path).unwrap_or_default())
             }
             _ => (Retargeted::default(), any_config_text.clone()),
@@ -80,6 +81,28 @@ pub(crate) fn plan(scan: &Scan, template: &Template) -> Result<Configs, NewError
         return Err(NewError::failed(format!("no config to write: {}", out.warnings.join("; "))));
     }
     Ok(out)
+}
+
+/// Each carried patch whose upstream target is not the template's
+/// (`Carried::differs`): copied and ported onto the new upstream instead of
+/// reused (`port_copy`).
+fn port_differing(scan: &Scan, template_hf: &str, r: &mut Retargeted) {
+    for c in r.carried.iter_mut() {
+        let Some(d) = c.differs.clone() else { continue };
+        let from = match &c.defined_at {
+            Some((path, line, _)) => format!("{}:{line}", scan.rel(path)),
+            None => c.import_module.clone(),
+        };
+        let params = crate::port_copy::auto_docstring_params(&scan.facts.file, &c.target);
+        let copy = crate::port_copy::ported(c, &d, &from, (template_hf, &scan.model), params.as_deref());
+        let (reused, renamed) = (format!("the reused `{}`", c.import_name), format!("the copied `{}`", copy.name));
+        for t in &mut c.todos {
+            *t = t.replace(&reused, &renamed);
+        }
+        c.copy = Some(copy);
+        // The copy lives in the new config now.
+        c.defined_at = None;
+    }
 }
 
 /// The config's head: title, regeneration command, imports and the
@@ -143,6 +166,7 @@ fn norm_donor(scan: &Scan, template: Option<&str>) -> Option<NormDonor> {
         if let Some(p) = plan.patches.iter().find(|p| p.target == target && p.replacement.is_some()) {
             return Some(NormDonor {
                 config_module: c.module.clone(),
+                source_module: plan.source_module.clone(),
                 prefix: f.prefix.clone(),
                 patch: p.clone(),
                 opslot_variant: rms_norm_variant(&plan.post_import_blocks),

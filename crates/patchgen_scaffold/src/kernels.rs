@@ -203,6 +203,15 @@ pub fn rotary_guard(new: &ModelFacts, slots: &ProjectSlots) -> Result<(UpstreamO
         )
         .into());
     }
+    // Interleaved RoPE (helium, ernie4_5, cohere): `rotate_half` pairs
+    // even and odd channels (`x[..., 0::2]`) and cos/sin are
+    // `repeat_interleave`d; the kernel rotates the two halves.
+    let rotate_half = patchgen_core::survey::modules::function(&new.file, "rotate_half")
+        .map(|r| new.file.text[r.range()].chars().filter(|c| !c.is_whitespace()).collect::<String>());
+    let half_split = rotate_half.as_deref().is_some_and(|r| r.contains("x.shape[-1]//2") && !r.contains("::2]"));
+    if !half_split || text.contains("repeat_interleave") {
+        return Err("the model's RoPE is interleaved (`rotate_half` pairs even and odd channels, or cos/sin are `repeat_interleave`d); the kernel rotates the two halves of the head".into());
+    }
     let decl = slots.find("rotary_pos_emb", "full").ok_or("no project config declares a full rotary_pos_emb OpSlot")?;
     let function = "apply_rotary_pos_emb_guarded".to_string();
     let source =

@@ -27,6 +27,7 @@ mod companions;
 mod configs;
 pub mod configuration;
 pub mod declined;
+pub mod docstring_args;
 pub mod dry_run;
 pub mod facts;
 pub mod hub;
@@ -35,6 +36,7 @@ pub mod kernels;
 pub mod lint_fixes;
 pub mod moe;
 pub mod pg301_copy;
+pub mod port_copy;
 mod prune;
 pub mod render;
 mod report;
@@ -127,6 +129,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
         tables,
         test_rows: Some(test_rows),
         next_steps,
+        review: Vec::new(),
         warnings,
         dry_run: args.dry_run,
     };

@@ -26,6 +26,9 @@ pub struct Copied {
     pub source: String,
     /// Why it is a copy, and how to make it a reuse again (the comment above it).
     pub note: String,
+    /// Conflicts of a port (`super::port_copy`) left to review: each is
+    /// marked `TODO(patchgen new)` in the copy.
+    pub conflicts: usize,
 }
 
 /// The copy of `c` with PG301 fixed, or `None` when the rule offers no fix.
@@ -49,7 +52,21 @@ pub fn copy_fixed(c: &Carried, from: &str, models: (&str, &str)) -> Option<Copie
         index = fix.index,
         param = logits_to_keep::PARAM,
     );
-    Some(Copied { from: from.to_string(), name, source: fixed.trim_end().to_string(), note })
+    Some(Copied { from: from.to_string(), name, source: fixed.trim_end().to_string(), note, conflicts: 0 })
+}
+
+/// PG301's fix applied to `function` (a copy of `c`'s replacement), when
+/// `c` is a causal-LM `forward` the rule fixes.
+pub fn pg301_fixed(c: &Carried, function: &str) -> Option<(String, logits_to_keep::Fix)> {
+    if c.patch_type != PatchType::MethodOverride || !logits_to_keep::is_target(&c.target) {
+        return None;
+    }
+    logits_to_keep::fixed_function_source(function)
+}
+
+/// The copy's `def` name: the template's, its model prefix renamed.
+pub fn rename_def(name: &str, models: (&str, &str)) -> String {
+    rename(name, models)
 }
 
 /// `qwen3_forward` → `mistral_forward` (the template's model name as a
@@ -80,6 +97,7 @@ mod tests {
             source: source.into(),
             defined_at: None,
             copy: None,
+            differs: None,
         }
     }
 

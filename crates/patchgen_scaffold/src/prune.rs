@@ -69,6 +69,7 @@ fn lint_rejected(
     template_report: Option<&patchgen_lint::LintReport>,
     root: &Path,
     models: (&str, &str),
+    new: &ModelFacts,
 ) -> bool {
     use patchgen_diagnostics::Severity;
     let mut changed = false;
@@ -120,7 +121,17 @@ fn lint_rejected(
                         }
                         None => at.clone(),
                     };
-                    if let Some(copy) = pg301_copy::copy_fixed(c, &from, models) {
+                    if let Some(mut copy) = pg301_copy::copy_fixed(c, &from, models) {
+                        // PG303: the parameters the copy keeps beyond the upstream signature.
+                        if let Some(params) = crate::port_copy::auto_docstring_params(&new.file, &c.target) {
+                            let kept: Vec<String> = crate::port_copy::signature_params(&copy.source)
+                                .into_iter()
+                                .filter(|n| !params.contains(n))
+                                .collect();
+                            if let Some(documented) = crate::docstring_args::document_params(&copy.source, &kept) {
+                                copy.source = documented.trim_end().to_string();
+                            }
+                        }
                         let (reused, renamed) =
                             (format!("the reused `{}`", c.import_name), format!("the copied `{}`", copy.name));
                         for t in &mut c.todos {
@@ -256,6 +267,7 @@ fn generate_pruning(
                             template_report,
                             &project.root,
                             (template.map_or("", |t| t.hf_name.as_str()), new.hf_name.as_str()),
+                            new,
                         )
                     });
                 if fixed || rejected {

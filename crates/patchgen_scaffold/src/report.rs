@@ -67,6 +67,9 @@ pub struct Report {
     /// Phase 6: the rows written into the project's test tables; phase 7: their commands.
     pub test_rows: Option<test_rows::TestRows>,
     pub next_steps: Vec<String>,
+    /// Ported copies with conflicts left to review, each with its config
+    /// line (`path:line: target — …`).
+    pub review: Vec<String>,
     pub warnings: Vec<String>,
     pub dry_run: bool,
 }
@@ -87,6 +90,22 @@ pub(crate) fn finish(
             for t in &c.todos {
                 report.next_steps.push(format!("{}: {t}", p.module));
             }
+        }
+    }
+    // Ported copies with conflicts: where they are in the written config.
+    for p in &report.backends {
+        let text = std::fs::read_to_string(&p.path).unwrap_or_default();
+        for c in &p.retargeted.carried {
+            let Some(copy) = c.copy.as_ref().filter(|copy| copy.conflicts > 0) else { continue };
+            let needle = format!("def {}(", copy.name);
+            let line = text.lines().position(|l| l.starts_with(&needle)).map_or(0, |i| i + 1);
+            report.review.push(format!(
+                "{}:{line}: {} — ported from {} with {} conflict(s), each marked `TODO(patchgen new)` with this model's upstream lines",
+                scan.rel(&p.path),
+                c.target,
+                copy.from,
+                copy.conflicts
+            ));
         }
     }
     // One backend: the pruning loop's last lint is the lint of what was written.
@@ -165,8 +184,8 @@ pub fn render_text(r: &Report) -> String {
         for c in &rt.carried {
             match &c.copy {
                 Some(copy) => {
-                    let _ =
-                        writeln!(out, "  copy    {} ← {} (PG301 fixed)\n          {}", c.target, copy.from, copy.note);
+                    let why = if c.differs.is_some() { "ported" } else { "PG301 fixed" };
+                    let _ = writeln!(out, "  copy    {} ← {} ({why})\n          {}", c.target, copy.from, copy.note);
                 }
                 None => {
                     let _ = writeln!(out, "  reuse   {} ← {}.{}", c.target, c.import_module, c.import_name);
@@ -198,6 +217,12 @@ pub fn render_text(r: &Report) -> String {
             "  decisions: rotary {}; MLP {}; norm {}",
             rt.decisions.rotary, rt.decisions.mlp, rt.decisions.norm
         );
+    }
+    if !r.review.is_empty() {
+        let _ = writeln!(out, "\nreview:");
+        for item in &r.review {
+            let _ = writeln!(out, "  {item}");
+        }
     }
     for n in &r.moe_needs {
         let _ = writeln!(out, "MoE: {n}");

@@ -15,6 +15,7 @@ use patchgen_config::plan::{Patch, PatchPlan, PatchType};
 use patchgen_core::codegen::text::{apply_name_map, split_leading_comments, strip_patch_decorators};
 use patchgen_core::survey::compare;
 use patchgen_core::survey::modules::Version;
+use patchgen_core::survey::reuse::{self, Target, Verdict};
 use patchgen_core::survey::signature::{self, Signature};
 use patchgen_python::semantic::{self, facts::Loads};
 
@@ -46,6 +47,88 @@ pub struct Carried {
     /// fixed in a copy, `super::pg301_copy`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub copy: Option<super::pg301_copy::Copied>,
+    /// The upstream target is not the template's renamed: to be ported
+    /// (`super::port_copy`), not reused.
+    #[serde(skip)]
+    pub differs: Option<Differs>,
+}
+
+/// Why a template patch cannot be reused as it is: the two upstream
+/// targets (the template's renamed by the name map, and ours), dedented.
+#[derive(Clone, Debug)]
+pub struct Differs {
+    /// `<upstream file>:<line> `<text>``: the first differing line of ours.
+    pub first_difference: String,
+    pub template_target: String,
+    pub old: String,
+    pub new: String,
+}
+
+/// A kernel patch whose upstream differs: the protocol's exception that applies.
+struct KernelException {
+    kind: KernelKind,
+    why: String,
+}
+
+#[derive(Clone, Copy)]
+enum KernelKind {
+    Rotary,
+    Mlp,
+    Norm,
+}
+
+/// The protocol exception behind a differing kernel patch (RoPE, MLP,
+/// RMSNorm), named from the new upstream: partial or interleaved rotary, an
+/// MLP without a gate or with a fused `gate_up_proj`, a norm of another
+/// formulation. `None`: not a kernel patch (it is ported instead).
+fn kernel_exception(
+    patch_type: PatchType,
+    target: &str,
+    prefix: &str,
+    new: &ModelFacts,
+    version: &Version,
+) -> Option<KernelException> {
+    let squeezed = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    if patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
+        let apply = reuse::target_text(version, Target { module: &new.module, target, is_class: false })
+            .map(|t| squeezed(&t.text))
+            .unwrap_or_default();
+        let half = reuse::target_text(version, Target { module: &new.module, target: "rotate_half", is_class: false })
+            .map(|t| squeezed(&t.text))
+            .unwrap_or_default();
+        let why = if apply.contains("rotary_dim") || apply.contains("_pass") {
+            "partial rotary (only part of the head is rotated)"
+        } else if half.contains("::2]") || apply.contains("repeat_interleave") {
+            "interleaved rotary (even and odd channels paired)"
+        } else {
+            "another RoPE formulation (dtype casts or scaling the fused kernel does not do)"
+        };
+        return Some(KernelException { kind: KernelKind::Rotary, why: why.into() });
+    }
+    let class = class_of(patch_type, target)?;
+    if is_main(class, prefix, "MLP") {
+        let forward = new.method_text(version, class, "forward").map(|t| squeezed(&t)).unwrap_or_default();
+        let init_takes = new.init_takes_intermediate_size(version, class).is_some();
+        let why = if forward.contains("gate_up_proj") {
+            "an MLP with a fused `gate_up_proj` (not the SwiGLU of separate gate and up projections)"
+        } else if !forward.contains("gate_proj") {
+            "a gate-less MLP (no `gate_proj`: the SwiGLU kernel reads one)"
+        } else if init_takes {
+            "an MLP whose `__init__` takes `intermediate_size`"
+        } else {
+            "another MLP formulation"
+        };
+        return Some(KernelException { kind: KernelKind::Mlp, why: why.into() });
+    }
+    if is_main(class, prefix, "RMSNorm") {
+        let why = if new.norm_is_one_plus_weight(version, class).is_some() {
+            "a centred (`1 + weight`) norm"
+        } else {
+            "another RMSNorm formulation (where it casts back to the input dtype, or what it scales)"
+        };
+        return Some(KernelException { kind: KernelKind::Norm, why: why.into() });
+    }
+    None
 }
 
 /// A template patch left out, and why.
@@ -91,6 +174,9 @@ pub enum Mlp {
     NotPatchedIntermediateSize,
     /// The model's MLP class is its MoE block.
     MoeBlock,
+    /// Not patched: the model's MLP computes something else than the
+    /// template's (no gate, a fused `gate_up_proj`): the SwiGLU kernel does not fit.
+    NotPatchedDiffers,
     Pruned,
 }
 
@@ -127,6 +213,7 @@ impl Mlp {
             Mlp::Patched => "patched",
             Mlp::NotPatchedIntermediateSize => "not patched (intermediate_size)",
             Mlp::MoeBlock => "none (the MLP class is the MoE block)",
+            Mlp::NotPatchedDiffers => "not patched (not the template's MLP)",
             Mlp::Pruned => "none (pruned)",
         }
     }
@@ -170,6 +257,8 @@ words!(Rotary, Mlp, Norm);
 #[derive(Clone, Debug)]
 pub struct NormDonor {
     pub config_module: String,
+    /// The donor config's upstream module (what its patch was written for).
+    pub source_module: String,
     pub prefix: String,
     pub patch: Patch,
     /// The OpSlot variant its post-import block declares for `rms_norm`.
@@ -272,6 +361,8 @@ struct Reused {
     import_module: String,
     /// The prefix the reused patch's names are spelled with.
     prefix_from: String,
+    /// The upstream module the reused patch was written for.
+    written_for_module: String,
     notes: Vec<String>,
 }
 
@@ -446,12 +537,56 @@ impl Retarget<'_> {
             patch: p.clone(),
             import_module: replacement.module.clone(),
             prefix_from: from.to_string(),
+            written_for_module: self.template.source_module.clone(),
             notes: Vec::new(),
         };
         if let Some(c) = class.filter(|c| is_main(c, to, "RMSNorm")) {
             self.decide_norm(p, c, d, &mut reused)?;
         }
-        Ok(self.carried(p, target, replacement, reused))
+        let differs = self.sameness(p, target, &reused, d)?;
+        Ok(self.carried(p, target, replacement, reused, differs))
+    }
+
+    /// Reuse only what is the same (protocol step 1.7: "structural
+    /// duplicates with only a name-prefix difference"): the upstream code
+    /// the replacement was written for, renamed, against ours. A kernel
+    /// patch that differs is left out with the exception named; any other
+    /// comes back as `Differs`, to be ported.
+    fn sameness(&self, p: &Patch, target: &str, reused: &Reused, d: &mut Deciding) -> Result<Option<Differs>, Left> {
+        let to = self.new.prefix.as_str();
+        let name_map = compose_name_map(&reused.patch, &reused.prefix_from, to);
+        let is_class = p.patch_type == PatchType::ClassReplacement;
+        let written_for = Target { module: &reused.written_for_module, target: &reused.patch.target, is_class };
+        let ours = Target { module: &self.new.module, target, is_class };
+        let Verdict::Differs(diff) = reuse::compare(self.version, written_for, Some(&name_map), self.version, ours)
+        else {
+            return Ok(None);
+        };
+        let file = diff.reused_path.to_string_lossy();
+        let file = file.rsplit(['/', '!']).next().unwrap_or(&file);
+        let here = format!("{file}:{} `{}`", diff.reused_line, diff.reused_text);
+        if let Some(exception) = kernel_exception(p.patch_type, target, to, self.new, self.version) {
+            // A kernel guard over the sibling's code: the kernel computes
+            // the sibling's formulation, not ours.
+            match exception.kind {
+                KernelKind::Rotary => d.rotary = Rotary::None,
+                KernelKind::Mlp => d.mlp = Mlp::NotPatchedDiffers,
+                KernelKind::Norm => d.norm = Norm::None,
+            }
+            let reason = format!(
+                "not reused: {} — `{target}` upstream differs from the template's `{}` at {here}; the template's kernel guard computes the template's formulation",
+                exception.why, reused.patch.target
+            );
+            return Err(Left::Exception { subject: target.to_string(), reason });
+        }
+        Ok(Some(Differs {
+            first_difference: here,
+            template_target: reused.patch.target.clone(),
+            old: reuse::target_text(self.version, written_for)
+                .map(|t| apply_name_map(&t.text, Some(&name_map)))
+                .unwrap_or_default(),
+            new: reuse::target_text(self.version, ours).map(|t| t.text).unwrap_or_default(),
+        }))
     }
 
     /// The fused RoPE kernel rotates the full head: kept upstream on
@@ -515,6 +650,7 @@ impl Retarget<'_> {
                         ));
                         reused.import_module = r.module.clone();
                         reused.prefix_from = donor.prefix.clone();
+                        reused.written_for_module = donor.source_module.clone();
                         if let Some(v) = &donor.opslot_variant {
                             d.opslot_variant = Some(("standard".into(), v.clone()));
                         }
@@ -549,8 +685,9 @@ impl Retarget<'_> {
         target: &str,
         replacement: &patchgen_config::plan::SourceObject,
         reused: Reused,
+        differs: Option<Differs>,
     ) -> Carried {
-        let Reused { patch, import_module, prefix_from, notes } = reused;
+        let Reused { patch, import_module, prefix_from, notes, .. } = reused;
         let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
         let name_map = compose_name_map(&patch, &prefix_from, &self.new.prefix);
         let is_class = p.patch_type == PatchType::ClassReplacement;
@@ -581,6 +718,7 @@ impl Retarget<'_> {
             todos,
             notes,
             copy: None,
+            differs,
         }
     }
 
@@ -814,6 +952,25 @@ impl Retarget<'_> {
         let (import_line, decl_line) = donor.opslot_lines.clone()?;
         let name_map = compose_name_map(&donor.patch, &donor.prefix, to);
         let target = format!("{class}.forward");
+        // The donor's norm must be ours, renamed (protocol step 1.7).
+        let verdict = reuse::compare(
+            self.version,
+            Target { module: &donor.source_module, target: &donor.patch.target, is_class: false },
+            Some(&name_map),
+            self.version,
+            Target { module: &self.new.module, target: &target, is_class: false },
+        );
+        if let Verdict::Differs(d) = verdict {
+            out.warnings.push(format!(
+                "the `1 + weight` norm of {} is not reused: `{target}` upstream differs from its `{}` at {}:{} `{}`",
+                donor.config_module,
+                donor.patch.target,
+                d.reused_path.display(),
+                d.reused_line,
+                d.reused_text
+            ));
+            return None;
+        }
         *norm = Norm::OnePlusWeight;
         let source = apply_name_map(&replacement.source, Some(&name_map));
         let (comments, _) = split_leading_comments(&replacement.source);
@@ -834,6 +991,7 @@ impl Retarget<'_> {
                 donor.config_module, self.template.config_module
             )],
             copy: None,
+            differs: None,
         });
         let has_opslot = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"));
         let mut block = String::from("# patchgen new: the `1 + weight` RMSNorm slot the reused norm patch calls.\n");

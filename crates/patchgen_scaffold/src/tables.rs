@@ -60,11 +60,15 @@ pub fn entries(m: &str, category: Category, causal_class: &str) -> Vec<Entry> {
         table: "CASES",
         text: format!("    Case(\"{m}-eager\", _toy(\"{m}_toy\"), \"{causal_class}\", \"{kind}\"{overrides}),"),
     });
-    out.push(Entry {
-        file: "tests/models/utils.py",
-        table: "MODEL_TO_DATASET",
-        text: format!("    \"{m}\": ...,  # the key must equal the test id and the model_type"),
-    });
+    // The table of multimodal models: an entry makes the tests read the
+    // model's `image_token_id`; a text model has none (its dataset defaults to "text").
+    if category.is_multimodal() {
+        out.push(Entry {
+            file: "tests/models/utils.py",
+            table: "MODEL_TO_DATASET",
+            text: format!("    \"{m}\": ...,  # the key must equal the test id and the model_type"),
+        });
+    }
     out.push(Entry {
         file: "tests/tools/training_utils.py",
         table: "_NPU_PER_MODEL_OVERRIDES",

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod modules;
 pub mod names;
 pub mod report;
+pub mod reuse;
 pub mod signature;
 pub mod source;
 pub mod targets;

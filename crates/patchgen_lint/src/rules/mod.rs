@@ -20,6 +20,7 @@ mod pg303_auto_docstring_contract;
 mod pg304_partial_rotary_full_kernel;
 mod pg305_init_weights_container;
 mod pg306_automodel_bypass;
+mod pg307_reuse_upstream_differs;
 mod pg401_moe_converter_missing;
 mod pg402_converter_shape_ambiguity;
 mod pg403_experts_implementation_retained;
@@ -48,6 +49,7 @@ pub static RULES: &[Rule] = &[
     pg304_partial_rotary_full_kernel::RULE,
     pg305_init_weights_container::RULE,
     pg306_automodel_bypass::RULE,
+    pg307_reuse_upstream_differs::RULE,
     pg401_moe_converter_missing::RULE,
     pg402_converter_shape_ambiguity::RULE,
     pg403_experts_implementation_retained::RULE,

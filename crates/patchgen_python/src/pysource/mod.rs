@@ -41,6 +41,7 @@ pub mod calls;
 pub mod defs;
 mod file;
 pub mod names;
+pub mod sameness;
 pub mod signature;
 
 pub use calls::call_argument_at;
