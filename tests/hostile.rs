@@ -73,6 +73,8 @@ fn run_limited(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // Reaped by `wait4` below (for its peak RSS), not by `Child::wait`.
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd.spawn().expect("run prlimit patchgen");
     let pid = child.id() as i32;
     if let Some(bytes) = stdin {
@@ -254,7 +256,7 @@ fn write_safetensors(path: &Path, tensors: &[(&str, &[u64])]) {
         at += len;
     }
     let mut json = serde_json::Value::Object(header).to_string().into_bytes();
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let mut f = std::fs::File::create(path).unwrap();
