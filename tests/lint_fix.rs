@@ -91,9 +91,13 @@ fn messages_name_what_the_attribute_and_the_target_became() {
     let report = lint(&args("upstream/v2", None, &root), &root).unwrap();
     let messages: Vec<&str> = report.diagnostics.iter().map(|d| d.message.as_str()).collect();
     let has = |needle: &str| messages.iter().any(|m| m.contains(needle));
-    assert!(has("reads `self.layer_type`, which `MiniDecoderLayer` does not define at transformers 2.0.0; did you mean `self.block_type`?"));
+    assert!(has(
+        "reads `self.layer_type`, which `MiniDecoderLayer` does not define at transformers 2.0.0; did you mean `self.block_type`?"
+    ));
     assert!(has("did you mean `self.scorer.weights_proj`?"));
-    assert!(has("`MiniNaiveMoe`; the patch is not applied although the generated header lists it; did you mean `MiniExperts`?"));
+    assert!(has(
+        "`MiniNaiveMoe`; the patch is not applied although the generated header lists it; did you mean `MiniExperts`?"
+    ));
     assert!(has("`MiniMlp`; the patch is not applied although the generated header lists it; did you mean `MiniMLP`?"));
     // A typo is a typo, not a pin bump: no `survey` advice.
     let typo = report.diagnostics.iter().find(|d| d.message.contains("`MiniMlp`")).unwrap();
@@ -180,7 +184,8 @@ fn each_fix_round_trips_and_is_what_the_json_says() {
         let mut a = args(upstream, Some(&[code]), root);
         a.unsafe_fixes = true;
         let before = lint(&a, root).unwrap();
-        let fixes: Vec<&patchgen_diagnostics::fix::Fix> = before.diagnostics.iter().filter_map(|d| d.the_fix()).collect();
+        let fixes: Vec<&patchgen_diagnostics::fix::Fix> =
+            before.diagnostics.iter().filter_map(|d| d.the_fix()).collect();
         assert!(!fixes.is_empty(), "{name} {upstream} {code}: a finding with a fix");
         let fixed_messages: BTreeSet<&str> =
             before.diagnostics.iter().filter(|d| d.the_fix().is_some()).map(|d| d.message.as_str()).collect();

@@ -170,12 +170,11 @@ fn removal(file: &ParsedFile, call: &ExprCall, stale: &BTreeSet<&str>) -> Option
         let line = file.line_range(first, last);
         // Only a call that has its lines to itself.
         let start = file.line_start(first);
-        let own = file.text[start..call.start().to_usize()].trim().is_empty()
-            && {
-                // Nothing after the call but a comment, which goes with it.
-                let rest = file.text[call.end().to_usize()..start + line.len()].trim();
-                rest.is_empty() || rest.starts_with('#')
-            };
+        let own = file.text[start..call.start().to_usize()].trim().is_empty() && {
+            // Nothing after the call but a comment, which goes with it.
+            let rest = file.text[call.end().to_usize()..start + line.len()].trim();
+            rest.is_empty() || rest.starts_with('#')
+        };
         if !own {
             return None;
         }
