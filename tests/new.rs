@@ -694,7 +694,13 @@ fn an_inherited_pg301_is_fixed_in_a_copy_of_the_templates_forward() {
     let generated = p.root.join("pkg/models/mistral/generated/patched_modeling_mistral_gpu.py");
     let expected = p.root.join("expected_forward.py");
     std::fs::write(&expected, MISTRAL_FORWARD_FIXED).unwrap();
-    let ours = body_asts(&generated, None, "MistralForCausalLM.forward");
+    let mut ours = body_asts(&generated, None, "MistralForCausalLM.forward");
+    // The copy documents the parameter the upstream lacks (PG303): a
+    // docstring the hand-written forward does not have; the code is the same.
+    if ours.first().is_some_and(|s| s.starts_with("Expr(value=Constant(value=")) {
+        let doc = ours.remove(0);
+        assert!(doc.contains("cache_position"), "{doc}");
+    }
     assert_eq!(ours, body_asts(&expected, None, "forward"));
     assert!(ours.iter().any(|s| s.contains("Name(id='fused_loss'")), "{ours:?}");
 
