@@ -11,8 +11,9 @@
 //!
 //! This crate is the top of the workspace: it parses arguments into the
 //! libraries' typed options, starts every command through
-//! [`session::Session`] (project, settings, cache) or [`session::Console`]
-//! (format and working directory), and writes what the libraries return
+//! [`session::Session`] (the environment read once, the format, the
+//! working directory; for the pipeline commands the project, settings and
+//! cache too), and writes what the libraries return
 //! through [`printer::Printer`] (`text`, `json`, `github`). No library
 //! depends on it. Adding a command: `docs/architecture.md`.
 
@@ -21,6 +22,7 @@ pub mod commands;
 mod legacy;
 pub mod output;
 pub mod printer;
+mod progress;
 pub mod session;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -5,11 +5,13 @@
 
 use std::path::PathBuf;
 
+use patchgen_core::progress::Reporter;
+use patchgen_core::settings::Env;
 use patchgen_diagnostics::Diagnostic;
 use patchgen_lint::{LintReport, Options, render_statistics};
 
 use crate::printer::{ExitStatus, Format, Printer, Report, fields};
-use crate::session::Console;
+use crate::session::Session;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -70,8 +72,8 @@ pub struct LintArgs {
 }
 
 impl LintArgs {
-    /// The library's options.
-    pub fn options(&self) -> Options {
+    /// The library's options, in `env`, progress to `reporter`.
+    pub fn options(&self, env: Env, reporter: Reporter) -> Options {
         Options {
             modules: self.modules.clone(),
             select: self.select.clone(),
@@ -84,18 +86,20 @@ impl LintArgs {
             jobs: self.jobs,
             no_cache: self.no_cache,
             verbose: self.verbose,
+            env,
+            reporter,
         }
     }
 }
 
 /// `patchgen lint`: lint from the working directory and print the report.
 pub fn run(args: &LintArgs) -> ExitStatus {
-    let console = match Console::start("lint", args.format) {
-        Ok(c) => c,
+    let session = match Session::start("lint", args.format) {
+        Ok(s) => s,
         Err(status) => return status,
     };
-    let outcome = patchgen_lint::lint(&args.options(), &console.cwd);
-    if args.statistics { console.finish(outcome.map(Statistics)) } else { console.finish(outcome) }
+    let outcome = patchgen_lint::lint(&args.options(session.env.clone(), session.reporter()), &session.cwd);
+    if args.statistics { session.finish_with(outcome.map(Statistics)) } else { session.finish_with(outcome) }
 }
 
 impl Report for LintReport {

@@ -32,10 +32,15 @@ pub struct MoeDims {
 
 impl MoeDims {
     pub fn load(path: &Path) -> Result<MoeDims, crate::error::MoeError> {
-        use crate::error::MoeError::Config;
-        let text = std::fs::read_to_string(path).map_err(|e| Config(format!("{}: {e}", path.display())))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| Config(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column())))?;
+        use crate::error::MoeError;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| MoeError::ConfigUnreadable { path: path.to_path_buf(), source })?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| MoeError::ConfigJson {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
         Ok(MoeDims::from_value(path, &v))
     }
 

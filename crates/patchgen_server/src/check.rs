@@ -52,7 +52,13 @@ pub fn module_name(package_root: &Path, path: &Path) -> Option<String> {
 
 /// Check the config at `path` (its text is in `overlay`); `None` when the
 /// file is not a module of a patchgen project (nothing to say about it).
-pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -> Option<Checked> {
+pub fn check(
+    path: &Path,
+    overlay: Overlay,
+    links: &DocLinks,
+    with_ruff: bool,
+    env: patchgen_core::settings::Env,
+) -> Option<Checked> {
     let started = std::time::Instant::now();
     let text = overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())?;
     let project = Project::find(path.parent()?).ok()?;
@@ -62,6 +68,7 @@ pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -
         project: Some(project.root.clone()),
         no_cache: true,
         jobs: Some(1),
+        env,
         ..Options::default()
     };
     let lsp = |d: &Diagnostic| to_lsp(d, path, &text, &overlay, links);

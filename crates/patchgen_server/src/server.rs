@@ -295,11 +295,13 @@ impl Server {
         }
         let links = self.links.clone();
         let with_ruff = self.options.with_ruff;
+        let env = self.options.env.clone();
         let tx = self.events.0.clone();
         self.running.insert(uri.clone());
         let spawned = std::thread::Builder::new().name("patchgen-check".into()).spawn(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
-                .unwrap_or_else(|_| Some(check::internal_error()));
+            let result =
+                std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff, env)))
+                    .unwrap_or_else(|_| Some(check::internal_error()));
             let _ = tx.send(Event::Checked { uri, version, result });
         });
         if spawned.is_err() {
@@ -349,7 +351,7 @@ impl Server {
         if let Some(u) = self.upstreams.get(&project.root) {
             return Some(u.clone());
         }
-        let search = SearchPath::from_env(&project.root, &project.root, &project.package_root());
+        let search = SearchPath::from_env(&self.options.env, &project.root, &project.root, &project.package_root());
         let u = Arc::new(Upstreams::new(search, self.options.scratch.join("upstream")));
         self.upstreams.insert(project.root.clone(), u.clone());
         Some(u)

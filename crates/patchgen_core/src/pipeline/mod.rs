@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::codegen;
 use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
+use crate::settings::Env;
 use crate::upstream::{SearchPath, UpstreamError};
 use patchgen_cache::{Input, Inputs, Prober};
 use patchgen_config::{
@@ -255,20 +256,21 @@ pub fn default_output_dir(config_path: &Path) -> PathBuf {
 
 impl Context {
     /// A context whose ruff is `ruff_override`, else what the settings say
-    /// (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value is
-    /// ignored here: commands resolve settings first and report it).
-    pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>) -> Context {
-        let ruff = crate::settings::ruff(ruff_override.as_deref(), &crate::settings::process_env, &project)
-            .unwrap_or_else(|_| {
-                crate::settings::ruff(ruff_override.as_deref(), &|_| None, &project).expect("no environment, no error")
-            });
+    /// in `env` (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value
+    /// is ignored here: commands resolve settings first and report it).
+    pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>, env: &Env) -> Context {
+        let ruff = crate::settings::ruff(ruff_override.as_deref(), env, &project).unwrap_or_else(|_| {
+            let unset = env.without(&["PATCHGEN_RUFF", "PATCHGEN_RUFF_ISOLATED", "PATCHGEN_RUFF_EXTRA_IGNORE"]);
+            crate::settings::ruff(ruff_override.as_deref(), &unset, &project).expect("no PATCHGEN_RUFF_*, no error")
+        });
         Context::with_ruff(project, cwd, ruff)
     }
 
-    /// A context running `ruff` (resolved by `crate::settings`).
+    /// A context running `ruff` (resolved by `crate::settings`); upstream
+    /// modules are searched for in the environment it was resolved in.
     pub fn with_ruff(project: Project, cwd: &Path, ruff: Ruff) -> Context {
         let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
-        let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
+        let search = SearchPath::from_env(&ruff.env, &project.root, cwd, &project.package_root());
         Context {
             project,
             loader,

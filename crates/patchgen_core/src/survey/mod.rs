@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use crate::error::RunError;
 use crate::pipeline::{Context, Failure};
 use crate::project::Project;
+use crate::settings::Env;
 use modules::Version;
 use report::{ConfigReport, Report, VersionLabel};
 use source::WheelCache;
@@ -45,10 +46,14 @@ pub struct Options {
     /// Fetch missing version wheels with pip.
     pub download: bool,
     pub jobs: Option<usize>,
+    /// The environment (`PATCHGEN_CACHE`, `PATCHGEN_RUFF*`, the Python search path).
+    pub env: Env,
+    /// Told when a version is fetched.
+    pub reporter: crate::progress::Reporter,
 }
 
 impl Options {
-    pub fn new(from: &str, to: &str, project_dir: PathBuf) -> Options {
+    pub fn new(from: &str, to: &str, project_dir: PathBuf, env: Env) -> Options {
         Options {
             from: from.to_string(),
             to: to.to_string(),
@@ -59,33 +64,37 @@ impl Options {
             package: "transformers".into(),
             download: true,
             jobs: None,
+            env,
+            reporter: Default::default(),
         }
     }
 }
 
 /// Run a survey: every selected config against both upstream versions.
 pub fn survey(opts: &Options) -> Result<Report, RunError> {
-    let project = Project::find(&opts.project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let project = Project::find(&opts.project_dir)?;
     let cache = WheelCache {
-        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&project.root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&opts.env, &project.root)),
         package: opts.package.clone(),
         download: opts.download,
+        reporter: opts.reporter.clone(),
     };
-    let resolve = |flag: &str, arg: &str| {
-        source::resolve(arg, &opts.project_dir, &cache).map_err(|e| RunError::Usage(format!("--{flag} {e}")))
+    let resolve = |flag: &'static str, arg: &str| {
+        source::resolve(arg, &opts.project_dir, &cache).map_err(|source| RunError::Upstream { flag, source })
     };
     let from = Version::new(resolve("from", &opts.from)?);
     let to = Version::new(resolve("to", &opts.to)?);
-    let ctx = Context::new(project, &opts.project_dir, None);
+    let ctx = Context::new(project, &opts.project_dir, None, &opts.env);
     let modules: Vec<String> = if opts.configs.is_empty() {
-        ctx.project.discover().map_err(|e| RunError::Usage(e.to_string()))?.into_iter().map(|c| c.module).collect()
+        ctx.project.discover()?.into_iter().map(|c| c.module).collect()
     } else {
         let modules: Vec<String> = opts.configs.iter().map(|m| ctx.project.normalize_module(m)).collect();
         if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
-            return Err(RunError::Usage(format!(
-                "--config {m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
-                ctx.project.package_root().display()
-            )));
+            return Err(RunError::NoSuchModule {
+                flag: Some("config"),
+                module: m.clone(),
+                package_root: ctx.project.package_root(),
+            });
         }
         modules
     };
