@@ -129,7 +129,7 @@ impl Session {
     /// (`survey`, `lint`, `moe`, `reference`, `new`, `rule`). Errors read
     /// `patchgen <command>: error: …`.
     pub fn start(command: &'static str, format: Option<Format>) -> Result<Session, ExitStatus> {
-        Session::begin(command, format, |e| Fatal::of(command, &RunError::usage(e)))
+        Session::begin(command, format, |e| Fatal::of(command, &e))
     }
 
     /// Start a command on the pipeline (`generate`, `check`, `list`,
@@ -141,7 +141,7 @@ impl Session {
         overrides: &Overrides,
         project: &ProjectArg,
     ) -> Result<Session, ExitStatus> {
-        let mut session = Session::begin(command, overrides.format, |e| Fatal::new(command, e))?;
+        let mut session = Session::begin(command, overrides.format, |e| Fatal::new(command, e.to_string()))?;
         let fail = |session: Session, fatal: Fatal| {
             let early_format = settings::early_format(overrides.format, &session.env);
             Err(Printer::new(early_format).print(&fatal))
@@ -166,20 +166,20 @@ impl Session {
     fn begin(
         command: &'static str,
         format: Option<Format>,
-        fatal: impl Fn(String) -> Fatal,
+        fatal: impl Fn(RunError) -> Fatal,
     ) -> Result<Session, ExitStatus> {
         let env = Env::capture();
         // The format is known before the project is: errors use it too.
         let early_format = settings::early_format(format, &env);
-        let fail = |message: String| Err(Printer::new(early_format).print(&fatal(message)));
+        let fail = |e: RunError| Err(Printer::new(early_format).print(&fatal(e)));
         // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
         let format = match settings::output_format(format, &env) {
             Ok(f) => f,
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(RunError::Settings(e)),
         };
         let cwd = match std::env::current_dir() {
             Ok(d) => d,
-            Err(e) => return fail(format!("cannot read the working directory: {e}")),
+            Err(e) => return fail(RunError::usage(format!("cannot read the working directory: {e}"))),
         };
         Ok(Session { command, cwd, env, printer: Printer::new(format), settings: None, project: None })
     }

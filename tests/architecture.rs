@@ -314,3 +314,17 @@ fn every_command_starts_a_session() {
     let session = std::fs::read_to_string(root().join("src/session.rs")).unwrap();
     assert!(!session.contains("struct Console"), "one way to start a command");
 }
+
+#[test]
+fn rules_keep_no_process_wide_state() {
+    let rules = root().join("crates/patchgen_lint/src/rules");
+    let state = |l: &str| {
+        l.contains("thread_local!")
+            || (l.contains("static ")
+                && ["Mutex", "RwLock", "OnceLock", "LazyLock", "OnceCell", "Atomic", "Cell<"]
+                    .iter()
+                    .any(|t| l.contains(t)))
+    };
+    let offending: Vec<String> = offending_lines(state, |f| !f.starts_with(&rules));
+    assert!(offending.is_empty(), "rules keep state across runs (use `Shared::memo`):\n{}", offending.join("\n"));
+}

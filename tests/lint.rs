@@ -30,6 +30,8 @@ fn args(upstream: &str, select: Option<&[&str]>) -> LintArgs {
         jobs: Some(2),
         no_cache: true,
         verbose: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

@@ -36,6 +36,8 @@ fn args(upstream: &str, no_cache: bool) -> LintArgs {
         jobs: Some(2),
         no_cache,
         verbose: true,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

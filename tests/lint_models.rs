@@ -27,6 +27,8 @@ fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
         jobs: Some(1),
         no_cache: true,
         verbose: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

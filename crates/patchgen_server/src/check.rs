@@ -79,9 +79,14 @@ pub fn check(
                 let all = r.errors.iter().chain(&r.diagnostics).chain(&found.generation);
                 (all.map(lsp).collect(), found.files.iter().map(|f| resolve(f)).collect(), found.generated)
             }
-            // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of the file.
+            // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of
+            // the file, with the place at fault (the pyproject's line) as related information.
             Err(e) => {
-                let d = patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
+                let mut d =
+                    patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
+                if let Some(at) = e.location() {
+                    d = d.related(at, "the setting at fault");
+                }
                 (vec![lsp(&d)], vec![resolve(path)], Vec::new())
             }
         };
