@@ -4,7 +4,7 @@
 set -euo pipefail
 fuzz=$(cd "$(dirname "$0")" && pwd)
 fixtures="$fuzz/../tests/fixtures"
-for t in eval_config generate getblock safetensors_header; do
+for t in eval_config generate getblock safetensors_header server_frames index_file remote_url; do
   mkdir -p "$fuzz/corpus/$t"
   cp "$fuzz/seeds/$t/"* "$fuzz/corpus/$t/" 2>/dev/null || true
 done
@@ -48,6 +48,6 @@ for case in "$fixtures"/*/; do
     esac
   done
 done
-for t in eval_config generate getblock safetensors_header; do
+for t in eval_config generate getblock safetensors_header server_frames index_file remote_url; do
   echo "corpus/$t: $(ls "$fuzz/corpus/$t" | wc -l) files"
 done

@@ -24,6 +24,7 @@
 #               T_check, first in each round after the 10x measures, pays
 #               that alone (docs/performance.md, seventh round)
 # env:
+#   BUMP_FROM, BUMP_TO  the versions T_bump moves between (default 5.9.0, 5.16.1)
 #   RUFF          ruff binary (default: `ruff` on PATH, else
 #                 ~/.cache/patchgen-dev/ruff-0.13.2/bin/ruff)
 #   TRANSFORMERS  transformers source (directory or wheel) for PYTHONPATH
@@ -52,6 +53,10 @@
 #               exit 1 (findings) counts as success; T_lint_warm: `patchgen lint`
 #               with its cache filled
 #   T_new       `patchgen new M` on a fresh copy of the tree (issue 23)
+#   T_bump      `patchgen bump --from $BUMP_FROM --to $BUMP_TO --no-regenerate
+#               --allow-dirty --no-download` on a fresh copy of the tree (issue 35:
+#               every patch ported, configs written; goal < 5 s; the wheels must
+#               be in the wheel cache; exit 1, conflicts left, counts as success)
 #   T_noop      `patchgen --version`: a process that does nothing (the floor
 #               of every warm figure)
 #   RSS         peak resident set of `patchgen --check` (GNU time %M)
@@ -263,6 +268,8 @@ add T_noop "$work/tree" "" '"$patchgen" --version'
 # shellcheck disable=SC2016
 add T_new "$work" 'rm -rf "$work/newtree" && cp -a "$work/tree" "$work/newtree"' 'cd "$work/newtree" && { "$patchgen" new "$new_model" || [ $? -eq 1 ]; }'
 # shellcheck disable=SC2016
+add T_bump "$work" 'rm -rf "$work/bumptree" && cp -a "$work/tree" "$work/bumptree"' 'cd "$work/bumptree" && { "$patchgen" bump --from "${BUMP_FROM:-5.9.0}" --to "${BUMP_TO:-5.16.1}" --no-regenerate --allow-dirty --no-download || [ $? -eq 1 ]; }'
+# shellcheck disable=SC2016
 add T_check_x "$work/tree$scale" "" '"$patchgen" --check --no-cache'
 # shellcheck disable=SC2016
 add T_check_pf_x "$work/tree$scale" "" 'PATCHGEN_RUFF_MODE=per-file "$patchgen" --check --no-cache'
@@ -345,6 +352,7 @@ goal_row "one config edited" T_warm_one "≤ 80 ms" 80 ms T_one_cold
 goal_row "\`lint\`, cold" T_lint "≤ 60 ms" 60 ms T_gen
 goal_row "\`lint\`, warm" T_lint_warm "≤ 15 ms" 15 ms T_noop
 goal_row "\`new $new_model\`" T_new "≤ 150 ms" 150 ms T_one_cold
+goal_row "\`bump\` ${BUMP_FROM:-5.9.0} → ${BUMP_TO:-5.16.1}, before regeneration" T_bump "< 5000 ms" 5000 ms T_noop
 echo
 echo "Ratios (medians): T_check / T_ruff(raw) = $(ratio "$(get T_check 2)" "$(get T_ruff_raw 2)"), paired by round $(paired T_check T_ruff_raw) (target ≤ 1.3; docs/performance.md on why the raw texts);" \
     "T_check / T_ruff(checked-in) = $(ratio "$(get T_check 2)" "$(get T_ruff_checked 2)");" \

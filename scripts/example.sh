@@ -15,7 +15,9 @@
 #      then `patchgen lint` passes on the demo (exit 0) and catches a misspelt
 #      override target (exit 1), and `patchgen server` shows the same finding
 #      to an editor (scripts/lsp-demo.py, a minimal LSP client) and clears it
-#      when the fix is typed.
+#      when the fix is typed; then `patchgen survey` and `patchgen bump`
+#      move the toy config from toylib 1.0.0 to 2.0.0 (one hunk carried,
+#      one conflict written with git's markers).
 #
 # Environment:
 #   PATCHGEN_CACHE   cache directory (default: <repo>/.cache); the layout
@@ -208,6 +210,23 @@ echo "\$ scripts/lsp-demo.py patchgen demo/toy/toy_gpu_patch_gen_config.py ToyRM
 "$PYTHON" "$REPO/scripts/lsp-demo.py" "$PATCHGEN" demo/toy/toy_gpu_patch_gen_config.py \
     ToyRMSNorm.forwrad ToyRMSNorm.forward | sed "s#$WORK/demo/##g"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the patchgen server session failed"
+
+# A pin bump (docs/bump.md): toylib 1.0.0 (upstream/) → 2.0.0 (upstream-2.0/)
+# added `**kwargs` to ToyAttention.forward (a line the patch kept: carried)
+# and a dropout after the softmax (lines the patch replaced: a conflict).
+echo
+echo "\$ sed -i 's/ToyRMSNorm.forwrad/ToyRMSNorm.forward/' demo/toy/toy_gpu_patch_gen_config.py"
+sed -i 's/ToyRMSNorm.forwrad/ToyRMSNorm.forward/' demo/toy/toy_gpu_patch_gen_config.py
+run patchgen survey --package toylib --from upstream --to upstream-2.0 demo.toy.toy_gpu_patch_gen_config || true
+rc=0
+run patchgen bump --package toylib --from upstream --to upstream-2.0 demo.toy.toy_gpu_patch_gen_config || rc=$?
+echo "(exit $rc)"
+[ "$rc" -eq 1 ] || die "expected patchgen bump to leave one conflict (exit 1), got $rc"
+grep -q '^<<<<<<< config$' demo/toy/toy_gpu_patch_gen_config.py || die "bump wrote no conflict marker"
+run sed -n '/^def toy_attention_forward/,/^    return/p' demo/toy/toy_gpu_patch_gen_config.py
+rc=0
+run patchgen --check demo.toy.toy_gpu_patch_gen_config || rc=$?
+[ "$rc" -ne 0 ] || die "expected --check to stop at the unresolved conflict"
 
 # MoE checkpoints: a tiny qwen3_moe-like checkpoint with per-expert keys
 # (written here with the standard library: an 8-byte header length, the

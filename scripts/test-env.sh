@@ -6,7 +6,8 @@
 #   - a venv with numpy + safetensors in $CACHE/py-oracles (moe tests build and read
 #     checkpoints with it: the independent implementation), and moto's S3 server
 #     (tests/moe_remote.rs starts it on 127.0.0.1), and azure-storage-blob (the
-#     independent Azure client of the az:// test)
+#     independent Azure client of the az:// test), and sarif-pydantic (an independent
+#     SARIF 2.1.0 object model: tests/report_formats.rs validates `--format sarif` with it)
 #   - Azurite, Microsoft's Azure Blob Storage emulator, from the npm registry in
 #     $CACHE/azurite (needs node and npm; without them the az:// test is skipped
 #     with a message, except under CI=true where this script fails)
@@ -23,6 +24,7 @@ oracle_numpy=2.2.6
 oracle_safetensors=0.6.2
 oracle_moto=5.2.5
 oracle_azure_blob=12.26.0
+oracle_sarif_pydantic=0.6.2
 azurite_version=3.35.0
 
 die() { echo "test-env: $*" >&2; exit 1; }
@@ -70,6 +72,11 @@ if ! "$oracles/bin/python" -c "import azure.storage.blob" 2>/dev/null; then
   echo "test-env: installing azure-storage-blob $oracle_azure_blob into $oracles" >&2
   "$oracles/bin/pip" install --quiet --disable-pip-version-check "azure-storage-blob==$oracle_azure_blob" >&2 \
     || die "pip could not install azure-storage-blob"
+fi
+if ! "$oracles/bin/python" -c "import sarif_pydantic" 2>/dev/null; then
+  echo "test-env: installing sarif-pydantic $oracle_sarif_pydantic into $oracles" >&2
+  "$oracles/bin/pip" install --quiet --disable-pip-version-check "sarif-pydantic==$oracle_sarif_pydantic" >&2 \
+    || die "pip could not install sarif-pydantic"
 fi
 azurite="$cache/azurite/node_modules/.bin/azurite-blob"
 if [ ! -x "$azurite" ]; then

@@ -19,6 +19,7 @@
 
 pub mod args;
 pub mod commands;
+mod interrupt;
 mod legacy;
 pub mod output;
 pub mod printer;
@@ -85,6 +86,7 @@ pub enum Command {
     List(ListArgs),
     Clean(args::CleanArgs),
     Survey(commands::survey::SurveyArgs),
+    Bump(commands::bump::BumpArgs),
     Moe(commands::moe::MoeArgs),
     Lint(commands::lint::LintArgs),
     Explain(commands::explain::ExplainArgs),
@@ -118,6 +120,7 @@ pub fn run(command: Command) -> ExitStatus {
         Command::List(a) => commands::list::run(&a),
         Command::Clean(a) => commands::clean::run(&a),
         Command::Survey(a) => commands::survey::run(a),
+        Command::Bump(a) => commands::bump::run(&a),
         Command::Moe(a) => commands::moe::run(a),
         Command::Lint(a) => commands::lint::run(&a),
         Command::Explain(a) => commands::explain::run(&a),
@@ -142,10 +145,35 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let format = format_flag(&argv);
     match parse(argv) {
-        Ok(command) => run(command).code(),
+        Ok(command) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(command))) {
+            Ok(status) => status.code(),
+            // The panic hook said what happened on stderr; a `--format json`
+            // caller still gets its one document.
+            Err(_) => {
+                let format = patchgen_core::settings::early_format(format, &patchgen_core::settings::Env::capture());
+                if format != Format::Text {
+                    let fatal = session::Fatal::new("patchgen", "internal error: this is a bug in patchgen");
+                    Printer::new(format).print(&fatal);
+                }
+                3
+            }
+        },
         Err(e) => print_clap_error(&e).code(),
     }
+}
+
+/// `--format F` / `--format=F` as written on the command line (before
+/// parsing: the format of the report of a command that panicked).
+fn format_flag(argv: &[std::ffi::OsString]) -> Option<Format> {
+    let words: Vec<&str> = argv.iter().filter_map(|a| a.to_str()).collect();
+    words.iter().enumerate().rev().find_map(|(k, w)| match w.strip_prefix("--format") {
+        Some("") => words.get(k + 1).and_then(|v| v.parse().ok()),
+        Some(rest) => rest.strip_prefix('=').and_then(|v| v.parse().ok()),
+        None => None,
+    })
 }
 
 /// Run the process's command line; returns the process exit code.

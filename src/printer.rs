@@ -6,7 +6,10 @@
 //!   diagnostic like ruff's full format);
 //! - `json`: one document on stdout, `{"version": 1, "command": …,
 //!   "diagnostics": [...], …the report's own fields}` (`docs/json.md`);
-//! - `github`: one workflow command per diagnostic on stdout.
+//! - `github`: one workflow command per diagnostic on stdout;
+//! - `sarif`, `gitlab`: one code-scanning report of the report's
+//!   [`Report::findings`] on stdout (`docs/reports.md`); only the commands
+//!   in [`FINDINGS_COMMANDS`] accept them (the others refuse before they run).
 //!
 //! A closed stdout (`patchgen check | head -1`) stops the printing quietly
 //! and the process exits 0: what was printed was printed.
@@ -33,10 +36,24 @@ pub trait Report {
     fn annotations(&self) -> Vec<&Diagnostic> {
         self.diagnostics()
     }
+    /// What the `sarif` and `gitlab` reports hold: by default what
+    /// `github` annotates.
+    fn findings(&self) -> Vec<&Diagnostic> {
+        self.annotations()
+    }
+    /// The error of a command that could not run: a `sarif` report records
+    /// it as an unsuccessful invocation, a `gitlab` one is empty.
+    fn failure(&self) -> Option<&str> {
+        None
+    }
     /// The human form.
     fn text(&self, p: &mut Printer) -> io::Result<()>;
     fn exit_status(&self) -> ExitStatus;
 }
+
+/// The commands whose reports are findings, and so the only ones that
+/// write `sarif` and `gitlab` reports (`docs/reports.md`).
+pub const FINDINGS_COMMANDS: [&str; 4] = ["check", "lint", "survey", "explain"];
 
 /// A report without diagnostics whose text is one rendered string and whose
 /// JSON fields are its serde form (`reference`, `new`): implementing this
@@ -128,6 +145,8 @@ impl Printer {
             Format::Text => report.text(self),
             Format::Json => self.json(report),
             Format::Github => self.github(report),
+            Format::Sarif => self.sarif(report),
+            Format::Gitlab => self.gitlab(report),
         };
         let written = result.and_then(|()| self.stdout.flush());
         self.finish(written, report.exit_status())
@@ -148,6 +167,22 @@ impl Printer {
 
     fn json(&mut self, report: &dyn Report) -> io::Result<()> {
         self.out(&json_document(report))
+    }
+
+    fn sarif(&mut self, report: &dyn Report) -> io::Result<()> {
+        let docs = patchgen_core::settings::docs_url(&patchgen_core::settings::Env::capture());
+        let rule = |d: &Diagnostic| patchgen_lint::catalogue::rule_info(d, docs.as_deref());
+        let tool = render::Tool { name: "patchgen", version: env!("CARGO_PKG_VERSION") };
+        let text = render::sarif(&report.findings(), &rule, report.failure(), &tool, &self.base, &mut self.sources);
+        self.out(&text)
+    }
+
+    fn gitlab(&mut self, report: &dyn Report) -> io::Result<()> {
+        if let Some(error) = report.failure() {
+            self.err(&format!("patchgen {}: error: {error}\n", report.command()))?;
+        }
+        let text = render::gitlab(&report.findings(), &self.base, &mut self.sources);
+        self.out(&text)
     }
 
     fn github(&mut self, report: &dyn Report) -> io::Result<()> {

@@ -99,9 +99,38 @@ impl Report for Fatal {
             TextForm::Plain => p.err(&format!("patchgen: {}\n", self.error)),
         }
     }
+    /// No finding: the error is the report's failure.
+    fn findings(&self) -> Vec<&Diagnostic> {
+        Vec::new()
+    }
+    fn failure(&self) -> Option<&str> {
+        Some(&self.error)
+    }
     fn exit_status(&self) -> ExitStatus {
         self.status
     }
+}
+
+/// `Err(status)`, printed in text, when `format` is a findings report
+/// (`sarif`, `gitlab`) and `command` reports no findings: such a command
+/// refuses before it runs (exit 2) rather than write an empty report.
+/// `flag` tells whether the format came from `--format` (else
+/// `PATCHGEN_OUTPUT_FORMAT`).
+fn refuse_report_format(command: &'static str, format: Format, flag: bool) -> Result<(), ExitStatus> {
+    if !format.is_findings_report() || crate::printer::FINDINGS_COMMANDS.contains(&command) {
+        return Ok(());
+    }
+    let given = if flag {
+        format!("--format {}", format.as_str())
+    } else {
+        format!("PATCHGEN_OUTPUT_FORMAT={}", format.as_str())
+    };
+    let message = format!(
+        "{given}: `patchgen {command}` reports no findings; sarif and gitlab reports are written by {} (use text or json here)",
+        crate::printer::FINDINGS_COMMANDS.join(", ")
+    );
+    let fatal = Fatal::of(command, &RunError::usage(message));
+    Err(Printer::new(Format::Text).print(&fatal))
 }
 
 /// A started command. Every command starts here, the same way: the
@@ -173,10 +202,12 @@ impl Session {
         let early_format = settings::early_format(format, &env);
         let fail = |e: RunError| Err(Printer::new(early_format).print(&fatal(e)));
         // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
+        let flag = format.is_some();
         let format = match settings::output_format(format, &env) {
             Ok(f) => f,
             Err(e) => return fail(RunError::Settings(e)),
         };
+        refuse_report_format(command, format, flag)?;
         let cwd = match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => return fail(RunError::usage(format!("cannot read the working directory: {e}"))),
@@ -211,7 +242,9 @@ impl Session {
     /// The pipeline context (once per session).
     pub fn context(&mut self) -> Context {
         let project = self.project.take().expect("one context per session");
-        Context::with_ruff(project, &self.cwd, self.settings().ruff.clone())
+        let mut ctx = Context::with_ruff(project, &self.cwd, self.settings().ruff.clone());
+        ctx.loader.set_max_file_size(self.settings().max_file_size);
+        ctx
     }
 
     /// Fail (printed, exit 2) unless ruff runs; with `verbose`, say which ruff.

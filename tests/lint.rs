@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use patchgen_lint::rules::RULES;
+use patchgen_lint::RULES;
 use patchgen_lint::{self as command, LintReport, Options as LintArgs, RuleQuery};
 
 fn fixture() -> PathBuf {

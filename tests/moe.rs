@@ -331,3 +331,40 @@ fn malformed_checkpoints_and_unsafe_destinations_are_errors() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("no such file or directory"), "{}", o.stderr);
 }
+
+/// A `config.json` dimension whose double (the fused gate/up width) does
+/// not fit in 64 bits: a located error naming the file and the key, for
+/// `inspect` and `convert`, never a panic or a wrapped number (issue #33).
+#[test]
+fn a_config_dimension_past_64_bits_is_a_located_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let ck = d.join("ck");
+    std::fs::create_dir_all(&ck).unwrap();
+    // One 2×2 U8 expert weight, written by hand (the format is 8 bytes of
+    // little-endian header length, the JSON header, the data).
+    let mut header =
+        r#"{"model.layers.0.mlp.experts.0.gate_proj.weight":{"dtype":"U8","shape":[2,2],"data_offsets":[0,4]}}"#
+            .to_string();
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[1, 2, 3, 4]);
+    std::fs::write(ck.join("model.safetensors"), bytes).unwrap();
+    let huge = u64::MAX;
+    std::fs::write(
+        ck.join("config.json"),
+        format!(r#"{{"model_type":"qwen3_moe","text_config":{{"hidden_size":8,"moe_intermediate_size":{huge}}}}}"#),
+    )
+    .unwrap();
+    let wanted = format!("config.json: `text_config.moe_intermediate_size` is {huge}: twice it");
+    for args in [vec!["moe", "inspect", "ck"], vec!["moe", "convert", "ck", "out", "--to", "per-expert"]] {
+        let o = patchgen(d, &args);
+        assert_eq!(o.code, 1, "{args:?}: {}{}", o.stdout, o.stderr);
+        assert!(o.stderr.contains(&wanted), "{args:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{args:?}: {}", o.stderr);
+    }
+    assert!(!d.join("out").exists());
+}

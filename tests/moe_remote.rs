@@ -1,7 +1,8 @@
 //! `patchgen moe inspect|convert` on remote checkpoints, without the
 //! internet: a stand-in for the Hub's `resolve` URLs
 //! (`tests/moe/hub_server.py`, standard library, with Range, HEAD, a
-//! private repo and fault modes, counting the bytes it serves), moto's S3
+//! private repo, the Hub's refusals with their `X-Error-Code`, and fault
+//! modes, counting the bytes it serves), moto's S3
 //! server and Azurite, Microsoft's Azure Blob emulator (both installed by
 //! scripts/test-env.sh; their tests are skipped with a message when they
 //! are missing outside CI). All listen on 127.0.0.1.
@@ -380,6 +381,119 @@ fn private_repos_need_the_token_and_the_error_names_its_source() {
     assert!(!o.stderr.contains("hf_stale"));
 }
 
+/// The four refusals of the Hub (`X-Error-Code`), each in its own words
+/// (as `huggingface_hub`'s `RepositoryNotFoundError`, `GatedRepoError`,
+/// `RevisionNotFoundError`, `EntryNotFoundError` tell them apart): for
+/// `inspect` and `convert`, text and JSON, without a token and with one;
+/// exit 1, nothing written, and the token in no output.
+#[test]
+fn hub_refusals_are_told_in_the_hubs_words() {
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let root = d.join("hub");
+    make(&python, "qwen3_moe", &root.join("org/repo"), &[]);
+    make(&python, "qwen3_moe", &root.join("org/gated"), &[]);
+    let granted = "hf_gr4nted_t0ken";
+    let other = "hf_0ther_t0ken_n0t_granted";
+    let hub = Server::hub(&python, &root, &["--gated", "org/gated", "--grant", granted]);
+    let ep = hub.endpoint();
+    let dst = d.join("out");
+    // (address, token, what the message must say)
+    let cases: Vec<(&str, Option<&str>, Vec<String>)> = vec![
+        (
+            "hf://org/no_such_repo",
+            None,
+            vec![
+                format!("repository not found: `org/no_such_repo` at {ep} (401 RepoNotFound)"),
+                "check the repository name".into(),
+                "set HF_TOKEN".into(),
+            ],
+        ),
+        (
+            "hf://org/no_such_repo",
+            Some(other),
+            vec![
+                format!("repository not found: `org/no_such_repo` at {ep} (404 RepoNotFound)"),
+                "the token read from HF_TOKEN cannot read it".into(),
+            ],
+        ),
+        (
+            "hf://org/gated",
+            None,
+            vec![
+                "`org/gated` is a gated repository: access must be requested (401 GatedRepo".into(),
+                format!("request access on {ep}/org/gated, then set HF_TOKEN"),
+            ],
+        ),
+        (
+            "hf://org/gated",
+            Some(other),
+            vec![
+                "`org/gated` is a gated repository: access must be requested (403 GatedRepo".into(),
+                "the account of the token read from HF_TOKEN has not been granted access".into(),
+                format!("request it on {ep}/org/gated"),
+            ],
+        ),
+        (
+            "hf://org/repo@v9",
+            Some(other),
+            vec![
+                format!("revision `v9` not found in `org/repo` at {ep} (404 RevisionNotFound"),
+                "check the revision after `@`".into(),
+            ],
+        ),
+        (
+            "hf://org/repo/model-00009.safetensors",
+            None,
+            vec![
+                format!(
+                    "hf://org/repo/model-00009.safetensors: `model-00009.safetensors` not found in `org/repo` at revision `main` ({ep}) (404 EntryNotFound"
+                ),
+                format!("{ep}/org/repo/tree/main lists the repository's files"),
+            ],
+        ),
+    ];
+    for (url, token, words) in &cases {
+        let mut env = vec![("HF_ENDPOINT", ep.as_str())];
+        if let Some(t) = token {
+            env.push(("HF_TOKEN", t));
+        }
+        for args in [
+            vec!["moe", "inspect", url],
+            vec!["moe", "inspect", url, "--format", "json"],
+            vec!["moe", "convert", url, dst.to_str().unwrap()],
+            vec!["moe", "convert", url, dst.to_str().unwrap(), "--format", "json"],
+        ] {
+            let o = patchgen(d, &args, &env);
+            let what = format!("{args:?} token {token:?}: stdout {} stderr {}", o.stdout, o.stderr);
+            assert_eq!(o.code, 1, "{what}");
+            let message = if args.contains(&"json") {
+                let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("one JSON document");
+                assert_eq!(v["diagnostics"][0]["code"], "PGE010", "{what}");
+                v["diagnostics"][0]["message"].as_str().unwrap().to_string()
+            } else {
+                o.stderr.clone()
+            };
+            for w in words {
+                assert!(message.contains(w.as_str()), "`{w}` missing: {what}");
+            }
+            for t in [granted, other] {
+                assert!(!o.stdout.contains(t) && !o.stderr.contains(t), "token in the output: {what}");
+            }
+            assert!(!dst.exists(), "{what}");
+            no_leftovers(d);
+        }
+    }
+    // The granted token reads the gated repository.
+    let env = [("HF_ENDPOINT", ep.as_str()), ("HF_TOKEN", granted)];
+    ok(&patchgen(d, &["moe", "inspect", "hf://org/gated"], &env), "granted");
+    // A repository without a config.json is not an error (EntryNotFound on an optional file).
+    std::fs::remove_file(root.join("org/repo/config.json")).unwrap();
+    let o = patchgen(d, &["moe", "inspect", "hf://org/repo", "--format", "json"], &env[..1]);
+    assert!(!o.stdout.contains("EntryNotFound") && !o.stderr.contains("EntryNotFound"), "{}", o.stderr);
+}
+
 #[test]
 fn faults_are_located_errors_and_nothing_is_committed() {
     let Some(python) = python() else { return };
@@ -418,7 +532,8 @@ fn faults_are_located_errors_and_nothing_is_committed() {
     assert!(o.stderr.contains(shard), "{}", o.stderr);
     hub.reset();
 
-    // 404 on the whole repo.
+    // A repository that is there but holds no checkpoint.
+    std::fs::create_dir_all(root.join("org/nothing")).unwrap();
     let o = patchgen(d, &["moe", "inspect", "hf://org/nothing"], &env);
     assert_eq!(o.code, 1);
     assert!(

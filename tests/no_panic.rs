@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use patchgen_config::loader::{MemoryLoader, ProjectLoader};
-use patchgen_config::source::ParsedFile;
 use patchgen_config::{PatchPlan, evaluate};
 use patchgen_core::codegen;
+use patchgen_python::pysource::ParsedFile;
 use proptest::prelude::*;
 
 use patchgen_core::workers::STACK_SIZE;

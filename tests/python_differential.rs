@@ -11,8 +11,8 @@
 mod oracle;
 
 use patchgen_config::plan::PatchPlan;
-use patchgen_config::source::ParsedFile;
 use patchgen_core::codegen::imports::{collect_imports, transform_imports};
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

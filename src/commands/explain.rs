@@ -8,7 +8,7 @@ use clap::Args;
 use crate::args::{ConfigNameArg, FormatArg, ProjectArg, RunArgs};
 use crate::printer::{ExitStatus, Printer, Report, fields};
 use crate::session::{Fatal, Session};
-use patchgen_core::explain::lines::{explain_line, parse_spec};
+use patchgen_core::explain::lines::{explain_at, parse_spec};
 use patchgen_core::explain::report::{FilesReport, LineReport, explain_modules};
 use patchgen_diagnostics::Diagnostic;
 
@@ -17,7 +17,8 @@ Examples:
   patchgen explain                                          every hunk of every .diff, with its causes
   patchgen explain pkg.models.qwen3.qwen3_gpu_patch_gen_config
   patchgen explain pkg/models/qwen3/generated/patched_modeling_qwen3_gpu.py:120
-  patchgen explain --format github                          one notice per hunk (pull request annotations)";
+  patchgen explain --format github                          one notice per hunk (pull request annotations)
+  patchgen explain --format sarif                           the unexplained hunks (PG105), for code scanning";
 
 /// Where each generated line and each .diff hunk comes from (patch, import, upstream, ruff)
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
@@ -36,9 +37,10 @@ pub struct ExplainArgs {
     pub format: FormatArg,
 }
 
-/// Whether `arg` names a line of a file (`x.py:12`) rather than a module.
+/// Whether `arg` names a line of a file (`x.py:12`) rather than a module
+/// (`x.py:0` and `x.py:-1` too: refused then as lines, not looked up as modules).
 fn is_line_spec(arg: &str) -> bool {
-    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<usize>().is_ok())
+    arg.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && line.parse::<i128>().is_ok())
 }
 
 pub fn run(args: &ExplainArgs) -> ExitStatus {
@@ -50,9 +52,9 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
         [one] if is_line_spec(one) => {
             Session::run_pipeline("explain", &overrides, &args.project, Some(false), |ctx, _| {
                 let (file, line) = parse_spec(one).map_err(|e| Fatal::plain("explain", e.to_string()))?;
-                let origin =
-                    explain_line(ctx, &file, line, &config_name).map_err(|e| Fatal::plain("explain", e.to_string()))?;
-                Ok(Line(LineReport::new(origin, &base)))
+                let answer =
+                    explain_at(ctx, &file, line, &config_name).map_err(|e| Fatal::plain("explain", e.to_string()))?;
+                Ok(Line(LineReport::of(answer, &base)))
             })
         }
         targets if targets.iter().any(|t| is_line_spec(t)) => {
@@ -72,7 +74,8 @@ pub fn run(args: &ExplainArgs) -> ExitStatus {
             };
             let report = explain_modules(ctx, &modules, &config_name);
             let notices = report.notices(&base);
-            Ok(Files { report, notices, base: base.clone() })
+            let unexplained = unexplained(&report);
+            Ok(Files { report, notices, unexplained, base: base.clone() })
         }),
     }
 }
@@ -105,7 +108,28 @@ impl Report for Line {
 struct Files {
     report: FilesReport,
     notices: Vec<Diagnostic>,
+    /// The findings of `sarif` and `gitlab`: each unexplained hunk as lint's PG105 reports it.
+    unexplained: Vec<Diagnostic>,
     base: std::path::PathBuf,
+}
+
+/// Each unexplained hunk as a PG105 finding, at the generated file's first changed line.
+fn unexplained(report: &FilesReport) -> Vec<Diagnostic> {
+    let Some(rule) = patchgen_lint::rule("PG105") else { return Vec::new() };
+    let mut out = Vec::new();
+    for f in &report.files {
+        for h in f.hunks.iter().filter(|h| h.is_unexplained()) {
+            let message =
+                format!("{}: no patch, import, header or ruff rule accounts for this hunk of the .diff", h.header());
+            let d = rule
+                .diagnostic(message)
+                .at(patchgen_diagnostics::Location::line(f.path.clone(), h.first_changed))
+                .help("`patchgen explain` shows every hunk's causes; give the change a config line")
+                .config(f.config.clone());
+            out.push(d);
+        }
+    }
+    out
 }
 
 impl Report for Files {
@@ -120,6 +144,9 @@ impl Report for Files {
     }
     fn annotations(&self) -> Vec<&Diagnostic> {
         self.report.diagnostics.iter().chain(&self.notices).collect()
+    }
+    fn findings(&self) -> Vec<&Diagnostic> {
+        self.report.diagnostics.iter().chain(&self.unexplained).collect()
     }
     fn text(&self, p: &mut Printer) -> io::Result<()> {
         for d in &self.report.diagnostics {

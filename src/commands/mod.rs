@@ -3,6 +3,7 @@
 //! writes. A command returns how the process ends; it never prints but
 //! through the printer.
 
+pub mod bump;
 pub mod check;
 pub mod clean;
 pub mod completions;

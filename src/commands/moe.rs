@@ -126,8 +126,13 @@ pub fn run(args: MoeArgs) -> ExitStatus {
                 Ok(c) => c,
                 Err(status) => return status,
             };
+            crate::interrupt::install();
             let outcome = run_convert(&a, &session);
-            session.finish_with(outcome)
+            let status = session.finish_with(outcome);
+            if let Some(code) = crate::interrupt::exit_code() {
+                std::process::exit(code);
+            }
+            status
         }
     }
 }
@@ -150,6 +155,7 @@ fn run_inspect(a: &InspectArgs, session: &Session) -> Result<InspectReport, RunE
         }
     };
     let failed = |e: String| RunError::failed(e);
+    usable_address(&a.checkpoint)?;
     let mut report = match remote::locate(&a.checkpoint, a.offline, env).map_err(|e| failed(e.to_string()))? {
         remote::Location::Local(p) => {
             inspect::inspect(&p, a.config.as_deref(), upstream, cwd).map_err(|e| failed(e.to_string()))?
@@ -164,6 +170,15 @@ fn run_inspect(a: &InspectArgs, session: &Session) -> Result<InspectReport, RunE
     Ok(report)
 }
 
+/// A malformed remote address (`..`, an invalid bucket name) is a usage
+/// error, found before any request or cache lookup.
+fn usable_address(arg: &std::path::Path) -> Result<(), RunError> {
+    match arg.to_str().map(remote::RemoteUrl::parse) {
+        Some(Err(e)) => Err(RunError::usage(e.to_string())),
+        _ => Ok(()),
+    }
+}
+
 fn run_convert(a: &ConvertArgs, session: &Session) -> Result<ConvertReport, RunError> {
     let shard_size = convert::parse_size(&a.shard_size).map_err(|e| RunError::usage(format!("--shard-size {e}")))?;
     let opts = convert::ConvertOptions {
@@ -175,6 +190,8 @@ fn run_convert(a: &ConvertArgs, session: &Session) -> Result<ConvertReport, RunE
         progress: session.reporter(),
     };
     let failed = |e: String| RunError::failed(e);
+    usable_address(&a.src)?;
+    usable_address(&a.dst)?;
     let src = remote::locate(&a.src, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
     let dst = remote::locate(&a.dst, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
     match (src, dst) {

@@ -12,14 +12,16 @@ use patchgen_diagnostics::Diagnostic;
 use crate::printer::{ExitStatus, Format, Printer, Report};
 use crate::session::Session;
 
-/// Output format: the shared `text`, `json` and `github` (`docs/cli.md`),
-/// and `markdown` for a pull-request description.
+/// Output format: the shared `text`, `json`, `github`, `sarif` and
+/// `gitlab` (`docs/cli.md`), and `markdown` for a pull-request description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SurveyFormat {
     Text,
     Json,
     Markdown,
     Github,
+    Sarif,
+    Gitlab,
 }
 
 const EXAMPLES: &str = "\
@@ -52,7 +54,7 @@ pub struct SurveyArgs {
     /// The same, as a repeatable flag (the older spelling)
     #[arg(long = "config", value_name = "MODULE", hide = true)]
     pub configs: Vec<String>,
-    /// Output format: text, json, github, or markdown for a pull-request description [default: text; env: PATCHGEN_OUTPUT_FORMAT]
+    /// Output format: text, json, github, sarif, gitlab, or markdown for a pull-request description [default: text; env: PATCHGEN_OUTPUT_FORMAT]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<SurveyFormat>,
     /// The PatchConfig variable in each config module.
@@ -82,6 +84,8 @@ pub fn run(cli: SurveyArgs) -> ExitStatus {
         SurveyFormat::Text | SurveyFormat::Markdown => Format::Text,
         SurveyFormat::Json => Format::Json,
         SurveyFormat::Github => Format::Github,
+        SurveyFormat::Sarif => Format::Sarif,
+        SurveyFormat::Gitlab => Format::Gitlab,
     });
     let session = match Session::start("survey", shared) {
         Ok(s) => s,

@@ -6,7 +6,16 @@ tests/moe_remote.rs (standard library only).
 
 Honours `Range: bytes=a-b | a- | -n` (206 + Content-Range, 416 beyond the
 end), sends Content-Length, ETag-free. Repositories named with --private
-answer 401 unless `Authorization: Bearer TOKEN` carries --token.
+answer 401 unless `Authorization: Bearer TOKEN` carries --token (with no
+error code: a server that does not say why).
+
+Refusals in the Hub's words (`X-Error-Code`, `X-Error-Message`), as the
+Hub answers its `resolve` URLs:
+  RepoNotFound      no directory ROOT/{org}/{repo}: 401 without a token, 404 with one
+  GatedRepo         a repository named with --gated: 401 without a token, 403 with
+                    one that is not --grant, served with the --grant one
+  RevisionNotFound  {rev} is neither `main` nor named with --revision: 404
+  EntryNotFound     no such file in the repository: 404
 
 Control (for the test, never counted):
   GET /__stats               -> {"bytes": N, "requests": M, "ranges": [...]} body bytes served
@@ -20,7 +29,8 @@ Control (for the test, never counted):
       500        answer 500 the first K times (default 1), then serve normally
       hang       sleep 30 s before answering
 
-usage: hub_server.py ROOT [--private ORG/REPO]... [--token T]
+usage: hub_server.py ROOT [--private ORG/REPO]... [--token T] [--gated ORG/REPO]... [--grant T]
+                    [--revision REV]...
 Prints "PORT n" on stdout once listening.
 """
 
@@ -35,6 +45,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = sys.argv[1]
 PRIVATE = set()
 TOKEN = None
+GATED = set()
+GRANT = None
+REVISIONS = {"main"}
 args = sys.argv[2:]
 while args:
     if args[0] == "--private":
@@ -42,6 +55,15 @@ while args:
         args = args[2:]
     elif args[0] == "--token":
         TOKEN = args[1]
+        args = args[2:]
+    elif args[0] == "--gated":
+        GATED.add(args[1])
+        args = args[2:]
+    elif args[0] == "--grant":
+        GRANT = args[1]
+        args = args[2:]
+    elif args[0] == "--revision":
+        REVISIONS.add(args[1])
         args = args[2:]
     else:
         sys.exit(f"unknown argument {args[0]}")
@@ -84,21 +106,39 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
         return True
 
-    def simple(self, code, text=b""):
+    def simple(self, code, text=b"", error=None):
         self.send_response(code)
         self.send_header("Content-Length", str(len(text)))
+        if error is not None:
+            self.send_header("X-Error-Code", error[0])
+            self.send_header("X-Error-Message", error[1])
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(text)
 
+    def hub_refusal(self, repo, rev, file):
+        """(status, X-Error-Code, X-Error-Message) when the Hub refuses `repo`@`rev`/`file`, else None."""
+        auth = self.headers.get("Authorization", "")
+        if not os.path.isdir(os.path.join(ROOT, *repo.split("/"))):
+            return 404 if auth else 401, "RepoNotFound", "Repository not found"
+        if repo in GATED and auth != f"Bearer {GRANT}":
+            if auth:
+                return 403, "GatedRepo", f"Access to model {repo} is restricted and you are not in the authorized list."
+            return 401, "GatedRepo", f"Access to model {repo} is restricted. You must be authenticated to access it."
+        if rev not in REVISIONS:
+            return 404, "RevisionNotFound", f"Invalid rev id: {rev}"
+        if not os.path.isfile(file):
+            return 404, "EntryNotFound", "Entry not found"
+        return None
+
     def resolve(self, path):
         parts = path.lstrip("/").split("/")
         if parts[0] == "plain":
-            return None, os.path.join(ROOT, *parts[1:])
+            return None, None, os.path.join(ROOT, *parts[1:])
         if len(parts) < 5 or parts[2] != "resolve":
-            return None, None
+            return None, None, None
         repo = f"{parts[0]}/{parts[1]}"
-        return repo, os.path.join(ROOT, parts[0], parts[1], *parts[4:])
+        return repo, parts[3], os.path.join(ROOT, parts[0], parts[1], *parts[4:])
 
     def serve(self):
         url = urllib.parse.urlsplit(self.path)
@@ -107,13 +147,18 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         path = urllib.parse.unquote(url.path)
-        repo, file = self.resolve(path)
+        repo, rev, file = self.resolve(path)
         if file is None:
             return self.simple(404, b"no such route")
         if repo in PRIVATE:
             auth = self.headers.get("Authorization", "")
             if auth != f"Bearer {TOKEN}":
                 return self.simple(401, b"Invalid credentials in Authorization header")
+        elif repo is not None:
+            refusal = self.hub_refusal(repo, rev, file)
+            if refusal is not None:
+                status, code, message = refusal
+                return self.simple(status, message.encode(), (code, message))
         fault = None
         with LOCK:
             for suffix, f in FAULTS.items():

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 
 use super::probe::{self, Digest};
 
-const MAGIC: &str = "patchgen-files";
+pub(crate) const MAGIC: &str = "patchgen-files";
 const FORMAT: u32 = 1;
 /// Rows beyond this many, the table keeps only what this run learnt.
 const MAX_ROWS: usize = 200_000;
@@ -83,7 +83,10 @@ pub struct FileDigests {
 impl FileDigests {
     /// The table saved at `file` (empty when missing or not intact).
     pub fn load(file: &Path) -> FileDigests {
-        let known = std::fs::read(file).ok().and_then(|b| decode(&b)).unwrap_or_default();
+        let known = crate::bounded::read(file, crate::bounded::DEFAULT_MAX_FILE_SIZE)
+            .ok()
+            .and_then(|b| decode(&b))
+            .unwrap_or_default();
         FileDigests { file: Some(file.to_path_buf()), known, learnt: Default::default() }
     }
 

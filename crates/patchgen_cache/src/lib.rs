@@ -41,7 +41,12 @@
 // Libraries return what they have to say; the binary prints it.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod bounded;
 pub mod files;
+
+/// Largest entry or input group read: what a run stores is far smaller; a
+/// larger file in their place is not the cache's and is not read.
+const MAX_ENTRY: u64 = bounded::DEFAULT_MAX_FILE_SIZE;
 pub mod probe;
 
 use std::path::{Path, PathBuf};
@@ -200,7 +205,7 @@ impl Cache {
     /// that exists, is not empty and is not a patchgen cache.
     pub fn open(dir: &Path) -> std::io::Result<Cache> {
         let tag = dir.join(TAG_FILE);
-        if !tag.is_file() {
+        if !tagged(dir) {
             // A directory named as ours (another patchgen cache may have
             // made it) is adopted; any other non-empty one is refused.
             let ours = dir.file_name().is_some_and(|n| n == DEFAULT_DIR);
@@ -256,7 +261,7 @@ impl Cache {
         if let Some(known) = prober.groups.lock().expect("groups").get(digest) {
             return known.clone();
         }
-        let change = match std::fs::read(self.group_path(digest)) {
+        let change = match bounded::read(&self.group_path(digest), MAX_ENTRY) {
             Err(e) => Some(Miss::Corrupt(format!("input group {}: {e}", &digest.hex()[..16]))),
             Ok(body) if group_digest(&body) != *digest => {
                 // Removed, so that the next store writes it again.
@@ -300,7 +305,7 @@ impl Cache {
     /// The payload stored for `key`, if the entry is intact and every
     /// input has the same digest now.
     pub fn lookup<P: DeserializeOwned>(&self, key: &Key, prober: &Prober) -> Lookup<P> {
-        let bytes = match std::fs::read(self.path(key)) {
+        let bytes = match bounded::read(&self.path(key), MAX_ENTRY) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss(Miss::NoEntry),
             Err(e) => return Lookup::Miss(Miss::Corrupt(e.to_string())),
@@ -417,6 +422,62 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether `dir` holds a `CACHEDIR.TAG` with the standard signature (an
+/// empty or foreign file of that name does not make a cache).
+fn tagged(dir: &Path) -> bool {
+    let signature = TAG.lines().next().unwrap_or_default().as_bytes();
+    let Ok(file) = std::fs::metadata(dir.join(TAG_FILE)) else { return false };
+    file.is_file()
+        && std::fs::File::open(dir.join(TAG_FILE)).is_ok_and(|f| {
+            let mut head = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, signature.len() as u64), &mut head).is_ok()
+                && head == signature
+        })
+}
+
+/// The files [`Cache`] writes, by where they are.
+#[derive(Clone, Copy)]
+enum Written {
+    /// `entries/<kind>-<32 hex>.entry`, starting with [`MAGIC`].
+    Entry,
+    /// `groups/<64 hex>.group`, a JSON list.
+    Group,
+    /// `files`, the file digest table.
+    Files,
+}
+
+impl Written {
+    fn named(self, name: &str) -> bool {
+        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+        match self {
+            Written::Entry => name.strip_suffix(".entry").and_then(|s| s.rsplit_once('-')).is_some_and(|(kind, h)| {
+                !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && hex(h, 32)
+            }),
+            Written::Group => name.strip_suffix(".group").is_some_and(|h| hex(h, 64)),
+            Written::Files => name == FILES,
+        }
+    }
+
+    /// Whether the file at `path` starts as this kind of file does.
+    fn starts(self, path: &Path) -> bool {
+        let head: &[u8] = match self {
+            Written::Entry => MAGIC.as_bytes(),
+            Written::Group => b"[",
+            Written::Files => files::MAGIC.as_bytes(),
+        };
+        std::fs::File::open(path).is_ok_and(|f| {
+            let mut got = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, head.len() as u64), &mut got).is_ok() && got == head
+        })
+    }
+}
+
+/// A temporary file [`write_atomic`] left behind (`.tmp-` and a few letters or digits).
+fn is_temporary(name: &str) -> bool {
+    name.strip_prefix(".tmp-")
+        .is_some_and(|r| (1..=16).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// What [`clean`] did.
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct Cleaned {
@@ -436,24 +497,27 @@ pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
     if !dir.exists() {
         return Ok(Cleaned { dir: dir.to_path_buf(), entries: 0, removed_dir: false });
     }
-    if !dir.join(TAG_FILE).is_file() {
+    if !tagged(dir) {
         return Err(std::io::Error::other(format!(
-            "{} is not a patchgen cache (no {TAG_FILE}); not removing it",
+            "{} is not a patchgen cache (no {TAG_FILE} with the standard signature); not removing it",
             dir.display()
         )));
     }
     let mut entries = 0;
     // Each directory the cache writes to and what it writes there
-    // (temporary files start with `.tmp-` everywhere).
-    let ours = [(ENTRIES, ".entry"), (GROUPS, ".group"), ("", FILES)];
-    for (sub, suffix) in ours {
+    // (temporary files are `.tmp-` and a few letters or digits everywhere).
+    let ours: [(&str, Written); 3] = [(ENTRIES, Written::Entry), (GROUPS, Written::Group), ("", Written::Files)];
+    for (sub, kind) in ours {
         let d = dir.join(sub);
         let Ok(listing) = std::fs::read_dir(&d) else { continue };
         for item in listing.flatten() {
+            if !item.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
             let name = item.file_name();
             let name = name.to_string_lossy();
-            let wrote = if sub.is_empty() { name == suffix } else { name.ends_with(suffix) };
-            if wrote || name.starts_with(".tmp-") {
+            let wrote = kind.named(&name) && kind.starts(&item.path());
+            if wrote || is_temporary(&name) {
                 match std::fs::remove_file(item.path()) {
                     Ok(()) => entries += usize::from(sub == ENTRIES && wrote),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -465,8 +529,12 @@ pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
             let _ = std::fs::remove_dir(&d);
         }
     }
-    for name in [".gitignore", TAG_FILE] {
-        let _ = std::fs::remove_file(dir.join(name));
+    // Only the very files `open` writes: a project's own `.gitignore` stays.
+    for (name, text) in [(".gitignore", GITIGNORE), (TAG_FILE, TAG)] {
+        let path = dir.join(name);
+        if bounded::read(&path, text.len() as u64).is_ok_and(|b| b == text.as_bytes()) {
+            let _ = std::fs::remove_file(path);
+        }
     }
     let removed_dir = std::fs::remove_dir(dir).is_ok();
     Ok(Cleaned { dir: dir.to_path_buf(), entries, removed_dir })

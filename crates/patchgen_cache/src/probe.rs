@@ -106,6 +106,11 @@ pub fn content_digest(bytes: &[u8]) -> Digest {
 /// buffer the size of the file).
 pub fn file_digest(path: &Path) -> std::io::Result<Digest> {
     let mut h = blake3::Hasher::new_derive_key(CONTENT_DOMAIN);
+    // A FIFO or a device (recorded as an input, or put in its place) would
+    // block or never end: only regular files are hashed.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(crate::bounded::not_regular());
+    }
     h.update_reader(std::fs::File::open(path)?)?;
     Ok(Digest(*h.finalize().as_bytes()))
 }

@@ -12,11 +12,13 @@ pub struct EvalError {
     /// The keyword argument the error is about (`bind`'s unknown or
     /// repeated keyword): the call site narrows `loc` to that keyword.
     pub keyword: Option<Box<str>>,
+    /// The diagnostic code when it is not `PGE001` (`config-error`).
+    pub code: Option<patchgen_diagnostics::codes::Code>,
 }
 
 impl EvalError {
     pub fn new(loc: Loc, message: impl Into<String>) -> Self {
-        EvalError { loc, message: message.into(), help: None, keyword: None }
+        EvalError { loc, message: message.into(), help: None, keyword: None, code: None }
     }
 
     /// The error is about keyword argument `name` of the call at `loc`.

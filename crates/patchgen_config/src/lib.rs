@@ -19,7 +19,6 @@ mod error;
 pub mod eval;
 pub mod loader;
 mod methods;
-mod names;
 mod objects;
 pub mod plan;
 pub mod source;

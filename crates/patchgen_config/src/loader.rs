@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::source::ParsedFile;
 use patchgen_cache::{Digest, Input};
+use patchgen_python::pysource::ParsedFile;
 
 pub struct LoadedModule {
     pub file: Arc<ParsedFile>,
@@ -19,8 +19,20 @@ pub struct LoadedModule {
 
 #[derive(Debug, Clone)]
 pub enum LoadError {
-    Syntax { path: PathBuf, line: usize, message: String },
-    Io { path: PathBuf, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    Io {
+        path: PathBuf,
+        message: String,
+    },
+    /// The file holds a conflict marker `patchgen bump` (or git) wrote, at this 1-based line.
+    Conflict {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Where evaluation finds modules. Only modules a loader knows are ever read.
@@ -100,6 +112,8 @@ pub struct ProjectLoader {
     /// Each path [`ProjectLoader::find`] looked at, and whether a file was
     /// there.
     looked: Mutex<HashMap<PathBuf, bool>>,
+    /// Larger files are refused before they are read (`max-file-size`).
+    max_file_size: u64,
 }
 
 impl ProjectLoader {
@@ -115,7 +129,18 @@ impl ProjectLoader {
                 unique.push(r);
             }
         }
-        ProjectLoader { roots: unique, overlay, files: Mutex::new(HashMap::new()), looked: Mutex::new(HashMap::new()) }
+        ProjectLoader {
+            roots: unique,
+            overlay,
+            files: Mutex::new(HashMap::new()),
+            looked: Mutex::new(HashMap::new()),
+            max_file_size: patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+
+    /// Refuse files over `bytes` (the `max-file-size` setting).
+    pub fn set_max_file_size(&mut self, bytes: u64) {
+        self.max_file_size = bytes;
     }
 
     /// The roots modules are found under, in order.
@@ -199,11 +224,14 @@ impl ProjectLoader {
         }
         let read = match self.overlay.get(path) {
             Some(text) => Ok(text.as_bytes().to_vec()),
-            None => std::fs::read(path),
+            None => patchgen_cache::bounded::read(path, self.max_file_size),
         };
         let result =
             read.map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() }).and_then(|bytes| {
                 let text = decode_python(path, &bytes)?;
+                if let Some(line) = patchgen_python::merge::first_marker(&text) {
+                    return Err(LoadError::Conflict { path: path.to_path_buf(), line });
+                }
                 let read = Arc::new(ReadBytes { bytes, digest: std::sync::OnceLock::new() });
                 ParsedFile::parse(path.to_path_buf(), &text)
                     .map(|file| (Arc::new(file), read))
@@ -216,13 +244,14 @@ impl ProjectLoader {
 
 /// A Python source file as text: UTF-8 (a BOM is dropped, as Python does).
 pub fn read_python(path: &Path) -> Result<String, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    let bytes = patchgen_cache::bounded::read(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
+        .map_err(|e| LoadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
     decode_python(path, &bytes)
 }
 
 fn decode_python(path: &Path, bytes: &[u8]) -> Result<String, LoadError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    String::from_utf8(bytes.to_vec()).map_err(|e| {
+    let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
         LoadError::Io {
@@ -231,7 +260,16 @@ fn decode_python(path: &Path, bytes: &[u8]) -> Result<String, LoadError> {
                 "line {line}: not valid UTF-8 (byte offset {offset}); patchgen reads Python sources as UTF-8"
             ),
         }
-    })
+    })?;
+    // Python refuses them too ("source code cannot contain null bytes").
+    if let Some(offset) = text.bytes().position(|b| b == 0) {
+        let line = text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        return Err(LoadError::Io {
+            path: path.to_path_buf(),
+            message: format!("line {line}: a NUL byte (byte offset {offset}); Python source cannot contain null bytes"),
+        });
+    }
+    Ok(text)
 }
 
 impl ModuleLoader for ProjectLoader {
@@ -296,11 +334,14 @@ impl MemoryLoader {
             .into_iter()
             .map(|(name, text)| {
                 let path = PathBuf::from(format!("{}.py", name.replace('.', "/")));
-                let parsed = ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
-                    path: path.clone(),
-                    line: e.line,
-                    message: e.message,
-                });
+                let parsed = match patchgen_python::merge::first_marker(text) {
+                    Some(line) => Err(LoadError::Conflict { path: path.clone(), line }),
+                    None => ParsedFile::parse(path.clone(), text).map(Arc::new).map_err(|e| LoadError::Syntax {
+                        path: path.clone(),
+                        line: e.line,
+                        message: e.message,
+                    }),
+                };
                 (name.to_string(), (path, parsed))
             })
             .collect();

@@ -9,7 +9,7 @@ use ruff_python_ast::Stmt;
 use ruff_text_size::{Ranged, TextRange};
 
 use super::plan::Loc;
-pub use patchgen_python::pysource::{ParsedFile, SyntaxProblem, keyword_line};
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 use patchgen_python::pytext;
 
 #[path = "from_parse.rs"]

@@ -151,3 +151,38 @@ fn an_overlay_is_read_instead_of_the_file_and_makes_a_module_exist() {
     assert!(loader.files_read().contains(&pkg.join("a_patch_gen_config.py")));
     assert_eq!(std::fs::read_to_string(pkg.join("a_patch_gen_config.py")).unwrap(), on_disk);
 }
+
+#[test]
+fn a_long_re_export_chain_names_the_import_that_starts_it() {
+    let mods: Vec<(String, String)> = (0..40)
+        .map(|k| (format!("pkg.m{k}"), format!("from pkg.m{} import NAME\n", k + 1)))
+        .chain([("pkg.m40".to_string(), "NAME = \"x\"\n".to_string())])
+        .collect();
+    let top = format!("{HEAD}from pkg.m0 import NAME\nconfig.add_import(NAME)\n");
+    let mut all: Vec<(&str, &str)> = vec![("pkg.a_patch_gen_config", top.as_str())];
+    all.extend(mods.iter().map(|(m, t)| (m.as_str(), t.as_str())));
+    let err = plan(&all).unwrap_err();
+    assert!(err.message.contains("re-exports"), "{}", err.message);
+    assert_ne!(err.loc.path, std::path::PathBuf::new(), "the error names a file: {err:?}");
+    assert!(err.loc.line > 0, "{err:?}");
+}
+
+#[test]
+fn budgets_refuse_huge_values_before_building_them() {
+    for body in [
+        "x = (\"a\" * 9000000).replace(\"a\", \"a\" * 200)\n",
+        "x = (\"a\" * 9000000).replace(\"\", \"bb\")\n",
+        "x = \"-\".join([\"a\" * 9000000, \"b\" * 9000000])\n",
+        "s = \"a\" * 9000000\nx = f\"{s}{s}\"\n",
+    ] {
+        let err = one(body).unwrap_err();
+        assert!(err.message.contains("too large"), "{body}: {}", err.message);
+    }
+    // Within the budget, the values are built as Python builds them.
+    let p =
+        one("config.add_import(\"ab\".replace(\"b\", \"c\" * 3) + \"-\".join([\"x\", \"y\"]) + f\"{'z'}\")\n").unwrap();
+    assert_eq!(p.additional_imports[0].module, "accc".to_string() + "x-yz");
+    let stacked = format!("{}def f():\n    return 1\n", "@config.add_helper\n".repeat(3000));
+    let err = one(&stacked).unwrap_err();
+    assert!(err.message.contains("add up to over"), "{}", err.message);
+}

@@ -43,16 +43,32 @@ fn items(ev: &mut Evaluator, config: &ConfigObj, field: &str, v: &Value) -> ERes
 fn source_object(ev: &mut Evaluator, v: &Value, warn_at: &Loc) -> EResult<Option<SourceObject>> {
     match ev.force(v.clone())? {
         Value::Def(def) => match object_source_with_leading_comments(&def) {
-            Ok(found) => Ok(Some(SourceObject {
-                name: def.name.clone(),
-                module: def.module.clone(),
-                source: found.text,
-                defined_at: def.loc.clone(),
-                first_line: found.first_line,
-                leading: found.leading,
-                code_line: found.code_line,
-                dedents_to_function: found.dedents_to_function,
-            })),
+            Ok(found) => {
+                // The plan's text grows with every registration (20,000
+                // stacked `@config.add_helper` copy a 400 KB source each).
+                ev.plan_text += found.text.len();
+                if ev.plan_text > MAX_VALUE_SIZE {
+                    return Err(EvalError::new(
+                        def.loc.clone(),
+                        format!(
+                            "the sources this config registers add up to over {MAX_VALUE_SIZE} bytes (`{}` is {} bytes)",
+                            def.name,
+                            found.text.len()
+                        ),
+                    )
+                    .with_help("register each function once; a patch config has no reason to copy this much source"));
+                }
+                Ok(Some(SourceObject {
+                    name: def.name.clone(),
+                    module: def.module.clone(),
+                    source: found.text,
+                    defined_at: def.loc.clone(),
+                    first_line: found.first_line,
+                    leading: found.leading,
+                    code_line: found.code_line,
+                    dedents_to_function: found.dedents_to_function,
+                }))
+            }
             Err(e) => {
                 ev.warnings.push(Warning {
                     loc: def.loc.clone(),
@@ -177,6 +193,7 @@ fn helper(ev: &mut Evaluator, config: &ConfigObj, v: &Value) -> EResult<Helper> 
 }
 
 pub(super) fn to_plan(ev: &mut Evaluator, config: &ConfigObj, config_module: &str) -> EResult<PatchPlan> {
+    ev.plan_text = 0;
     let mut patches = Vec::new();
     for p in items(ev, config, "patches", &config.patches)? {
         patches.push(patch(ev, config, &p)?);

@@ -34,12 +34,12 @@ pub enum RunError {
     /// A config module asked for by name is not in the project (exit 2).
     #[error(
         "{}{module}: no such module under {}\n  help: `patchgen --list` shows the config modules",
-        flag.map(|f| format!("--{f} ")).unwrap_or_default(),
+        flag.as_ref().map(|f| format!("--{f} ")).unwrap_or_default(),
         package_root.display()
     )]
     NoSuchModule {
         /// The flag it came from (`config`), or `None` for a positional argument.
-        flag: Option<&'static str>,
+        flag: Option<String>,
         /// The module, normalised (`<package_prefix>.…`).
         module: String,
         /// Where config modules are looked for.
@@ -117,7 +117,11 @@ mod tests {
 
     #[test]
     fn messages_are_rendered_from_the_parts() {
-        let e = RunError::NoSuchModule { flag: Some("config"), module: "pkg.m".into(), package_root: "/p/pkg".into() };
+        let e = RunError::NoSuchModule {
+            flag: Some("config".into()),
+            module: "pkg.m".into(),
+            package_root: "/p/pkg".into(),
+        };
         assert_eq!(
             e.to_string(),
             "--config pkg.m: no such module under /p/pkg\n  help: `patchgen --list` shows the config modules"

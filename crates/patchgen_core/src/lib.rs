@@ -7,7 +7,8 @@
 //! generation) → `normalize` (ruff) → `patchgen_python::diff` (difflib
 //! port) → `check` (drift gate), driven by `pipeline`. `survey` (pin-bump
 //! drift of every patch target) and `reference` (HF sources from the
-//! pinned wheel) are built on the same stages; `workers` is the thread pool
+//! pinned wheel) are built on the same stages; `port` carries an upstream
+//! change into a patch (a three-way merge; `bump` and `new` use it); `workers` is the thread pool
 //! every command evaluates on.
 //!
 //! A library: it returns reports and typed errors; it never prints and
@@ -23,6 +24,7 @@ pub mod error;
 pub mod explain;
 pub mod normalize;
 pub mod pipeline;
+pub mod port;
 pub mod progress;
 pub mod project;
 pub mod provenance;

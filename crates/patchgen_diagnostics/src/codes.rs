@@ -115,6 +115,12 @@ pub const COMMAND_FAILED: Code = code(
     Error,
     "the command ran and could not finish: a wheel or checkpoint it cannot read, a model that is not there, a conversion it refuses, a file it cannot write",
 );
+pub const UNRESOLVED_BUMP_CONFLICT: Code = code(
+    "PGE011",
+    "unresolved-bump-conflict",
+    Error,
+    "a config still holds the conflict markers `patchgen bump` wrote (`<<<<<<< config` … `>>>>>>> transformers B`): resolve them first",
+);
 pub const DRIFT: Code =
     code("PGD001", "drift", Error, "a checked-in generated file differs from what its config produces");
 
@@ -154,11 +160,17 @@ pub const SURVEY_MISSING_ATTRIBUTE: Code = code(
     Warning,
     "survey: a `self.<attr>` an override reads is no longer set or defined by the new upstream class",
 );
+pub const SURVEY_BODY_CHANGED: Code = code(
+    "PGS007",
+    "body-changed",
+    Warning,
+    "survey: a patch target's code changed upstream (docstrings and comments aside); carry the change into the patch (`patchgen bump`)",
+);
 pub const SURVEY_FAILED: Code =
     code("PGS009", "survey-failed", Error, "survey: a config's source module cannot be surveyed in an upstream");
 
 /// Every code, in documentation order.
-pub const ALL: [Code; 28] = [
+pub const ALL: [Code; 30] = [
     MISSING_TARGET,
     DUPLICATE_REGISTRATION,
     NOOP_MODIFY_INIT,
@@ -179,6 +191,7 @@ pub const ALL: [Code; 28] = [
     STRICT,
     PROJECT_ERROR,
     COMMAND_FAILED,
+    UNRESOLVED_BUMP_CONFLICT,
     DRIFT,
     SURVEY_SIGNATURE_CHANGED,
     SURVEY_DECORATORS_CHANGED,
@@ -186,5 +199,6 @@ pub const ALL: [Code; 28] = [
     SURVEY_NEW_UPSTREAM,
     SURVEY_MISSING_NAME,
     SURVEY_MISSING_ATTRIBUTE,
+    SURVEY_BODY_CHANGED,
     SURVEY_FAILED,
 ];

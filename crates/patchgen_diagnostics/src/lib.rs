@@ -3,7 +3,8 @@
 //! column, optional end), a message, an optional `help:` line and optional
 //! secondary locations (e.g. the generated file and line behind a config
 //! line). Commands build these; only the printer renders them (text with a
-//! source excerpt, `json`, `github` workflow commands).
+//! source excerpt, `json`, `github` workflow commands, `sarif` and
+//! `gitlab` code-scanning reports).
 //!
 //! Columns are 1-based and count Unicode scalar values (characters), as
 //! ruff and rustc print them; `0` means "the whole line" (no column known).

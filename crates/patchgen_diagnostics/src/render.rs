@@ -7,7 +7,9 @@
 //!   `::error file=…,line=…,col=…,title=CODE::message`, escaped as the
 //!   runner requires (`%`, `\r`, `\n` in the message; also `:` and `,` in
 //!   properties);
-//! - json: the serde form of [`Diagnostic`] (schema in `docs/json.md`).
+//! - json: the serde form of [`Diagnostic`] (schema in `docs/json.md`);
+//! - sarif and gitlab: the code-scanning reports of the commands that
+//!   report findings ([`sarif`], [`gitlab`], `docs/reports.md`).
 //!
 //! Source lines are read from the diagnostic's file when it is rendered; a
 //! file that cannot be read is shown without an excerpt.
@@ -18,6 +20,13 @@ use std::path::{Path, PathBuf};
 use annotate_snippets::{Annotation, AnnotationKind, Group, Level, Renderer, Snippet};
 
 use super::{Diagnostic, LineIndex, Location, Severity};
+
+pub mod fingerprint;
+pub mod gitlab;
+pub mod sarif;
+
+pub use gitlab::gitlab;
+pub use sarif::{RuleInfo, Tool, sarif};
 
 /// Source texts read so far, by path.
 #[derive(Default)]

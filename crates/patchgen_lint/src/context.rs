@@ -16,11 +16,11 @@ use ruff_text_size::TextSize;
 use super::genmap::{self, Origin};
 use super::settings::LintSettings;
 use patchgen_config::plan::{Loc, Patch, PatchPlan, PatchType};
-use patchgen_config::source::ParsedFile;
 use patchgen_core::pipeline::{self, Failure};
 use patchgen_core::survey::modules::{ClassRef, Lineage, ModuleError, Version};
 use patchgen_core::survey::signature::Signature;
 use patchgen_diagnostics::{Diagnostic, Location};
+use patchgen_python::pysource::ParsedFile;
 
 /// Everything a lint run shares between configs.
 pub struct Shared {
@@ -135,7 +135,7 @@ impl Shared {
     /// A file's text, noted as a cache input (its bytes, or that it was
     /// not there); `None` when absent or not UTF-8.
     pub fn read_noted(&self, what: &str, path: &Path) -> Option<String> {
-        match std::fs::read(path) {
+        match patchgen_cache::bounded::read(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE) {
             Ok(bytes) => {
                 if self.notes_reads {
                     self.note(patchgen_cache::Input::content(what, path, &bytes));
@@ -597,4 +597,20 @@ pub fn last_def<'b>(body: &'b [Stmt], name: &str) -> Option<&'b ruff_python_ast:
 pub struct ProjectContext<'a> {
     pub shared: &'a Shared,
     pub configs: &'a [LintContext<'a>],
+}
+
+impl<'a> ProjectContext<'a> {
+    /// Every model package's `__init__.py` once, with the first config
+    /// (in run order) that patches a module of that package.
+    pub fn package_inits(&self) -> Vec<(&'a LintContext<'a>, &'a ParsedFile)> {
+        let mut out: Vec<(&'a LintContext<'a>, &'a ParsedFile)> = Vec::new();
+        for ctx in self.configs {
+            if let Some(init) = ctx.package_init()
+                && !out.iter().any(|(_, seen)| seen.path == init.path)
+            {
+                out.push((ctx, init));
+            }
+        }
+        out
+    }
 }

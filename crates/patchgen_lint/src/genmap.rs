@@ -10,7 +10,7 @@ use ruff_python_ast::Stmt;
 use ruff_text_size::Ranged;
 
 use patchgen_config::plan::{PatchPlan, PatchType, SourceObject};
-use patchgen_config::source::{ParsedFile, keyword_line};
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 
 /// What kind of config code a generated region is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

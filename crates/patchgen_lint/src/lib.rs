@@ -29,7 +29,7 @@
 //! rules (PG202 compares `<m>_gpu_…`/`<m>_npu_…` siblings).
 //!
 //! # Adding a rule
-//! 1. Write `src/lint/rules/pgNNN_<kebab_name_with_underscores>.rs`. Its `//!`
+//! 1. Write `rules/pgNNN_<kebab_name_with_underscores>.rs`. Its `//!`
 //!    comment is the rule's documentation, printed by `patchgen rule PGNNN`
 //!    and rendered into `docs/rules/PGNNN.md`: a first line
 //!    `<code> <name>: <summary>` then the sections `## What it does`,
@@ -43,7 +43,11 @@
 //!    is a fact the context keeps, such as [`LintContext::overridden`]).
 //!    Locate findings with [`LintContext::at_generated`] or
 //!    [`LintContext::at_config`] so the primary location is the config
-//!    line to edit.
+//!    line to edit. Walk code with `patchgen_python::semantic` (never a
+//!    hand-written walker); what another rule or crate needs goes in a
+//!    module of this crate (`pyfacts`, `package`, `logits_to_keep`,
+//!    `init_weights`, `automodel`, `toy_config`, ...): rule modules are
+//!    private.
 //! 2. Add `pgNNN_….rs` to `rules/mod.rs` (`mod` line and the [`rules::RULES`]
 //!    table, kept in code order).
 //! 3. Fixtures: extend the project under `tests/fixtures/lint/toy/` (configs
@@ -69,22 +73,28 @@
 // Libraries return what they have to say; the binary prints it.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod automodel;
 pub mod cached;
+pub mod catalogue;
 pub mod context;
 pub mod docs;
 pub mod fix;
 mod genmap;
+pub mod init_weights;
+pub mod logits_to_keep;
 pub mod noqa;
 pub mod package;
 pub mod patched;
 pub mod pyfacts;
-pub mod rules;
+mod rules;
 pub mod run;
 pub mod settings;
 pub mod signature;
+pub mod toy_config;
 
 pub use context::{LintContext, ProjectContext};
 use patchgen_diagnostics::{Diagnostic, Severity};
+pub use rules::RULES;
 pub use run::{
     BufferLint, GeneratedDef, LintReport, Options, RuleQuery, lint, lint_buffers, render_github, render_json,
     render_statistics, render_text, rule_text,

@@ -7,8 +7,11 @@
 use ruff_python_ast::{Expr, ExprContext, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
-use super::pyfacts;
-use patchgen_config::source::ParsedFile;
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 /// One `@<REGISTRY>.register("key")` function.
 pub struct Registration<'a> {
@@ -39,7 +42,7 @@ pub fn registrations(init: &ParsedFile) -> Vec<Registration<'_>> {
                 continue;
             };
             out.push(Registration {
-                registry: pyfacts::dotted(&a.value).unwrap_or_default(),
+                registry: facts::dotted(&a.value).unwrap_or_default(),
                 key: key.value.to_str().to_string(),
                 line: init.line_of(d.start()),
                 function: f,
@@ -63,7 +66,7 @@ pub fn model_registrations(init: &ParsedFile) -> Vec<Registration<'_>> {
 /// Names a registration function returns (`return Qwen3ForCausalLM`).
 pub fn returned_names(function: &StmtFunctionDef) -> Vec<String> {
     let mut out = Vec::new();
-    pyfacts::walk_body(&function.body, &mut |s| {
+    walk::for_each_statement(&function.body, Scope::Own, |s| {
         if let Stmt::Return(r) = s
             && let Some(Expr::Name(n)) = r.value.as_deref()
         {
@@ -89,35 +92,7 @@ pub fn attribute_assignments<'a>(init: &'a ParsedFile, attr: &str) -> Vec<(&'a E
             }
         }
     };
-    fn walk<'a>(body: &'a [Stmt], visit: &mut dyn FnMut(&'a Stmt)) {
-        for s in body {
-            visit(s);
-            match s {
-                Stmt::FunctionDef(f) => walk(&f.body, visit),
-                Stmt::ClassDef(c) => walk(&c.body, visit),
-                Stmt::If(i) => {
-                    walk(&i.body, visit);
-                    for c in &i.elif_else_clauses {
-                        walk(&c.body, visit);
-                    }
-                }
-                Stmt::For(f) => walk(&f.body, visit),
-                Stmt::While(w) => walk(&w.body, visit),
-                Stmt::With(w) => walk(&w.body, visit),
-                Stmt::Try(t) => {
-                    walk(&t.body, visit);
-                    for h in &t.handlers {
-                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                        walk(&h.body, visit);
-                    }
-                    walk(&t.orelse, visit);
-                    walk(&t.finalbody, visit);
-                }
-                _ => {}
-            }
-        }
-    }
-    walk(init.body(), &mut visit);
+    walk::for_each_statement(init.body(), Scope::All, &mut visit);
     out
 }
 
@@ -131,12 +106,12 @@ pub fn converter_factories(init: &ParsedFile) -> Vec<(String, usize)> {
         .into_iter()
         .filter_map(|(value, line)| {
             let inner = match value {
-                Expr::Call(c) if pyfacts::last_ident(&c.func) == Some("staticmethod") => c.arguments.args.first()?,
+                Expr::Call(c) if facts::last_ident(&c.func) == Some("staticmethod") => c.arguments.args.first()?,
                 other => other,
             };
             let name = match inner {
-                Expr::Call(c) => pyfacts::dotted(&c.func)?,
-                other => pyfacts::dotted(other)?,
+                Expr::Call(c) => facts::dotted(&c.func)?,
+                other => facts::dotted(other)?,
             };
             Some((name, line))
         })

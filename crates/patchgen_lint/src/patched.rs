@@ -14,7 +14,7 @@ use ruff_text_size::Ranged;
 use super::LintContext;
 use super::pyfacts;
 use patchgen_config::plan::Loc;
-use patchgen_config::source::ParsedFile;
+use patchgen_python::pysource::ParsedFile;
 
 /// A generated method a config wrote.
 pub struct PatchedMethod<'a> {

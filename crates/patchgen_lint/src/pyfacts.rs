@@ -1,42 +1,18 @@
 //! Small, pure facts about parsed Python that the model-contract rules
 //! (PG3xx), the MoE rules (PG4xx) and the project-convention rules (PG5xx)
-//! share: dotted names, classes and methods of a module, parameters,
-//! decorators, the definition a config line names, and which names an
-//! expression mentions. Nothing here reads files or knows about rules.
+//! share: classes and methods of a module and their local lineage,
+//! parameters, the definition a config line names. The walks over
+//! statements and expressions and the facts about one node (dotted names,
+//! docstrings, loaded names) are `patchgen_python::semantic`'s. Nothing
+//! here reads files or knows about rules.
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Decorator, Expr, Parameters, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{Parameters, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange};
 
-use patchgen_config::source::ParsedFile;
+use patchgen_python::semantic::facts;
+use patchgen_python::semantic::walk::{self, Scope};
 
-/// `a`, `a.b.c` for a name or an attribute chain rooted at a name.
-pub fn dotted(expr: &Expr) -> Option<String> {
-    match expr {
-        Expr::Name(n) => Some(n.id.to_string()),
-        Expr::Attribute(a) => dotted(&a.value).map(|base| format!("{base}.{}", a.attr.id)),
-        _ => None,
-    }
-}
-
-/// The last identifier of a name or attribute (`self.loss_function` →
-/// `loss_function`).
-pub fn last_ident(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Name(n) => Some(n.id.as_str()),
-        Expr::Attribute(a) => Some(a.attr.id.as_str()),
-        _ => None,
-    }
-}
-
-/// The name a decorator is known by: `@x`, `@a.x`, `@x(...)` and
-/// `@a.x(...)` all give `x`.
-pub fn decorator_ident(decorator: &Decorator) -> Option<&str> {
-    match &decorator.expression {
-        Expr::Call(c) => last_ident(&c.func),
-        other => last_ident(other),
-    }
-}
+use patchgen_python::pysource::ParsedFile;
 
 /// Top-level class `name` of a module body (the first one, as a reader
 /// of the source would find it).
@@ -66,7 +42,7 @@ pub fn method<'a>(class: &'a StmtClassDef, name: &str) -> Option<&'a StmtFunctio
 
 /// Names of a class's bases as written (`nn.Module` → `nn.Module`).
 pub fn base_names(class: &StmtClassDef) -> Vec<String> {
-    class.bases().iter().filter_map(dotted).collect()
+    class.bases().iter().filter_map(facts::dotted).collect()
 }
 
 /// `class` and then its bases defined in the same module, depth first in
@@ -127,185 +103,17 @@ impl Definition<'_> {
 /// `file` (how a plan's `SourceObject::defined_at` names it), searched at
 /// any depth.
 pub fn definition_at<'a>(file: &'a ParsedFile, name: &str, line: usize) -> Option<Definition<'a>> {
-    fn search<'a>(file: &'a ParsedFile, body: &'a [Stmt], name: &str, line: usize) -> Option<Definition<'a>> {
-        for stmt in body {
-            match stmt {
-                Stmt::FunctionDef(f) => {
-                    if f.name.id.as_str() == name && file.line_of(f.name.start()) == line {
-                        return Some(Definition::Function(f));
-                    }
-                    if let Some(d) = search(file, &f.body, name, line) {
-                        return Some(d);
-                    }
-                }
-                Stmt::ClassDef(c) => {
-                    if c.name.id.as_str() == name && file.line_of(c.name.start()) == line {
-                        return Some(Definition::Class(c));
-                    }
-                    if let Some(d) = search(file, &c.body, name, line) {
-                        return Some(d);
-                    }
-                }
-                Stmt::If(i) => {
-                    if let Some(d) = search(file, &i.body, name, line) {
-                        return Some(d);
-                    }
-                    for clause in &i.elif_else_clauses {
-                        if let Some(d) = search(file, &clause.body, name, line) {
-                            return Some(d);
-                        }
-                    }
-                }
-                Stmt::Try(t) => {
-                    for b in [&t.body, &t.orelse, &t.finalbody] {
-                        if let Some(d) = search(file, b, name, line) {
-                            return Some(d);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
     // The plan records the line of the `def` keyword, which is the name's
     // line unless the header is split with a backslash (not worth code).
-    search(file, file.body(), name, line)
-}
-
-/// Whether `expr` mentions a name (or dotted name) accepted by `wanted`.
-pub fn mentions(expr: &Expr, wanted: &dyn Fn(&str) -> bool) -> bool {
-    struct Finder<'w> {
-        wanted: &'w dyn Fn(&str) -> bool,
-        found: bool,
-    }
-    impl<'a> Visitor<'a> for Finder<'_> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if self.found {
-                return;
-            }
-            match expr {
-                Expr::Name(n) if (self.wanted)(n.id.as_str()) => self.found = true,
-                Expr::Attribute(_) if dotted(expr).is_some_and(|d| (self.wanted)(&d)) => self.found = true,
-                _ => visitor::walk_expr(self, expr),
-            }
+    walk::statements(file.body(), Scope::All).into_iter().find_map(|stmt| match stmt {
+        Stmt::FunctionDef(f) if f.name.id.as_str() == name && file.line_of(f.name.start()) == line => {
+            Some(Definition::Function(f))
         }
-    }
-    let mut f = Finder { wanted, found: false };
-    f.visit_expr(expr);
-    f.found
-}
-
-/// Every call in `expr`, outermost first, in source order.
-pub fn calls(expr: &Expr) -> Vec<&ruff_python_ast::ExprCall> {
-    struct Calls<'a>(Vec<&'a ruff_python_ast::ExprCall>);
-    impl<'a> Visitor<'a> for Calls<'a> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::Call(c) = expr {
-                self.0.push(c);
-            }
-            // Lambdas run later (or never): not part of this evaluation.
-            if !matches!(expr, Expr::Lambda(_)) {
-                visitor::walk_expr(self, expr);
-            }
+        Stmt::ClassDef(c) if c.name.id.as_str() == name && file.line_of(c.name.start()) == line => {
+            Some(Definition::Class(c))
         }
-    }
-    let mut c = Calls(Vec::new());
-    c.visit_expr(expr);
-    c.0
-}
-
-/// Every statement of a body and of its nested blocks (not of nested
-/// functions or classes), in source order.
-pub fn walk_body<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
-    for stmt in body {
-        f(stmt);
-        match stmt {
-            Stmt::If(i) => {
-                walk_body(&i.body, f);
-                for c in &i.elif_else_clauses {
-                    walk_body(&c.body, f);
-                }
-            }
-            Stmt::For(s) => {
-                walk_body(&s.body, f);
-                walk_body(&s.orelse, f);
-            }
-            Stmt::While(s) => {
-                walk_body(&s.body, f);
-                walk_body(&s.orelse, f);
-            }
-            Stmt::With(s) => walk_body(&s.body, f),
-            Stmt::Try(t) => {
-                walk_body(&t.body, f);
-                for h in &t.handlers {
-                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                    walk_body(&h.body, f);
-                }
-                walk_body(&t.orelse, f);
-                walk_body(&t.finalbody, f);
-            }
-            Stmt::Match(m) => {
-                for case in &m.cases {
-                    walk_body(&case.body, f);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Every expression of a function body that is evaluated by the function
-/// itself (nested `def`/`class` bodies excluded), each with its statement.
-pub fn body_exprs(body: &[Stmt]) -> Vec<&Expr> {
-    struct Exprs<'a>(Vec<&'a Expr>);
-    impl<'a> Visitor<'a> for Exprs<'a> {
-        fn visit_stmt(&mut self, stmt: &'a Stmt) {
-            match stmt {
-                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
-                _ => visitor::walk_stmt(self, stmt),
-            }
-        }
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            self.0.push(expr);
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let mut e = Exprs(Vec::new());
-    for s in body {
-        e.visit_stmt(s);
-    }
-    e.0
-}
-
-/// Every expression of a module, nested functions and classes included.
-pub fn all_exprs(body: &[Stmt]) -> Vec<&Expr> {
-    struct Exprs<'a>(Vec<&'a Expr>);
-    impl<'a> Visitor<'a> for Exprs<'a> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            self.0.push(expr);
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let mut e = Exprs(Vec::new());
-    for s in body {
-        e.visit_stmt(s);
-    }
-    e.0
-}
-
-/// An expression and every expression inside it.
-pub fn all_exprs_of(expr: &Expr) -> Vec<&Expr> {
-    struct Exprs<'a>(Vec<&'a Expr>);
-    impl<'a> Visitor<'a> for Exprs<'a> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            self.0.push(expr);
-            visitor::walk_expr(self, expr);
-        }
-    }
-    let mut e = Exprs(Vec::new());
-    e.visit_expr(expr);
-    e.0
+        _ => None,
+    })
 }
 
 /// A class whose `__init__` builds experts or a router
@@ -351,14 +159,5 @@ mod tests {
         assert!(definition_at(&f, "f", 1).is_none());
         assert!(matches!(definition_at(&f, "g", 4), Some(Definition::Function(_))));
         assert!(matches!(definition_at(&f, "K", 6), Some(Definition::Class(_))));
-    }
-
-    #[test]
-    fn mentions_sees_dotted_names() {
-        let f = parse("x = foo(a.b.c, y)\n");
-        let Stmt::Assign(a) = &f.body()[0] else { panic!() };
-        assert!(mentions(&a.value, &|n| n == "a.b.c"));
-        assert!(mentions(&a.value, &|n| n == "y"));
-        assert!(!mentions(&a.value, &|n| n == "b"));
     }
 }

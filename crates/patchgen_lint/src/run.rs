@@ -226,22 +226,11 @@ fn setup(args: &Options, cwd: &Path, overlay: Overlay) -> Result<Setup, RunError
     if !overlay.is_empty() {
         pipeline.loader = ProjectLoader::with_overlay(pipeline.loader.roots().to_vec(), overlay);
     }
+    pipeline.loader.set_max_file_size(resolved.max_file_size);
     if let Some(location) = location {
         pipeline.search = SearchPath::new(vec![location, pipeline.project.package_root()]);
     }
-    let modules: Vec<String> = if args.modules.is_empty() {
-        pipeline.project.discover()?.into_iter().map(|c| c.module).collect()
-    } else {
-        let modules: Vec<String> = args.modules.iter().map(|m| pipeline.project.normalize_module(m)).collect();
-        if let Some(m) = modules.iter().find(|m| pipeline.loader.find(m).is_none()) {
-            return Err(RunError::NoSuchModule {
-                flag: None,
-                module: m.clone(),
-                package_root: pipeline.project.package_root(),
-            });
-        }
-        modules
-    };
+    let modules = pipeline.select_modules(&args.modules, "")?;
     let explicit = !args.modules.is_empty();
     Ok(Setup { project_dir, resolved, settings, rules, upstream, version_label, pipeline, modules, explicit })
 }

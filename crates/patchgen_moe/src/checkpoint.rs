@@ -84,7 +84,8 @@ impl Checkpoint {
     }
 
     fn from_index(dir: &Path, index: &Path) -> Result<Checkpoint, String> {
-        let text = std::fs::read_to_string(index).map_err(|e| format!("{}: {e}", index.display()))?;
+        let text = patchgen_cache::bounded::read_to_string(index, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
+            .map_err(|e| format!("{}: {e}", index.display()))?;
         // The index parses on one core while the headers of the directory's
         // `.safetensors` files (nearly always the files it names) are read
         // on the other.
@@ -212,7 +213,7 @@ impl Checkpoint {
 }
 
 /// An index's `(tensor, file)` pairs.
-pub(crate) type WeightMap = Vec<(String, String)>;
+pub type WeightMap = Vec<(String, String)>;
 
 /// The files an index names (sorted, once each) and its `(tensor, file)`
 /// pairs; `index` names it in errors.
@@ -228,6 +229,14 @@ pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, Weig
         let Some(file) = file.as_str() else {
             return Err(format!("{}: weight_map[\"{name}\"] is not a file name", index.display()));
         };
+        // A shard sits next to its index: `../x`, `/dev/zero` or `a/b` would
+        // read outside the checkpoint.
+        if Path::new(file).file_name() != Some(std::ffi::OsStr::new(file)) || file == ".." {
+            return Err(format!(
+                "{}: weight_map[\"{name}\"] is `{file}`, not a file name in the checkpoint's directory",
+                index.display()
+            ));
+        }
         wanted.push((name.clone(), file.to_string()));
         files.push(file.to_string());
     }

@@ -10,6 +10,26 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+/// Largest expert or layer count accepted from a `config.json`.
+pub const MAX_COUNT: u64 = 1 << 16;
+/// Largest hidden or intermediate size accepted from a `config.json`.
+pub const MAX_SIZE: u64 = 1 << 24;
+
+/// The integer keys read, with their bound.
+const BOUNDED: &[(&str, u64)] = &[
+    ("num_experts", MAX_COUNT),
+    ("n_routed_experts", MAX_COUNT),
+    ("num_local_experts", MAX_COUNT),
+    ("moe_num_experts", MAX_COUNT),
+    ("num_hidden_layers", MAX_COUNT),
+    ("first_k_dense_replace", MAX_COUNT),
+    ("decoder_sparse_step", MAX_COUNT),
+    ("moe_layer_freq", MAX_COUNT),
+    ("hidden_size", MAX_SIZE),
+    ("moe_intermediate_size", MAX_SIZE),
+    ("intermediate_size", MAX_SIZE),
+];
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct MoeDims {
     pub path: PathBuf,
@@ -33,7 +53,7 @@ pub struct MoeDims {
 impl MoeDims {
     pub fn load(path: &Path) -> Result<MoeDims, crate::error::MoeError> {
         use crate::error::MoeError;
-        let text = std::fs::read_to_string(path)
+        let text = patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
             .map_err(|source| MoeError::ConfigUnreadable { path: path.to_path_buf(), source })?;
         let v: Value = serde_json::from_str(&text).map_err(|e| MoeError::ConfigJson {
             path: path.to_path_buf(),
@@ -41,10 +61,30 @@ impl MoeDims {
             column: e.column(),
             message: e.to_string(),
         })?;
-        Ok(MoeDims::from_value(path, &v))
+        let dims = MoeDims::from_value(path, &v)?;
+        dims.check_sizes().map_err(MoeError::Config)?;
+        Ok(dims)
     }
 
-    pub fn from_value(path: &Path, cfg: &Value) -> MoeDims {
+    /// The dims fit the arithmetic done on them: `2 * I` (the width of a
+    /// fused `gate_up_proj`) in 64 bits. `Err` names the file and the key.
+    pub(crate) fn check_sizes(&self) -> Result<(), String> {
+        if let (Some(i), Some(key)) = (self.intermediate, &self.intermediate_key)
+            && i.checked_mul(2).is_none()
+        {
+            let key = if self.text_path.is_empty() { key.clone() } else { format!("{}.{key}", self.text_path) };
+            return Err(format!(
+                "{}: `{key}` is {i}: twice it (the width of a fused gate_up_proj) does not fit in 64 bits\n  help: a model's MoE intermediate size is far smaller; correct config.json",
+                self.path.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The dims of a parsed `config.json`; an error naming the key when a
+    /// count or size is beyond [`MAX_COUNT`] / [`MAX_SIZE`] (the loops and
+    /// products over them must stay bounded, whatever the file says).
+    pub fn from_value(path: &Path, cfg: &Value) -> Result<MoeDims, crate::error::MoeError> {
         let nested = cfg.get("thinker_config").and_then(|t| t.get("text_config")).filter(|t| t.is_object());
         let (text, text_path) = match nested {
             Some(t) => (t, "thinker_config.text_config"),
@@ -53,6 +93,17 @@ impl MoeDims {
                 None => (cfg, ""),
             },
         };
+        for (key, max) in BOUNDED {
+            for (at, v) in [(text_path, text.get(*key)), ("", cfg.get(*key))] {
+                if let Some(n) = v.and_then(Value::as_u64).filter(|n| n > max) {
+                    let dotted = if at.is_empty() { key.to_string() } else { format!("{at}.{key}") };
+                    return Err(crate::error::MoeError::Config(format!(
+                        "{}: `{dotted}` is {n}, more than patchgen accepts ({max}): the config is not a real model's",
+                        path.display()
+                    )));
+                }
+            }
+        }
         let u = |k: &str| text.get(k).and_then(Value::as_u64);
         let first = |keys: &[&str]| keys.iter().find_map(|k| u(k).map(|v| (v, k.to_string())));
         let (experts, experts_key) =
@@ -96,6 +147,7 @@ impl MoeDims {
             let step = u("decoder_sparse_step");
             let freq = u("moe_layer_freq");
             if k.is_some() || step.is_some() || !only.is_empty() {
+                let only: std::collections::HashSet<u64> = only.into_iter().collect();
                 let dense = (0..n)
                     .filter(|&l| {
                         only.contains(&l)
@@ -118,7 +170,7 @@ impl MoeDims {
                 d.dense_rule = Some(rule.join(" + "));
             }
         }
-        d
+        Ok(d)
     }
 
     /// The layers expected to hold routed experts, when the config tells.
@@ -145,7 +197,7 @@ mod tests {
             "hidden_size":8,"moe_intermediate_size":6,"num_hidden_layers":4,"mlp_only_layers":[0],"decoder_sparse_step":1}}}"#,
         )
         .unwrap();
-        let d = MoeDims::from_value(Path::new("c"), &v);
+        let d = MoeDims::from_value(Path::new("c"), &v).unwrap();
         assert_eq!((d.experts, d.hidden, d.intermediate), (Some(4), Some(8), Some(6)));
         assert_eq!(d.text_path, "thinker_config.text_config");
         assert_eq!(d.moe_layers(), Some(vec![1, 2, 3]));
@@ -154,7 +206,7 @@ mod tests {
             "intermediate_size":20,"num_hidden_layers":3,"first_k_dense_replace":1}"#,
         )
         .unwrap();
-        let d = MoeDims::from_value(Path::new("c"), &v);
+        let d = MoeDims::from_value(Path::new("c"), &v).unwrap();
         assert_eq!(d.experts_key.as_deref(), Some("n_routed_experts"));
         assert_eq!(d.intermediate, Some(6));
         assert_eq!(d.moe_layers(), Some(vec![1, 2]));
@@ -162,13 +214,24 @@ mod tests {
             r#"{"model_type":"gpt_oss","num_local_experts":4,"hidden_size":8,"intermediate_size":6,"num_hidden_layers":2}"#,
         )
         .unwrap();
-        let d = MoeDims::from_value(Path::new("c"), &v);
+        let d = MoeDims::from_value(Path::new("c"), &v).unwrap();
         assert_eq!((d.experts, d.intermediate), (Some(4), Some(6)));
         assert_eq!(d.moe_layers(), Some(vec![0, 1]));
         // ernie4_5_moe's own key (its config maps `num_experts` to it).
         let v: Value =
             serde_json::from_str(r#"{"model_type":"ernie4_5_moe","moe_num_experts":64,"hidden_size":8}"#).unwrap();
-        let d = MoeDims::from_value(Path::new("c"), &v);
+        let d = MoeDims::from_value(Path::new("c"), &v).unwrap();
         assert_eq!((d.experts, d.experts_key.as_deref()), (Some(64), Some("moe_num_experts")));
+    }
+
+    #[test]
+    fn an_intermediate_size_twice_which_overflows_is_refused() {
+        let v: Value =
+            serde_json::from_str(r#"{"text_config":{"moe_intermediate_size":9223372036854775808,"hidden_size":8}}"#)
+                .unwrap();
+        let err = MoeDims::from_value(Path::new("ck/config.json"), &v).check_sizes().unwrap_err();
+        assert!(err.starts_with("ck/config.json: `text_config.moe_intermediate_size` is 9223372036854775808"), "{err}");
+        let v: Value = serde_json::from_str(r#"{"intermediate_size":9223372036854775807}"#).unwrap();
+        assert!(MoeDims::from_value(Path::new("c"), &v).check_sizes().is_ok());
     }
 }

@@ -165,6 +165,7 @@ fn write_local(
         })?;
     }
 
+    super::cancel::interrupted()?;
     commit(tmp, dst, dst_abs)?;
     let prepared = Prepared { plan, cuts: Vec::new(), names, total };
     Ok(ConvertReport::new(src, dst, opts, prepared, (copied_files, skipped_dirs), start))
@@ -408,6 +409,7 @@ fn copy_tensors(
     let mut transposed = Vec::new();
     for t in tensors {
         for piece in &t.pieces {
+            super::cancel::interrupted()?;
             match *piece {
                 Piece::Range { shard, offset, len } => {
                     let f = open(&mut files, inputs, shard)?;
@@ -574,6 +576,15 @@ fn verify_shard(path: &Path, name: &str, tensors: &[OutTensor], inputs: &[PathBu
     Ok(())
 }
 
+/// Where a written shard's data starts: after its 8-byte header length
+/// and the `n` bytes of header that length claims, inside its `file_len`
+/// bytes (`n` is read from the file: checked, never wrapped).
+pub(crate) fn data_start(name: &str, n: u64, file_len: u64) -> Result<u64, String> {
+    n.checked_add(8)
+        .filter(|&end| end <= file_len)
+        .ok_or_else(|| format!("verify: {name}: a header of {n} bytes in a file of {file_len}"))
+}
+
 /// A written shard's header (its `n` JSON bytes, of a file of `file_len`)
 /// through the `safetensors` crate's own parser and validation (dtypes,
 /// shapes, offsets that tile the data, sizes), then the end of the data
@@ -589,8 +600,10 @@ pub(crate) fn check_written_header(
         .map_err(|e| format!("verify: {name}: the safetensors crate rejects the header: {e}"))?;
     let infos = meta.tensors();
     let data_end = infos.values().map(|i| i.data_offsets.1 as u64).max().unwrap_or(0);
-    if 8 + n + data_end != file_len {
-        return Err(format!("verify: {name}: the data ends at {} but the file has {file_len} bytes", 8 + n + data_end));
+    let end = data_start(name, n, file_len)?.checked_add(data_end);
+    if end != Some(file_len) {
+        let end = end.map_or_else(|| format!("8 + {n} + {data_end} (past 2^64)"), |e| e.to_string());
+        return Err(format!("verify: {name}: the data ends at {end} but the file has {file_len} bytes"));
     }
     if infos.len() != tensors.len() {
         return Err(format!("verify: {name}: {} tensors, expected {}", infos.len(), tensors.len()));
@@ -668,6 +681,27 @@ mod tests {
         std::fs::write(&out, bytes).unwrap();
         let e = verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap_err();
         assert_eq!(e, "verify: model.safetensors: w: first mismatch at data byte 2 (expected 0x02, found 0xff)");
+    }
+
+    #[test]
+    fn header_lengths_read_back_are_checked_not_wrapped() {
+        assert_eq!(data_start("s", 16, 100), Ok(24));
+        assert_eq!(data_start("s", 92, 100), Ok(100));
+        assert_eq!(data_start("s", 93, 100), Err("verify: s: a header of 93 bytes in a file of 100".into()));
+        assert_eq!(
+            data_start("s", u64::MAX - 3, 100),
+            Err(format!("verify: s: a header of {} bytes in a file of 100", u64::MAX - 3))
+        );
+        // A header length and data whose end would pass 2^64 (the
+        // safetensors crate bounds the data alone).
+        let big = 1u64 << 60;
+        let json = format!(r#"{{"w":{{"dtype":"U8","shape":[{big}],"data_offsets":[0,{big}]}}}}"#);
+        let n = u64::MAX - 20;
+        let e = check_written_header("s", n, u64::MAX, json.as_bytes(), &[]).unwrap_err();
+        assert_eq!(
+            e,
+            format!("verify: s: the data ends at 8 + {n} + {big} (past 2^64) but the file has {} bytes", u64::MAX)
+        );
     }
 
     /// Tens of MiB through `write_shard`: ranges out of order, across two

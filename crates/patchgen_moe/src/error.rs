@@ -23,6 +23,10 @@ pub enum MoeError {
     /// A `config.json` that cannot be read.
     #[error("{}: {source}", path.display())]
     ConfigUnreadable { path: PathBuf, source: std::io::Error },
+    /// A `config.json` whose values cannot be used (a size that overflows,
+    /// ...), located in the message.
+    #[error("{0}")]
+    Config(String),
     /// A `config.json` that is not JSON.
     #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
     ConfigJson { path: PathBuf, line: usize, column: usize, message: String },
@@ -66,6 +70,7 @@ impl MoeError {
         match self {
             MoeError::ShardSize { .. } | MoeError::DstInSource { .. } | MoeError::DstNotEmpty { .. } => Side::Request,
             MoeError::ConfigUnreadable { .. }
+            | MoeError::Config(_)
             | MoeError::ConfigJson { .. }
             | MoeError::Checkpoint(_)
             | MoeError::Plan(_) => Side::Input,

@@ -108,6 +108,11 @@ pub fn dtype_bits(dtype: &str) -> Option<u64> {
 /// Read and validate the header of `path`.
 pub fn read_header(path: &Path) -> Result<Header, HeaderError> {
     let err = |place: &str, message: String| HeaderError { path: path.to_path_buf(), place: place.into(), message };
+    // Looked at before opening: opening a FIFO would block.
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err(err("", "not a regular file".into())),
+        _ => {}
+    }
     let mut file = File::open(path).map_err(|e| err("", format!("cannot open: {e}")))?;
     let file_len = file.metadata().map_err(|e| err("", format!("cannot stat: {e}")))?.len();
     let mut len = [0u8; 8];

@@ -224,10 +224,64 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
         ambiguous: Vec::new(),
         problems: Vec::new(),
     };
-    let mut mixtral = None;
-    // The per-expert weights (as `g.per_expert`) and the fused tensors, by name.
-    let mut per_expert: BTreeMap<Proj, BTreeMap<u64, &TensorInfo>> = BTreeMap::new();
-    let mut shapes: BTreeMap<&str, &TensorInfo> = BTreeMap::new();
+    let sorted = sort_tensors(&mut g, tensors);
+    g.per_expert =
+        sorted.per_expert.iter().map(|(&p, m)| (p, m.iter().map(|(&j, t)| (j, t.name.clone())).collect())).collect();
+    note_dtypes(&mut g);
+    let dims = ConfigDims::of(dims);
+    if !g.per_expert.is_empty() && !g.fused.is_empty() {
+        g.problems.push(format!(
+            "both per-expert keys and fused keys ({}) under one experts module",
+            g.fused.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    } else if !g.per_expert.is_empty() {
+        check_per_expert(&mut g, &sorted, &dims);
+    } else {
+        check_fused(&mut g, &sorted.shapes, &dims);
+    }
+    g
+}
+
+/// The tensors of one experts module, sorted by what their names say.
+struct Sorted<'a> {
+    /// Per-expert weights named `w1/w3/w2` (`Some(true)`) or
+    /// `gate_proj/up_proj/down_proj` (`Some(false)`).
+    mixtral: Option<bool>,
+    /// The per-expert weights (as `Group::per_expert`).
+    per_expert: BTreeMap<Proj, BTreeMap<u64, &'a TensorInfo>>,
+    /// The fused tensors, by name.
+    shapes: BTreeMap<&'a str, &'a TensorInfo>,
+}
+
+/// The dims `config.json` gives, when it does.
+struct ConfigDims<'a> {
+    hidden: Option<u64>,
+    intermediate: Option<u64>,
+    /// `2 * intermediate` (the fused gate/up width); `None` when it does
+    /// not fit in 64 bits (`MoeDims::load` refuses such a config).
+    two_intermediate: Option<u64>,
+    experts: Option<u64>,
+    model_type: Option<&'a str>,
+}
+
+impl ConfigDims<'_> {
+    fn of(dims: Option<&MoeDims>) -> ConfigDims<'_> {
+        let intermediate = dims.and_then(|d| d.intermediate);
+        ConfigDims {
+            hidden: dims.and_then(|d| d.hidden),
+            intermediate,
+            two_intermediate: intermediate.and_then(|i| i.checked_mul(2)),
+            experts: dims.and_then(|d| d.experts),
+            model_type: dims.and_then(|d| d.model_type.as_deref()),
+        }
+    }
+}
+
+/// Each tensor under `<P>.experts` as a per-expert weight, a fused tensor,
+/// a quantisation sibling or something else (`g.dtypes`, `g.fused`,
+/// `g.quantised`, `g.extra` filled on the way).
+fn sort_tensors<'a>(g: &mut Group, tensors: &[(&str, &'a TensorInfo)]) -> Sorted<'a> {
+    let mut sorted = Sorted { mixtral: None, per_expert: BTreeMap::new(), shapes: BTreeMap::new() };
     for &(rest, t) in tensors {
         let note_dtype = |g: &mut Group| {
             if !g.dtypes.contains(&t.dtype) {
@@ -244,12 +298,12 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
         match (parts, per_expert_weight) {
             (_, Some((j, proj, (p, mx), suffix))) => {
                 if suffix == "weight" {
-                    note_dtype(&mut g);
-                    if mixtral.is_some_and(|m| m != mx) {
+                    note_dtype(g);
+                    if sorted.mixtral.is_some_and(|m| m != mx) {
                         g.problems.push(format!("both gate_proj/up_proj/down_proj and w1/w3/w2 names ({})", t.name));
                     }
-                    mixtral = Some(mx);
-                    per_expert.entry(p).or_default().insert(j, t);
+                    sorted.mixtral = Some(mx);
+                    sorted.per_expert.entry(p).or_default().insert(j, t);
                 } else if QUANT_SUFFIXES.contains(&suffix) {
                     let s = format!("{proj}.{suffix}");
                     if !g.quantised.contains(&s) {
@@ -268,10 +322,10 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
                     || name.ends_with("_bias") && matches!(base, "gate_up_proj" | "down_proj")
                 {
                     if !name.ends_with("_bias") {
-                        note_dtype(&mut g);
+                        note_dtype(g);
                     }
                     g.fused.insert(name.to_string(), t.name.clone());
-                    shapes.insert(&t.name, t);
+                    sorted.shapes.insert(&t.name, t);
                 } else if QUANT_SUFFIXES.iter().any(|q| name.ends_with(&format!("_{q}"))) {
                     if !g.quantised.contains(&name.to_string()) {
                         g.quantised.push(name.to_string());
@@ -283,8 +337,11 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
             _ => g.extra.push(rest.to_string()),
         }
     }
-    g.per_expert =
-        per_expert.iter().map(|(&p, m)| (p, m.iter().map(|(&j, t)| (j, t.name.clone())).collect())).collect();
+    sorted
+}
+
+/// Packed dtypes count as quantised; several dtypes are a problem.
+fn note_dtypes(g: &mut Group) {
     for d in &g.dtypes {
         if is_packed(d) {
             let s = format!("dtype {d}");
@@ -296,78 +353,81 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
     if g.dtypes.len() > 1 {
         g.problems.push(format!("mixed dtypes among expert weights: {}", g.dtypes.join(", ")));
     }
-    let h = dims.and_then(|d| d.hidden);
-    let i = dims.and_then(|d| d.intermediate);
-    let e_cfg = dims.and_then(|d| d.experts);
-    let shape = |name: &str| shapes.get(name).map(|t| t.shape.clone()).unwrap_or_default();
+}
 
-    if !g.per_expert.is_empty() && !g.fused.is_empty() {
+/// Families A and A': every expert has its three matrices, of the shapes
+/// the config gives (or all alike), gate and down transposes.
+fn check_per_expert(g: &mut Group, sorted: &Sorted<'_>, dims: &ConfigDims<'_>) {
+    let (h, i, e_cfg) = (dims.hidden, dims.intermediate, dims.experts);
+    g.family = if sorted.mixtral == Some(true) { Family::Mixtral } else { Family::PerExpert };
+    let names = if g.family == Family::Mixtral { ["w1", "w3", "w2"] } else { ["gate_proj", "up_proj", "down_proj"] };
+    let ids: std::collections::BTreeSet<u64> = g.per_expert.values().flat_map(|m| m.keys().copied()).collect();
+    let found_max = ids.iter().next_back().map_or(0, |m| m + 1);
+    let e = e_cfg.unwrap_or(found_max);
+    g.experts = ids.len() as u64;
+    if found_max > crate::config::MAX_COUNT {
         g.problems.push(format!(
-            "both per-expert keys and fused keys ({}) under one experts module",
-            g.fused.keys().cloned().collect::<Vec<_>>().join(", ")
+            "expert ids up to {}: more than patchgen accepts ({})",
+            found_max - 1,
+            crate::config::MAX_COUNT
         ));
-        return g;
+        return;
     }
-    if !g.per_expert.is_empty() {
-        g.family = if mixtral == Some(true) { Family::Mixtral } else { Family::PerExpert };
-        let names =
-            if g.family == Family::Mixtral { ["w1", "w3", "w2"] } else { ["gate_proj", "up_proj", "down_proj"] };
-        let ids: std::collections::BTreeSet<u64> = g.per_expert.values().flat_map(|m| m.keys().copied()).collect();
-        let found_max = ids.iter().next_back().map_or(0, |m| m + 1);
-        let e = e_cfg.unwrap_or(found_max);
-        g.experts = ids.len() as u64;
-        if let Some(e) = e_cfg
-            && found_max > e
-        {
-            g.problems.push(format!("expert ids up to {} but the config has {e} experts", found_max - 1));
+    if let Some(e) = e_cfg
+        && found_max > e
+    {
+        g.problems.push(format!("expert ids up to {} but the config has {e} experts", found_max - 1));
+    }
+    for (k, p) in [Proj::Gate, Proj::Up, Proj::Down].into_iter().enumerate() {
+        let have = g.per_expert.get(&p);
+        let missing: Vec<u64> = (0..e).filter(|j| !have.is_some_and(|m| m.contains_key(j))).collect();
+        if !missing.is_empty() {
+            g.problems.push(format!("{} missing for expert(s) {} of {e}", names[k], ranges(&missing)));
         }
-        for (k, p) in [Proj::Gate, Proj::Up, Proj::Down].into_iter().enumerate() {
-            let have = g.per_expert.get(&p);
-            let missing: Vec<u64> = (0..e).filter(|j| !have.is_some_and(|m| m.contains_key(j))).collect();
-            if !missing.is_empty() {
-                g.problems.push(format!("{} missing for expert(s) {} of {e}", names[k], ranges(&missing)));
+    }
+    // Shapes: gate/up [I,H], down [H,I].
+    let mut seen: BTreeMap<Proj, &[u64]> = BTreeMap::new();
+    for (p, m) in &sorted.per_expert {
+        for (j, t) in m {
+            let (name, s) = (&t.name, t.shape.as_slice());
+            let want = match (p, h, i) {
+                (Proj::Gate | Proj::Up, Some(h), Some(i)) => Some([i, h]),
+                (Proj::Down, Some(h), Some(i)) => Some([h, i]),
+                _ => None,
+            };
+            if let Some(w) = want {
+                if s != w {
+                    g.problems.push(format!(
+                        "{name}: shape {s:?}, expected {w:?} from config.json (H={}, I={})",
+                        h.unwrap(),
+                        i.unwrap()
+                    ));
+                }
+            } else if let Some(first) = seen.get(p) {
+                if *first != s {
+                    g.problems.push(format!("{name}: shape {s:?} differs from the other experts' {first:?}"));
+                }
+            } else {
+                seen.insert(*p, s);
+            }
+            if s.len() != 2 {
+                g.problems.push(format!("{name}: {}-D, expected a 2-D matrix (expert {j})", s.len()));
             }
         }
-        // Shapes: gate/up [I,H], down [H,I].
-        let mut seen: BTreeMap<Proj, &[u64]> = BTreeMap::new();
-        for (p, m) in &per_expert {
-            for (j, t) in m {
-                let (name, s) = (&t.name, t.shape.as_slice());
-                let want = match (p, h, i) {
-                    (Proj::Gate | Proj::Up, Some(h), Some(i)) => Some([i, h]),
-                    (Proj::Down, Some(h), Some(i)) => Some([h, i]),
-                    _ => None,
-                };
-                if let Some(w) = want {
-                    if s != w {
-                        g.problems.push(format!(
-                            "{name}: shape {s:?}, expected {w:?} from config.json (H={}, I={})",
-                            h.unwrap(),
-                            i.unwrap()
-                        ));
-                    }
-                } else if let Some(first) = seen.get(p) {
-                    if *first != s {
-                        g.problems.push(format!("{name}: shape {s:?} differs from the other experts' {first:?}"));
-                    }
-                } else {
-                    seen.insert(*p, s);
-                }
-                if s.len() != 2 {
-                    g.problems.push(format!("{name}: {}-D, expected a 2-D matrix (expert {j})", s.len()));
-                }
-            }
-        }
-        if let (Some(gs), Some(ds)) = (seen.get(&Proj::Gate), seen.get(&Proj::Down))
-            && gs.len() == 2
-            && ds.len() == 2
-            && (gs[0] != ds[1] || gs[1] != ds[0])
-        {
-            g.problems.push(format!("gate {gs:?} and down {ds:?} are not transposes of each other"));
-        }
-        return g;
     }
-    // Fused or stacked.
+    if let (Some(gs), Some(ds)) = (seen.get(&Proj::Gate), seen.get(&Proj::Down))
+        && gs.len() == 2
+        && ds.len() == 2
+        && (gs[0] != ds[1] || gs[1] != ds[0])
+    {
+        g.problems.push(format!("gate {gs:?} and down {ds:?} are not transposes of each other"));
+    }
+}
+
+/// Fused or stacked experts (families B, C, D, E): the experts count from
+/// dim 0, then the family by keys, shapes and the config's dims.
+fn check_fused(g: &mut Group, shapes: &BTreeMap<&str, &TensorInfo>, dims: &ConfigDims<'_>) {
+    let shape = |name: &str| shapes.get(name).map(|t| t.shape.clone()).unwrap_or_default();
     let gu = g.fused.get("gate_up_proj").map(|n| shape(n));
     let gp = g.fused.get("gate_proj").map(|n| shape(n));
     let dn = g.fused.get("down_proj").map(|n| shape(n));
@@ -375,7 +435,11 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
     let bias = g.fused.get("gate_up_proj_bias").map(|n| shape(n));
     let e = gu.as_ref().or(gp.as_ref()).or(dn.as_ref()).or(bias.as_ref()).and_then(|s| s.first().copied()).unwrap_or(0);
     g.experts = e;
-    if let Some(ec) = e_cfg
+    if e > crate::config::MAX_COUNT {
+        g.problems.push(format!("{e} experts in dim 0: more than patchgen accepts ({})", crate::config::MAX_COUNT));
+        return;
+    }
+    if let Some(ec) = dims.experts
         && e != ec
     {
         g.problems.push(format!("{e} experts in dim 0, but config.json has {ec}"));
@@ -385,62 +449,87 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
             && s.len() != 3
         {
             g.problems.push(format!("{name}: shape {s:?} is not 3-D [E, _, _]"));
-            return g;
+            return;
         }
     }
     if gp.is_some() || g.fused.contains_key("up_proj") {
-        g.family = Family::LegacyStacked;
         let up = g.fused.get("up_proj").map(|n| shape(n));
-        match (&gp, &up, &dn) {
-            (Some(a), Some(b), Some(d)) => {
-                if a != b {
-                    g.problems.push(format!("gate_proj {a:?} and up_proj {b:?} differ"));
-                }
-                if let (Some(h), Some(i)) = (h, i) {
-                    if a[1..] != [i, h] {
-                        g.problems.push(format!("gate_proj {a:?}, expected [E, {i}, {h}]"));
-                    }
-                    if d[1..] != [h, i] {
-                        g.problems.push(format!("down_proj {d:?}, expected [E, {h}, {i}]"));
-                    }
-                }
-            }
-            _ => g.problems.push("legacy stacked experts need gate_proj, up_proj and down_proj".into()),
-        }
-        return g;
+        check_legacy_stacked(g, (&gp, &up, &dn), dims);
+        return;
     }
     if gu.is_none() && g.quantised.iter().any(|q| q.starts_with("gate_up_proj_")) {
         // MXFP4 and the like: the packed blocks stand for the weights.
         g.family = if has_bias { Family::GptOss } else { Family::Unknown };
         g.experts = e;
-        return g;
+        return;
     }
     let (Some(gu), Some(dn)) = (gu, dn) else {
         g.problems.push(format!(
             "fused experts need gate_up_proj and down_proj; found only {}",
             g.fused.keys().cloned().collect::<Vec<_>>().join(", ")
         ));
-        return g;
+        return;
     };
-    if has_bias || dims.and_then(|d| d.model_type.as_deref()) == Some("gpt_oss") {
-        g.family = Family::GptOss;
-        if let (Some(h), Some(i)) = (h, i) {
-            if gu[1..] != [h, 2 * i] {
-                g.problems.push(format!("gate_up_proj {gu:?}, expected [E, {h}, {}] (gpt_oss)", 2 * i));
+    if has_bias || dims.model_type == Some("gpt_oss") {
+        check_gpt_oss(g, &gu, &dn, dims);
+        return;
+    }
+    decide_fused_orientation(g, &gu, &dn, dims);
+}
+
+/// Family D: `gate_proj`, `up_proj` `[E,I,H]`, `down_proj` `[E,H,I]`.
+fn check_legacy_stacked(
+    g: &mut Group,
+    (gp, up, dn): (&Option<Vec<u64>>, &Option<Vec<u64>>, &Option<Vec<u64>>),
+    dims: &ConfigDims<'_>,
+) {
+    g.family = Family::LegacyStacked;
+    match (gp, up, dn) {
+        (Some(a), Some(b), Some(d)) => {
+            if a != b {
+                g.problems.push(format!("gate_proj {a:?} and up_proj {b:?} differ"));
             }
-            if dn[1..] != [i, h] {
-                g.problems.push(format!("down_proj {dn:?}, expected [E, {i}, {h}] (gpt_oss)"));
+            if let (Some(h), Some(i)) = (dims.hidden, dims.intermediate) {
+                if a[1..] != [i, h] {
+                    g.problems.push(format!("gate_proj {a:?}, expected [E, {i}, {h}]"));
+                }
+                if d[1..] != [h, i] {
+                    g.problems.push(format!("down_proj {d:?}, expected [E, {h}, {i}]"));
+                }
             }
         }
-        return g;
+        _ => g.problems.push("legacy stacked experts need gate_proj, up_proj and down_proj".into()),
     }
-    // B or C.
-    let (gu_c, gu_b, dn_c, dn_b) = match (h, i) {
-        (Some(h), Some(i)) => (gu[1..] == [2 * i, h], gu[1..] == [h, 2 * i], dn[1..] == [h, i], dn[1..] == [i, h]),
+}
+
+/// Family E: gpt_oss's `[E,H,2I]` (interleaved) and `[E,I,H]`.
+fn check_gpt_oss(g: &mut Group, gu: &[u64], dn: &[u64], dims: &ConfigDims<'_>) {
+    g.family = Family::GptOss;
+    if let (Some(h), Some(i), Some(two_i)) = (dims.hidden, dims.intermediate, dims.two_intermediate) {
+        if gu[1..] != [h, two_i] {
+            g.problems.push(format!("gate_up_proj {gu:?}, expected [E, {h}, {two_i}] (gpt_oss)"));
+        }
+        if dn[1..] != [i, h] {
+            g.problems.push(format!("down_proj {dn:?}, expected [E, {i}, {h}] (gpt_oss)"));
+        }
+    }
+}
+
+/// B or C: `[E,H,2I]` + `[E,I,H]` or `[E,2I,H]` + `[E,H,I]`, by the
+/// config's dims (else each shape by the other); both when the shapes are
+/// square, and then ambiguous, never guessed.
+fn decide_fused_orientation(g: &mut Group, gu: &[u64], dn: &[u64], dims: &ConfigDims<'_>) {
+    let config = match (dims.hidden, dims.intermediate, dims.two_intermediate) {
+        (Some(h), Some(i), Some(two_i)) => Some((h, i, two_i)),
+        _ => None,
+    };
+    let (gu_c, gu_b, dn_c, dn_b) = match config {
+        Some((h, i, two_i)) => (gu[1..] == [two_i, h], gu[1..] == [h, two_i], dn[1..] == [h, i], dn[1..] == [i, h]),
         // Without config dims: each must agree with the other.
-        _ => {
-            let c = gu[1] == 2 * dn[2] && gu[2] == dn[1];
-            let b = gu[2] == 2 * dn[1] && gu[1] == dn[2];
+        None => {
+            let twice = |d: u64| d.checked_mul(2);
+            let c = twice(dn[2]) == Some(gu[1]) && gu[2] == dn[1];
+            let b = twice(dn[1]) == Some(gu[2]) && gu[1] == dn[2];
             (c, b, c, b)
         }
     };
@@ -458,19 +547,16 @@ fn build(prefix: &str, tensors: &[(&str, &TensorInfo)], dims: Option<&MoeDims>) 
         (true, false) => Family::Fused,
         (false, true) => Family::FusedTransposed,
         (false, false) => {
-            let want = match (h, i) {
-                (Some(h), Some(i)) => format!(
-                    " (config: v5 [E,{},{h}] + [E,{h},{i}] or transposed [E,{h},{}] + [E,{i},{h}])",
-                    2 * i,
-                    2 * i
-                ),
-                _ => String::new(),
+            let want = match config {
+                Some((h, i, two_i)) => {
+                    format!(" (config: v5 [E,{two_i},{h}] + [E,{h},{i}] or transposed [E,{h},{two_i}] + [E,{i},{h}])")
+                }
+                None => String::new(),
             };
             g.problems.push(format!("gate_up_proj {gu:?} and down_proj {dn:?} fit neither layout{want}"));
             Family::Unknown
         }
     };
-    g
 }
 
 /// `0-3, 7, 9-10`.

@@ -18,6 +18,7 @@
 // Libraries return what they have to say; the binary prints it.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod cancel;
 pub mod checkpoint;
 pub mod config;
 pub mod convert;

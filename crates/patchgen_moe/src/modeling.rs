@@ -7,9 +7,12 @@
 //! fused layout?) and lint rule PG401 (a fused class needs a converter when
 //! the upstream recipe says the checkpoint is per-expert or transposed).
 
-use ruff_python_ast::{Expr, Stmt, StmtClassDef};
+use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 use serde::Serialize;
+
+use patchgen_python::semantic::facts;
+use patchgen_python::semantic::walk::{self, Scope};
 
 /// A class with fused expert parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -23,7 +26,7 @@ pub struct FusedExperts {
     pub bias: bool,
 }
 
-/// The classes (top level and nested, in source order) of `text` that
+/// The classes (at any depth, in source order) of `text` that
 /// assign `self.gate_up_proj` an `nn.Parameter`. `Err` is a syntax error
 /// with its 1-based line.
 pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, String)> {
@@ -39,11 +42,12 @@ pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, Str
 /// 1-based line.
 pub fn fused_expert_classes_in(body: &[Stmt], line_of: &dyn Fn(usize) -> usize) -> Vec<FusedExperts> {
     let mut out = Vec::new();
-    visit_classes(body, &mut |class| {
+    for stmt in walk::statements(body, Scope::All) {
+        let Stmt::ClassDef(class) = stmt else { continue };
         let mut params: Vec<(String, usize)> = Vec::new();
         for stmt in &class.body {
             if let Stmt::FunctionDef(f) = stmt {
-                walk(&f.body, &mut |s| {
+                walk::for_each_statement(&f.body, Scope::Own, |s| {
                     if let Stmt::Assign(a) = s
                         && is_parameter_call(&a.value)
                     {
@@ -66,74 +70,12 @@ pub fn fused_expert_classes_in(body: &[Stmt], line_of: &dyn Fn(usize) -> usize) 
                 bias: params.iter().any(|(n, _)| n == "gate_up_proj_bias"),
             });
         }
-    });
+    }
     out
 }
 
 fn is_parameter_call(e: &Expr) -> bool {
-    let Expr::Call(c) = e else { return false };
-    match &*c.func {
-        Expr::Name(n) => n.id.as_str() == "Parameter",
-        Expr::Attribute(a) => a.attr.as_str() == "Parameter",
-        _ => false,
-    }
-}
-
-fn visit_classes(body: &[Stmt], f: &mut dyn FnMut(&StmtClassDef)) {
-    for stmt in body {
-        match stmt {
-            Stmt::ClassDef(c) => {
-                f(c);
-                visit_classes(&c.body, f);
-            }
-            Stmt::If(i) => {
-                visit_classes(&i.body, f);
-                for clause in &i.elif_else_clauses {
-                    visit_classes(&clause.body, f);
-                }
-            }
-            Stmt::Try(t) => {
-                visit_classes(&t.body, f);
-                visit_classes(&t.orelse, f);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Every statement of a function body, nested blocks included (not nested
-/// functions or classes).
-fn walk(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
-    for stmt in body {
-        f(stmt);
-        match stmt {
-            Stmt::If(i) => {
-                walk(&i.body, f);
-                for clause in &i.elif_else_clauses {
-                    walk(&clause.body, f);
-                }
-            }
-            Stmt::For(x) => {
-                walk(&x.body, f);
-                walk(&x.orelse, f);
-            }
-            Stmt::While(x) => {
-                walk(&x.body, f);
-                walk(&x.orelse, f);
-            }
-            Stmt::With(x) => walk(&x.body, f),
-            Stmt::Try(t) => {
-                walk(&t.body, f);
-                for h in &t.handlers {
-                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                    walk(&h.body, f);
-                }
-                walk(&t.orelse, f);
-                walk(&t.finalbody, f);
-            }
-            _ => {}
-        }
-    }
+    matches!(e, Expr::Call(c) if facts::last_ident(&c.func) == Some("Parameter"))
 }
 
 #[cfg(test)]

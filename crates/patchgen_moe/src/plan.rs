@@ -190,173 +190,192 @@ fn at(ck: &Checkpoint, name: &str) -> Result<(usize, u64, Vec<u64>, String, u64)
 }
 
 fn convert_group(ck: &Checkpoint, g: &Group, family: Family, to: Target) -> Result<Vec<OutTensor>, String> {
-    let p = &g.prefix;
-    let e = g.experts;
-    let fused = |k: &str| g.fused.get(k).ok_or_else(|| format!("no experts.{k}"));
     match (family, to) {
-        (Family::PerExpert | Family::Mixtral, Target::Fused) => {
-            let get = |proj: Proj, j: u64| {
-                g.per_expert.get(&proj).and_then(|m| m.get(&j)).ok_or_else(|| format!("expert {j}: missing {proj:?}"))
-            };
-            let (_, _, gshape, dtype, _) = at(ck, get(Proj::Gate, 0)?)?;
-            let (_, _, dshape, _, _) = at(ck, get(Proj::Down, 0)?)?;
-            let mut gate_up = Vec::with_capacity(2 * e as usize);
-            let mut down = Vec::with_capacity(e as usize);
-            for j in 0..e {
-                for proj in [Proj::Gate, Proj::Up] {
-                    let (shard, offset, _, _, _) = at(ck, get(proj, j)?)?;
-                    let len = ck.tensor(get(proj, j)?).unwrap().1.len();
-                    gate_up.push(Piece::Range { shard, offset, len });
-                }
-                let (shard, offset, _, _, _) = at(ck, get(Proj::Down, j)?)?;
-                down.push(Piece::Range { shard, offset, len: ck.tensor(get(Proj::Down, j)?).unwrap().1.len() });
-            }
-            Ok(vec![
-                OutTensor {
-                    name: format!("{p}.experts.gate_up_proj"),
-                    dtype: dtype.clone(),
-                    shape: vec![e, 2 * gshape[0], gshape[1]],
-                    pieces: gate_up,
-                },
-                OutTensor {
-                    name: format!("{p}.experts.down_proj"),
-                    dtype,
-                    shape: vec![e, dshape[0], dshape[1]],
-                    pieces: down,
-                },
-            ])
-        }
-        (Family::LegacyStacked, Target::Fused) => {
-            let (gs, go, gshape, dtype, elem) = at(ck, fused("gate_proj")?)?;
-            let (us, uo, _, _, _) = at(ck, fused("up_proj")?)?;
-            let per = gshape[1] * gshape[2] * elem;
-            let mut pieces = Vec::new();
-            for j in 0..e {
-                pieces.push(Piece::Range { shard: gs, offset: go + j * per, len: per });
-                pieces.push(Piece::Range { shard: us, offset: uo + j * per, len: per });
-            }
-            let (ds, dof, dshape, _, delem) = at(ck, fused("down_proj")?)?;
-            let dlen = dshape.iter().product::<u64>() * delem;
-            Ok(vec![
-                OutTensor {
-                    name: format!("{p}.experts.gate_up_proj"),
-                    dtype: dtype.clone(),
-                    shape: vec![e, 2 * gshape[1], gshape[2]],
-                    pieces,
-                },
-                OutTensor {
-                    name: format!("{p}.experts.down_proj"),
-                    dtype,
-                    shape: dshape,
-                    pieces: vec![Piece::Range { shard: ds, offset: dof, len: dlen }],
-                },
-            ])
-        }
-        (Family::FusedTransposed, Target::Fused) => {
-            // gate_up [E,H,2I] → [E,2I,H]; down [E,I,H] → [E,H,I].
-            let (gs, go, gshape, dtype, elem) = at(ck, fused("gate_up_proj")?)?;
-            let (ds, dof, dshape, _, _) = at(ck, fused("down_proj")?)?;
-            let matrices = |shard: usize, off: u64, rows: u64, cols: u64| -> Vec<Piece> {
-                (0..e)
-                    .map(|j| Piece::Matrix {
-                        shard,
-                        offset: off + j * rows * cols * elem,
-                        rows,
-                        cols,
-                        elem,
-                        col_start: 0,
-                        col_count: cols,
-                    })
-                    .collect()
-            };
-            Ok(vec![
-                OutTensor {
-                    name: format!("{p}.experts.gate_up_proj"),
-                    dtype: dtype.clone(),
-                    shape: vec![e, gshape[2], gshape[1]],
-                    pieces: matrices(gs, go, gshape[1], gshape[2]),
-                },
-                OutTensor {
-                    name: format!("{p}.experts.down_proj"),
-                    dtype,
-                    shape: vec![e, dshape[2], dshape[1]],
-                    pieces: matrices(ds, dof, dshape[1], dshape[2]),
-                },
-            ])
-        }
+        (Family::PerExpert | Family::Mixtral, Target::Fused) => stack_per_expert(ck, g),
+        (Family::LegacyStacked, Target::Fused) => interleave_stacked(ck, g),
+        (Family::FusedTransposed, Target::Fused) => transpose_fused(ck, g),
         (Family::Fused | Family::FusedTransposed | Family::LegacyStacked, Target::PerExpert) => {
-            let mut out = Vec::with_capacity(3 * e as usize);
-            let names = ["gate_proj", "up_proj", "down_proj"];
-            let gate_up = family != Family::LegacyStacked;
-            let (gs, go, gshape, dtype, elem) = at(ck, fused(if gate_up { "gate_up_proj" } else { "gate_proj" })?)?;
-            let up = if gate_up { None } else { Some(at(ck, fused("up_proj")?)?) };
-            let (ds, dof, dshape, _, _) = at(ck, fused("down_proj")?)?;
-            for j in 0..e {
-                let mut push = |k: usize, shape: Vec<u64>, piece: Piece| {
-                    out.push(OutTensor {
-                        name: format!("{p}.experts.{j}.{}.weight", names[k]),
-                        dtype: dtype.clone(),
-                        shape,
-                        pieces: vec![piece],
-                    })
-                };
-                match family {
-                    Family::Fused => {
-                        // [E,2I,H]: gate rows then up rows; [E,H,I].
-                        let (two_i, h) = (gshape[1], gshape[2]);
-                        let i = two_i / 2;
-                        let block = two_i * h * elem;
-                        let half = i * h * elem;
-                        push(0, vec![i, h], Piece::Range { shard: gs, offset: go + j * block, len: half });
-                        push(1, vec![i, h], Piece::Range { shard: gs, offset: go + j * block + half, len: half });
-                        let dl = dshape[1] * dshape[2] * elem;
-                        push(2, vec![dshape[1], dshape[2]], Piece::Range { shard: ds, offset: dof + j * dl, len: dl });
-                    }
-                    Family::FusedTransposed => {
-                        // [E,H,2I]: gate = columns 0..I, transposed; [E,I,H] → [H,I].
-                        let (h, two_i) = (gshape[1], gshape[2]);
-                        let i = two_i / 2;
-                        let off = go + j * h * two_i * elem;
-                        let m = |c0| Piece::Matrix {
-                            shard: gs,
-                            offset: off,
-                            rows: h,
-                            cols: two_i,
-                            elem,
-                            col_start: c0,
-                            col_count: i,
-                        };
-                        push(0, vec![i, h], m(0));
-                        push(1, vec![i, h], m(i));
-                        let (ri, ch) = (dshape[1], dshape[2]);
-                        push(
-                            2,
-                            vec![ch, ri],
-                            Piece::Matrix {
-                                shard: ds,
-                                offset: dof + j * ri * ch * elem,
-                                rows: ri,
-                                cols: ch,
-                                elem,
-                                col_start: 0,
-                                col_count: ch,
-                            },
-                        );
-                    }
-                    _ => {
-                        let (us, uo, _, _, _) = up.clone().unwrap();
-                        let per = gshape[1] * gshape[2] * elem;
-                        push(0, vec![gshape[1], gshape[2]], Piece::Range { shard: gs, offset: go + j * per, len: per });
-                        push(1, vec![gshape[1], gshape[2]], Piece::Range { shard: us, offset: uo + j * per, len: per });
-                        let dl = dshape[1] * dshape[2] * elem;
-                        push(2, vec![dshape[1], dshape[2]], Piece::Range { shard: ds, offset: dof + j * dl, len: dl });
-                    }
-                }
-            }
-            Ok(out)
+            split_fused(ck, g, family)
         }
         (f, t) => Err(format!("no conversion from {} to {t:?}", f.describe())),
     }
+}
+
+/// The fused tensor `experts.<k>` of a group.
+fn fused<'g>(g: &'g Group, k: &str) -> Result<&'g String, String> {
+    g.fused.get(k).ok_or_else(|| format!("no experts.{k}"))
+}
+
+/// A/A' → C: each expert's gate then up rows back to back, downs back to back.
+fn stack_per_expert(ck: &Checkpoint, g: &Group) -> Result<Vec<OutTensor>, String> {
+    let p = &g.prefix;
+    let e = g.experts;
+    let get = |proj: Proj, j: u64| {
+        g.per_expert.get(&proj).and_then(|m| m.get(&j)).ok_or_else(|| format!("expert {j}: missing {proj:?}"))
+    };
+    let (_, _, gshape, dtype, _) = at(ck, get(Proj::Gate, 0)?)?;
+    let (_, _, dshape, _, _) = at(ck, get(Proj::Down, 0)?)?;
+    let mut gate_up = Vec::with_capacity(2 * e as usize);
+    let mut down = Vec::with_capacity(e as usize);
+    for j in 0..e {
+        for proj in [Proj::Gate, Proj::Up] {
+            let (shard, offset, _, _, _) = at(ck, get(proj, j)?)?;
+            let len = ck.tensor(get(proj, j)?).unwrap().1.len();
+            gate_up.push(Piece::Range { shard, offset, len });
+        }
+        let (shard, offset, _, _, _) = at(ck, get(Proj::Down, j)?)?;
+        down.push(Piece::Range { shard, offset, len: ck.tensor(get(Proj::Down, j)?).unwrap().1.len() });
+    }
+    Ok(vec![
+        OutTensor {
+            name: format!("{p}.experts.gate_up_proj"),
+            dtype: dtype.clone(),
+            shape: vec![e, 2 * gshape[0], gshape[1]],
+            pieces: gate_up,
+        },
+        OutTensor { name: format!("{p}.experts.down_proj"), dtype, shape: vec![e, dshape[0], dshape[1]], pieces: down },
+    ])
+}
+
+/// D → C: the stacked gate and up interleaved expert by expert; down as it is.
+fn interleave_stacked(ck: &Checkpoint, g: &Group) -> Result<Vec<OutTensor>, String> {
+    let p = &g.prefix;
+    let e = g.experts;
+    let (gs, go, gshape, dtype, elem) = at(ck, fused(g, "gate_proj")?)?;
+    let (us, uo, _, _, _) = at(ck, fused(g, "up_proj")?)?;
+    let per = gshape[1] * gshape[2] * elem;
+    let mut pieces = Vec::new();
+    for j in 0..e {
+        pieces.push(Piece::Range { shard: gs, offset: go + j * per, len: per });
+        pieces.push(Piece::Range { shard: us, offset: uo + j * per, len: per });
+    }
+    let (ds, dof, dshape, _, delem) = at(ck, fused(g, "down_proj")?)?;
+    let dlen = dshape.iter().product::<u64>() * delem;
+    Ok(vec![
+        OutTensor {
+            name: format!("{p}.experts.gate_up_proj"),
+            dtype: dtype.clone(),
+            shape: vec![e, 2 * gshape[1], gshape[2]],
+            pieces,
+        },
+        OutTensor {
+            name: format!("{p}.experts.down_proj"),
+            dtype,
+            shape: dshape,
+            pieces: vec![Piece::Range { shard: ds, offset: dof, len: dlen }],
+        },
+    ])
+}
+
+/// B → C: every expert's matrices transposed.
+fn transpose_fused(ck: &Checkpoint, g: &Group) -> Result<Vec<OutTensor>, String> {
+    let p = &g.prefix;
+    let e = g.experts;
+    // gate_up [E,H,2I] → [E,2I,H]; down [E,I,H] → [E,H,I].
+    let (gs, go, gshape, dtype, elem) = at(ck, fused(g, "gate_up_proj")?)?;
+    let (ds, dof, dshape, _, _) = at(ck, fused(g, "down_proj")?)?;
+    let matrices = |shard: usize, off: u64, rows: u64, cols: u64| -> Vec<Piece> {
+        (0..e)
+            .map(|j| Piece::Matrix {
+                shard,
+                offset: off + j * rows * cols * elem,
+                rows,
+                cols,
+                elem,
+                col_start: 0,
+                col_count: cols,
+            })
+            .collect()
+    };
+    Ok(vec![
+        OutTensor {
+            name: format!("{p}.experts.gate_up_proj"),
+            dtype: dtype.clone(),
+            shape: vec![e, gshape[2], gshape[1]],
+            pieces: matrices(gs, go, gshape[1], gshape[2]),
+        },
+        OutTensor {
+            name: format!("{p}.experts.down_proj"),
+            dtype,
+            shape: vec![e, dshape[2], dshape[1]],
+            pieces: matrices(ds, dof, dshape[1], dshape[2]),
+        },
+    ])
+}
+
+/// C, B or D → A: each expert's three matrices cut out (B's transposed back).
+fn split_fused(ck: &Checkpoint, g: &Group, family: Family) -> Result<Vec<OutTensor>, String> {
+    let p = &g.prefix;
+    let e = g.experts;
+    let mut out = Vec::with_capacity(3 * e as usize);
+    let names = ["gate_proj", "up_proj", "down_proj"];
+    let gate_up = family != Family::LegacyStacked;
+    let (gs, go, gshape, dtype, elem) = at(ck, fused(g, if gate_up { "gate_up_proj" } else { "gate_proj" })?)?;
+    let up = if gate_up { None } else { Some(at(ck, fused(g, "up_proj")?)?) };
+    let (ds, dof, dshape, _, _) = at(ck, fused(g, "down_proj")?)?;
+    for j in 0..e {
+        let mut push = |k: usize, shape: Vec<u64>, piece: Piece| {
+            out.push(OutTensor {
+                name: format!("{p}.experts.{j}.{}.weight", names[k]),
+                dtype: dtype.clone(),
+                shape,
+                pieces: vec![piece],
+            })
+        };
+        match family {
+            Family::Fused => {
+                // [E,2I,H]: gate rows then up rows; [E,H,I].
+                let (two_i, h) = (gshape[1], gshape[2]);
+                let i = two_i / 2;
+                let block = two_i * h * elem;
+                let half = i * h * elem;
+                push(0, vec![i, h], Piece::Range { shard: gs, offset: go + j * block, len: half });
+                push(1, vec![i, h], Piece::Range { shard: gs, offset: go + j * block + half, len: half });
+                let dl = dshape[1] * dshape[2] * elem;
+                push(2, vec![dshape[1], dshape[2]], Piece::Range { shard: ds, offset: dof + j * dl, len: dl });
+            }
+            Family::FusedTransposed => {
+                // [E,H,2I]: gate = columns 0..I, transposed; [E,I,H] → [H,I].
+                let (h, two_i) = (gshape[1], gshape[2]);
+                let i = two_i / 2;
+                let off = go + j * h * two_i * elem;
+                let m = |c0| Piece::Matrix {
+                    shard: gs,
+                    offset: off,
+                    rows: h,
+                    cols: two_i,
+                    elem,
+                    col_start: c0,
+                    col_count: i,
+                };
+                push(0, vec![i, h], m(0));
+                push(1, vec![i, h], m(i));
+                let (ri, ch) = (dshape[1], dshape[2]);
+                push(
+                    2,
+                    vec![ch, ri],
+                    Piece::Matrix {
+                        shard: ds,
+                        offset: dof + j * ri * ch * elem,
+                        rows: ri,
+                        cols: ch,
+                        elem,
+                        col_start: 0,
+                        col_count: ch,
+                    },
+                );
+            }
+            _ => {
+                let (us, uo, _, _, _) = up.clone().unwrap();
+                let per = gshape[1] * gshape[2] * elem;
+                push(0, vec![gshape[1], gshape[2]], Piece::Range { shard: gs, offset: go + j * per, len: per });
+                push(1, vec![gshape[1], gshape[2]], Piece::Range { shard: us, offset: uo + j * per, len: per });
+                let dl = dshape[1] * dshape[2] * elem;
+                push(2, vec![dshape[1], dshape[2]], Piece::Range { shard: ds, offset: dof + j * dl, len: dl });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Output shards: greedy by size in plan order (a new shard when the next

@@ -54,6 +54,7 @@ use ruff_text_size::Ranged;
 use serde::Serialize;
 
 use patchgen_core::upstream::SearchPath;
+use patchgen_python::semantic::facts;
 
 /// The module holding the recipes, relative to the upstream's root.
 pub const MODULE: &str = "transformers.conversion_mapping";
@@ -228,11 +229,7 @@ impl Recipes {
         let mut aliases = BTreeMap::new();
         let mut alias_order = Vec::new();
         for stmt in body {
-            let (target, value) = match stmt {
-                Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
-                Stmt::AnnAssign(a) if a.value.is_some() => (&*a.target, a.value.as_deref().unwrap()),
-                _ => continue,
-            };
+            let Some((target, value)) = facts::one_target_assignment(stmt) else { continue };
             if !matches!(target, Expr::Name(n) if n.id.as_str() == "_MODEL_TO_CONVERSION_PATTERN") {
                 continue;
             }

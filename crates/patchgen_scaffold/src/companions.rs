@@ -139,9 +139,9 @@ fn moe_files(
     let lic = configs.files.first().map(|f| licence(&f.text)).unwrap_or_default();
     if needs.converter.is_some() {
         let import = converter_import_line(&scan.project.settings.search_root, template.dir.as_deref());
-        let dims = toy.map(|t| {
+        let dims = toy.and_then(|t| {
             let v: serde_json::Value = serde_json::from_str(&toy::config_json(t)).unwrap_or_default();
-            patchgen_moe::config::MoeDims::from_value(Path::new("config.json"), &v)
+            patchgen_moe::config::MoeDims::from_value(Path::new("config.json"), &v).ok()
         });
         match (import, dims) {
             (Some(import), Some(dims)) => {

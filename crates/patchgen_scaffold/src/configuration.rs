@@ -8,7 +8,7 @@ use ruff_python_ast::{Expr, Number, Stmt, UnaryOp};
 use ruff_text_size::Ranged;
 use serde_json::Value;
 
-use patchgen_config::source::ParsedFile;
+use patchgen_python::pysource::ParsedFile;
 
 /// A default and the 1-based line it is written on.
 #[derive(Clone, Debug)]

@@ -11,9 +11,9 @@ use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 use serde::Serialize;
 
-use patchgen_config::source::ParsedFile;
 use patchgen_core::survey::modules::{self, Version};
 use patchgen_core::survey::signature::{FunctionInfo, Signature};
+use patchgen_python::pysource::ParsedFile;
 
 /// The protocol's model categories (step 1.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn the_moe_block_loses_only_the_hub_decorator() {
         let src = "from torch import nn\nfrom .x import use_kernel_forward_from_hub, other\n\n\nclass ToyExperts(nn.Module):\n    pass\n\n\n@other\n@use_kernel_forward_from_hub(\"MegaBlocksMoeMLP\")\nclass ToyMLP(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n        self.experts = ToyExperts(config)\n\n    def forward(self, x):\n        return self.experts(x)\n\n\n@use_kernel_forward_from_hub(\"RMSNorm\")\nclass ToyRMSNorm(nn.Module):\n    def __init__(self):\n        self.w = 1\n";
-        let file = patchgen_config::source::ParsedFile::parse("modeling_toy.py".into(), src).unwrap();
+        let file = patchgen_python::pysource::ParsedFile::parse("modeling_toy.py".into(), src).unwrap();
         let facts = ModelFacts {
             hf_name: "toy".into(),
             module: "transformers.models.toy.modeling_toy".into(),

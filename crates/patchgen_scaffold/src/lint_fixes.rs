@@ -22,8 +22,8 @@
 //!   instead: the generated module is transformers' own code, initialised
 //!   as transformers initialises its own classes (the branch runs).
 //!
-//! The facts are the rules' own (`pg306_automodel_bypass`,
-//! `pg305_init_weights_container`), read from the generated file at the
+//! The facts are the ones the rules use (`patchgen_lint::automodel`,
+//! `patchgen_lint::init_weights`), read from the generated file at the
 //! place the finding points to (its "in the generated module" related
 //! location). Not handled here, so still reported: a finding inside a
 //! reused replacement (the pruning drops the reuse), a method the scaffold
@@ -39,11 +39,11 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use super::facts::ModelFacts;
 use super::retarget::Retargeted;
 use super::ruff_findings::{Site, UpstreamOverride, binding_import, signature_names, site_of, snake, with_noqa};
-use patchgen_config::source::ParsedFile;
 use patchgen_diagnostics::{Diagnostic, Severity};
 use patchgen_lint::pyfacts;
-use patchgen_lint::rules::pg305_init_weights_container as pg305;
-use patchgen_lint::rules::pg306_automodel_bypass as pg306;
+use patchgen_lint::{automodel, init_weights};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::walk::{self, Scope};
 
 /// The related location lint attaches to a finding in generated code.
 const GENERATED: &str = "in the generated module";
@@ -204,13 +204,13 @@ fn override_method(
         let answered = match flag.code {
             "PG306" => {
                 let mut hit = false;
-                for (call, attr) in pg306::automodel_calls_in(&def.body) {
+                for (call, attr) in automodel::automodel_calls_in(&def.body) {
                     if row_of(&source, call.start()) != row || edits.iter().any(|(r, _)| *r == call.func.range()) {
                         continue;
                     }
                     let Some(model) = configuration
-                        .and_then(|c| pg306::sub_config_class(c, &attr))
-                        .and_then(|cc| pg306::model_class_for_call(file.body(), &cc, call))
+                        .and_then(|c| automodel::sub_config_class(c, &attr))
+                        .and_then(|cc| automodel::model_class_for_call(file.body(), &cc, call))
                     else {
                         continue;
                     };
@@ -286,7 +286,7 @@ fn override_method(
 /// where the clause's keyword starts).
 fn clauses(body: &[Stmt]) -> Vec<(&Expr, &[Stmt], TextSize)> {
     let mut out = Vec::new();
-    pyfacts::walk_body(body, &mut |s| {
+    walk::for_each_statement(body, Scope::Own, |s| {
         if let Stmt::If(i) = s {
             out.push((&*i.test, &i.body[..], i.start()));
             for c in &i.elif_else_clauses {
@@ -307,7 +307,7 @@ fn owner_of(module: &[Stmt], container: &str, attr: &str) -> Option<String> {
     let mut found = None;
     for c in pyfacts::local_lineage(module, class) {
         let Some(init) = pyfacts::method(c, "__init__") else { continue };
-        pyfacts::walk_body(&init.body, &mut |s| {
+        walk::for_each_statement(&init.body, Scope::Own, |s| {
             if found.is_some() {
                 return;
             }
@@ -326,7 +326,7 @@ fn owner_of(module: &[Stmt], container: &str, attr: &str) -> Option<String> {
             break;
         }
     }
-    found.filter(|d| pg305::is_param_less(module, d) == Some(false))
+    found.filter(|d| init_weights::is_param_less(module, d) == Some(false))
 }
 
 /// The column text (indentation) before `at` on its line.
@@ -347,17 +347,17 @@ fn rekey(source: &str, def: &StmtFunctionDef, module: &[Stmt], row: usize) -> Op
     }
     let [Expr::Name(m), Expr::Name(container)] = &call.arguments.args[..] else { return None };
     let (m, container) = (m.id.as_str(), container.id.as_str());
-    if pg305::is_param_less(module, container) != Some(true) {
+    if init_weights::is_param_less(module, container) != Some(true) {
         return None;
     }
     // Classes the method tests already (and what they derive from): an
     // owning class among them would be caught, or shadowed, elsewhere.
-    let tested: Vec<&str> = pg305::isinstance_checks(&def.body).into_iter().flat_map(|(_, n)| n).collect();
+    let tested: Vec<&str> = init_weights::isinstance_checks(&def.body).into_iter().flat_map(|(_, n)| n).collect();
     // Each statement: the one owning class whose tensors it touches.
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut attrs_done: Vec<String> = Vec::new();
     for stmt in body {
-        let exprs = pyfacts::all_exprs(std::slice::from_ref(stmt));
+        let exprs = walk::expressions(std::slice::from_ref(stmt), Scope::All);
         let names = exprs.iter().filter(|e| matches!(e, Expr::Name(n) if n.id.as_str() == m)).count();
         let subs: Vec<(TextRange, &str)> = exprs
             .iter()

@@ -3,7 +3,7 @@
 //! `logits_to_keep` (lint PG301, the template's config has the same error),
 //! `new` does not keep the reuse: it copies the replacement into the new
 //! config (renamed as copied helpers are, the `def` name's model prefix
-//! too), applies PG301's fix (`lint::rules::pg301_logits_to_keep_order::fix`:
+//! too), applies PG301's fix (`patchgen_lint::logits_to_keep::fix`:
 //! slice first, as upstream) and says where it came from. Only when the
 //! rule offers a fix; otherwise the reuse stays with its `TODO` (`super`).
 
@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::retarget::Carried;
 use patchgen_core::codegen::text::{split_leading_comments, strip_patch_decorators};
-use patchgen_lint::rules::pg301_logits_to_keep_order as pg301;
+use patchgen_lint::logits_to_keep;
 
 /// A carried replacement written into the new config instead of imported.
 #[derive(Clone, Debug, Serialize)]
@@ -33,12 +33,12 @@ pub struct Copied {
 /// replacement's `def`; `models`: the template's and the new HF model
 /// names (`qwen3`, `mistral`) for the `def` name.
 pub fn copy_fixed(c: &Carried, from: &str, models: (&str, &str)) -> Option<Copied> {
-    if c.patch_type != PatchType::MethodOverride || !pg301::is_target(&c.target) {
+    if c.patch_type != PatchType::MethodOverride || !logits_to_keep::is_target(&c.target) {
         return None;
     }
     let (_, code) = split_leading_comments(&c.source);
     let function = patchgen_python::pytext::dedent(&strip_patch_decorators(&code));
-    let (fixed, fix) = pg301::fixed_function_source(&function)?;
+    let (fixed, fix) = logits_to_keep::fixed_function_source(&function)?;
     let name = rename(&c.import_name, models);
     let fixed = fixed.replacen(&format!("def {}(", c.import_name), &format!("def {name}("), 1);
     let note = format!(
@@ -47,7 +47,7 @@ pub fn copy_fixed(c: &Carried, from: &str, models: (&str, &str)) -> Option<Copie
          every position). Once fixed there, this copy can become a reuse again.",
         var = fix.var,
         index = fix.index,
-        param = pg301::PARAM,
+        param = logits_to_keep::PARAM,
     );
     Some(Copied { from: from.to_string(), name, source: fixed.trim_end().to_string(), note })
 }

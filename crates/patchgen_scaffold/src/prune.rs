@@ -28,7 +28,7 @@ pub(crate) fn all(
     report: &mut Report,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
-    configuration: Option<&patchgen_config::source::ParsedFile>,
+    configuration: Option<&patchgen_python::pysource::ParsedFile>,
 ) -> Option<patchgen_lint::LintReport> {
     let mut last_lint = None;
     for i in 0..report.backends.len() {
@@ -190,7 +190,7 @@ fn generate_pruning(
     plan: &mut BackendPlan,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
-    configuration: Option<&patchgen_config::source::ParsedFile>,
+    configuration: Option<&patchgen_python::pysource::ParsedFile>,
 ) -> (GenerationResult, Option<patchgen_lint::LintReport>) {
     let fail =
         |module: &str, message: String| (GenerationResult { module: module.to_string(), ok: false, message }, None);

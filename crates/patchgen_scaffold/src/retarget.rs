@@ -16,6 +16,7 @@ use patchgen_core::codegen::text::{apply_name_map, split_leading_comments, strip
 use patchgen_core::survey::compare;
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::signature::{self, Signature};
+use patchgen_python::semantic::{self, facts::Loads};
 
 /// A template patch carried over.
 #[derive(Clone, Debug, Serialize)]
@@ -245,6 +246,35 @@ pub struct Retarget<'a> {
     pub one_plus_variant: &'a dyn Fn() -> Option<String>,
 }
 
+/// The exception decisions made while carrying, and the `rms_norm` OpSlot
+/// variant the post-import blocks re-aim (`(old, new)`).
+#[derive(Default)]
+struct Deciding {
+    rotary: Rotary,
+    mlp: Mlp,
+    norm: Norm,
+    opslot_variant: Option<(String, String)>,
+}
+
+/// Why a template patch is not carried.
+enum Left {
+    /// Nothing to reuse, or no counterpart.
+    Dropped(String),
+    /// A protocol exception, also commented in the config as
+    /// `<subject> is <reason>.`.
+    Exception { subject: String, reason: String },
+}
+
+/// What a carried patch reuses: the template's patch, or a project
+/// config's `1 + weight` norm in its place.
+struct Reused {
+    patch: Patch,
+    import_module: String,
+    /// The prefix the reused patch's names are spelled with.
+    prefix_from: String,
+    notes: Vec<String>,
+}
+
 /// A patch type as the config's DSL method that registers it (`replace_class`).
 fn dsl_method<S: serde::Serializer>(t: &PatchType, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(t.dsl_method())
@@ -347,220 +377,270 @@ impl Retarget<'_> {
     }
 
     pub fn run(&self) -> Retargeted {
-        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
         let mut out = Retargeted::default();
-        let mut rotary = Rotary::None;
-        let mut mlp = Mlp::None;
-        let mut norm = Norm::None;
-        let mut opslot_variant: Option<(String, String)> = None;
+        let mut d = Deciding::default();
+        self.carry_patches(&mut out, &mut d);
+        let extra_block = self.one_plus_norm_block(&mut out, &mut d);
+        self.unhook_moe_blocks(&mut out, &mut d);
+        let slot_lines = self.kernel_guards(&mut out, &mut d);
+        if let Some(block) = self.slot_block(&slot_lines, extra_block.as_ref()) {
+            out.post_import_blocks_extra.push(block);
+        }
+        self.post_import_blocks(&mut out, &d, extra_block);
+        self.carry_imports(&mut out);
+        self.carry_helpers(&mut out);
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
+        out.drop_import_names = self.template.drop_imported_names.iter().cloned().collect();
+        out.exclude = self
+            .template
+            .exclude
+            .iter()
+            .map(|e| rename(e, from, to))
+            .filter(|e| self.new.has_class(e) || self.new.has_function(e))
+            .collect();
+        out.decisions = Decisions { rotary: d.rotary, mlp: d.mlp, norm: d.norm };
+        out.prune_helpers();
+        out
+    }
+
+    /// Each template patch carried, or dropped with why.
+    fn carry_patches(&self, out: &mut Retargeted, d: &mut Deciding) {
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
         for p in &self.template.patches {
             let target = rename(&p.target, from, to);
-            let drop = |out: &mut Retargeted, reason: String, exception: bool| {
-                out.dropped.push(Dropped {
-                    template_target: p.target.clone(),
-                    target: target.clone(),
-                    reason,
-                    exception,
-                });
+            let (reason, exception) = match self.carry(p, &target, d) {
+                Ok(carried) => {
+                    out.carried.push(carried);
+                    continue;
+                }
+                Err(Left::Dropped(reason)) => (reason, false),
+                Err(Left::Exception { subject, reason }) => {
+                    out.exception_comments.push(format!("{subject} is {reason}."));
+                    (reason, true)
+                }
             };
-            let Some(replacement) = &p.replacement else {
-                drop(&mut out, "no replacement object to reuse (external or source-only patch)".into(), false);
-                continue;
-            };
-            if p.patch_type == PatchType::InitModification {
-                drop(&mut out, "modify_init is not carried".into(), false);
-                continue;
-            }
-            if !self.counterpart(p, &target, &p.target) {
-                drop(&mut out, format!("`{target}` does not exist in {}", self.new.module), false);
-                continue;
-            }
-            let class = class_of(p.patch_type, &target);
-            let mut notes = Vec::new();
-            let mut patch = p.clone();
-            let mut import_module = replacement.module.clone();
-            let mut prefix_from = from.to_string();
-            // Rotary.
-            if p.patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
-                if let Some(evidence) = &self.partial_rotary {
-                    rotary = Rotary::UpstreamPartial;
-                    let reason = format!(
-                        "not replaced: {evidence}; the fused RoPE kernel rotates the full head_dim and gives NaN on partial rotary / mrope_interleaved"
-                    );
-                    out.exception_comments.push(format!("apply_rotary_pos_emb is {reason}."));
-                    drop(&mut out, reason, true);
-                    continue;
-                }
-                rotary = Rotary::Replaced;
-            }
-            // MLP.
-            if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
-                // The same name, another role: an MLP class that is the MoE
-                // block (gpt_oss) gets no dense MLP's patch.
-                let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
-                if self.is_moe_block(self.new, c) && !self.is_moe_block(self.template_facts, tclass) {
-                    mlp = Mlp::MoeBlock;
-                    let reason = format!(
-                        "not carried: `{c}` is the MoE block (its `__init__` builds experts/a router), the template's `{tclass}` a dense MLP; the MoE block needs its own replacement (see the MoE needs)"
-                    );
-                    out.exception_comments.push(format!("{c} is {reason}."));
-                    drop(&mut out, reason, true);
-                    continue;
-                }
-                // Only a class swap constructs the replacement with the
-                // upstream's arguments; a `forward` override keeps `__init__`.
-                let swap = p.patch_type == PatchType::ClassReplacement;
-                if swap && let Some(line) = self.new.init_takes_intermediate_size(self.version, c) {
-                    mlp = Mlp::NotPatchedIntermediateSize;
-                    let reason = format!(
-                        "not swapped: `{c}.__init__` takes `intermediate_size` ({}:{line}), which LigerSwiGLUMLP rejects (shared experts reuse the MLP with another size)",
-                        self.new.file.path.display()
-                    );
-                    out.exception_comments.push(format!("{c} is {reason}."));
-                    drop(&mut out, reason, true);
-                    continue;
-                }
-                mlp = Mlp::Patched;
-            }
-            // Norm.
-            if let Some(c) = class.filter(|c| is_main(c, to, "RMSNorm")) {
-                let new_one_plus = self.new.norm_is_one_plus_weight(self.version, c);
-                let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
-                let template_one_plus = self.template_facts.norm_is_one_plus_weight(self.version, tclass).is_some();
-                match (new_one_plus, template_one_plus) {
-                    (Some(line), false) => {
-                        let here = format!("{}:{line}", self.new.file.path.display());
-                        match (self.norm_donor)() {
-                            Some(donor) if donor.patch.replacement.is_some() => {
-                                let r = donor.patch.replacement.as_ref().unwrap();
-                                notes.push(format!(
-                                    "`{c}` computes `1 + weight` ({here}): the `1 + weight` variant from {} is reused instead of {}'s standard norm",
-                                    donor.config_module, self.template.config_module
-                                ));
-                                import_module = r.module.clone();
-                                prefix_from = donor.prefix.clone();
-                                if let Some(v) = &donor.opslot_variant {
-                                    opslot_variant = Some(("standard".into(), v.clone()));
-                                }
-                                patch = donor.patch.clone();
-                                norm = Norm::OnePlusWeight;
-                            }
-                            _ => {
-                                let reason = format!(
-                                    "not replaced: `{c}` computes `1 + weight` ({here}) and the template's norm is the standard one; use the `1 + weight` variant (LigerRMSNormForQwen3Next) — no project config has one to reuse"
-                                );
-                                norm = Norm::OnePlusNoVariant;
-                                out.exception_comments.push(format!("{c} is {reason}."));
-                                drop(&mut out, reason, true);
-                                continue;
-                            }
+            out.dropped.push(Dropped { template_target: p.target.clone(), target, reason, exception });
+        }
+    }
+
+    /// One template patch, as `target` in the new module.
+    fn carry(&self, p: &Patch, target: &str, d: &mut Deciding) -> Result<Carried, Left> {
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
+        let Some(replacement) = &p.replacement else {
+            return Err(Left::Dropped("no replacement object to reuse (external or source-only patch)".into()));
+        };
+        if p.patch_type == PatchType::InitModification {
+            return Err(Left::Dropped("modify_init is not carried".into()));
+        }
+        if !self.counterpart(p, target, &p.target) {
+            return Err(Left::Dropped(format!("`{target}` does not exist in {}", self.new.module)));
+        }
+        let class = class_of(p.patch_type, target);
+        if p.patch_type == PatchType::FunctionReplacement && target == "apply_rotary_pos_emb" {
+            self.decide_rotary(target, d)?;
+        }
+        if let Some(c) = class.filter(|c| is_main(c, to, "MLP")) {
+            self.decide_mlp(p, c, d)?;
+        }
+        let mut reused = Reused {
+            patch: p.clone(),
+            import_module: replacement.module.clone(),
+            prefix_from: from.to_string(),
+            notes: Vec::new(),
+        };
+        if let Some(c) = class.filter(|c| is_main(c, to, "RMSNorm")) {
+            self.decide_norm(p, c, d, &mut reused)?;
+        }
+        Ok(self.carried(p, target, replacement, reused))
+    }
+
+    /// The fused RoPE kernel rotates the full head: kept upstream on
+    /// partial rotary.
+    fn decide_rotary(&self, target: &str, d: &mut Deciding) -> Result<(), Left> {
+        if let Some(evidence) = &self.partial_rotary {
+            d.rotary = Rotary::UpstreamPartial;
+            let reason = format!(
+                "not replaced: {evidence}; the fused RoPE kernel rotates the full head_dim and gives NaN on partial rotary / mrope_interleaved"
+            );
+            return Err(Left::Exception { subject: target.to_string(), reason });
+        }
+        d.rotary = Rotary::Replaced;
+        Ok(())
+    }
+
+    /// The main MLP `c`: no dense MLP's patch on an MoE block, no fused MLP
+    /// swap for an MLP built with an `intermediate_size`.
+    fn decide_mlp(&self, p: &Patch, c: &str, d: &mut Deciding) -> Result<(), Left> {
+        // The same name, another role: an MLP class that is the MoE
+        // block (gpt_oss) gets no dense MLP's patch.
+        let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
+        if self.is_moe_block(self.new, c) && !self.is_moe_block(self.template_facts, tclass) {
+            d.mlp = Mlp::MoeBlock;
+            let reason = format!(
+                "not carried: `{c}` is the MoE block (its `__init__` builds experts/a router), the template's `{tclass}` a dense MLP; the MoE block needs its own replacement (see the MoE needs)"
+            );
+            return Err(Left::Exception { subject: c.to_string(), reason });
+        }
+        // Only a class swap constructs the replacement with the
+        // upstream's arguments; a `forward` override keeps `__init__`.
+        let swap = p.patch_type == PatchType::ClassReplacement;
+        if swap && let Some(line) = self.new.init_takes_intermediate_size(self.version, c) {
+            d.mlp = Mlp::NotPatchedIntermediateSize;
+            let reason = format!(
+                "not swapped: `{c}.__init__` takes `intermediate_size` ({}:{line}), which LigerSwiGLUMLP rejects (shared experts reuse the MLP with another size)",
+                self.new.file.path.display()
+            );
+            return Err(Left::Exception { subject: c.to_string(), reason });
+        }
+        d.mlp = Mlp::Patched;
+        Ok(())
+    }
+
+    /// The main RMSNorm `c`: the template's norm when both compute the
+    /// same, a project config's `1 + weight` variant (into `reused`) when
+    /// only the new one computes `1 + weight`, else no norm patch.
+    fn decide_norm(&self, p: &Patch, c: &str, d: &mut Deciding, reused: &mut Reused) -> Result<(), Left> {
+        let new_one_plus = self.new.norm_is_one_plus_weight(self.version, c);
+        let tclass = class_of(p.patch_type, &p.target).unwrap_or_default();
+        let template_one_plus = self.template_facts.norm_is_one_plus_weight(self.version, tclass).is_some();
+        match (new_one_plus, template_one_plus) {
+            (Some(line), false) => {
+                let here = format!("{}:{line}", self.new.file.path.display());
+                match (self.norm_donor)() {
+                    Some(donor) if donor.patch.replacement.is_some() => {
+                        let r = donor.patch.replacement.as_ref().unwrap();
+                        reused.notes.push(format!(
+                            "`{c}` computes `1 + weight` ({here}): the `1 + weight` variant from {} is reused instead of {}'s standard norm",
+                            donor.config_module, self.template.config_module
+                        ));
+                        reused.import_module = r.module.clone();
+                        reused.prefix_from = donor.prefix.clone();
+                        if let Some(v) = &donor.opslot_variant {
+                            d.opslot_variant = Some(("standard".into(), v.clone()));
                         }
+                        reused.patch = donor.patch.clone();
+                        d.norm = Norm::OnePlusWeight;
                     }
-                    (Some(_), true) => norm = Norm::OnePlusWeight,
-                    (None, true) => {
-                        let reason =
-                            format!("not replaced: the template's norm computes `1 + weight` and `{c}` does not");
-                        norm = Norm::StandardTemplateOnePlus;
-                        out.exception_comments.push(format!("{c} is {reason}."));
-                        drop(&mut out, reason, true);
-                        continue;
+                    _ => {
+                        let reason = format!(
+                            "not replaced: `{c}` computes `1 + weight` ({here}) and the template's norm is the standard one; use the `1 + weight` variant (LigerRMSNormForQwen3Next) — no project config has one to reuse"
+                        );
+                        d.norm = Norm::OnePlusNoVariant;
+                        return Err(Left::Exception { subject: c.to_string(), reason });
                     }
-                    (None, false) => norm = Norm::Standard,
                 }
             }
-            let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
-            let name_map = compose_name_map(&patch, &prefix_from, to);
-            let is_class = p.patch_type == PatchType::ClassReplacement;
-            let mut todos = Vec::new();
-            if let (Some(up), Some(rep)) = (
-                self.new.target_signature(self.version, &target, is_class),
-                replacement_signature(&replacement.source, is_class),
-            ) && let Some(todo) = signature_todo(&target, &up, &rep, &replacement.name)
-            {
-                todos.push(todo);
+            (Some(_), true) => d.norm = Norm::OnePlusWeight,
+            (None, true) => {
+                let reason = format!("not replaced: the template's norm computes `1 + weight` and `{c}` does not");
+                d.norm = Norm::StandardTemplateOnePlus;
+                return Err(Left::Exception { subject: c.to_string(), reason });
             }
-            let (comments, _) = split_leading_comments(&replacement.source);
-            let header: Vec<String> = comments.iter().map(|l| l.trim_end().to_string()).collect();
-            let description = patch.description.as_ref().map(|d| apply_name_map(d, Some(&name_map)));
-            let source = apply_name_map(&replacement.source, Some(&name_map));
-            let defined_at = defined_range(&replacement);
-            out.carried.push(Carried {
-                defined_at,
-                source,
-                patch_type: p.patch_type,
-                target,
-                template_target: p.target.clone(),
-                import_module,
-                import_name: replacement.name.clone(),
-                name_map,
-                description,
-                header,
-                todos,
-                notes,
-                copy: None,
-            });
+            (None, false) => d.norm = Norm::Standard,
         }
-        let mut extra_block = None;
-        if norm == Norm::None
-            && let Some((block, variant)) = self.add_one_plus_norm(&mut out, &mut norm)
+        Ok(())
+    }
+
+    /// The carried patch: the reused replacement under the new names, with
+    /// a TODO where its signature and the upstream's differ.
+    fn carried(
+        &self,
+        p: &Patch,
+        target: &str,
+        replacement: &patchgen_config::plan::SourceObject,
+        reused: Reused,
+    ) -> Carried {
+        let Reused { patch, import_module, prefix_from, notes } = reused;
+        let replacement = patch.replacement.clone().unwrap_or_else(|| replacement.clone());
+        let name_map = compose_name_map(&patch, &prefix_from, &self.new.prefix);
+        let is_class = p.patch_type == PatchType::ClassReplacement;
+        let mut todos = Vec::new();
+        if let (Some(up), Some(rep)) = (
+            self.new.target_signature(self.version, target, is_class),
+            replacement_signature(&replacement.source, is_class),
+        ) && let Some(todo) = signature_todo(target, &up, &rep, &replacement.name)
         {
-            // The template declares a standard slot nothing uses now: re-aim it.
-            match self.template.post_import_blocks.iter().any(|b| b.contains("OpSlot(\"rms_norm\",")) {
-                true => opslot_variant = Some(("standard".into(), variant)),
-                false => extra_block = Some(block),
-            }
+            todos.push(todo);
         }
-        // An MoE block behind a hub kernel: the upstream class without
-        // that decorator (`hub`), so the experts stay the MoE path.
+        let (comments, _) = split_leading_comments(&replacement.source);
+        let header: Vec<String> = comments.iter().map(|l| l.trim_end().to_string()).collect();
+        let description = patch.description.as_ref().map(|d| apply_name_map(d, Some(&name_map)));
+        let source = apply_name_map(&replacement.source, Some(&name_map));
+        let defined_at = defined_range(&replacement);
+        Carried {
+            defined_at,
+            source,
+            patch_type: p.patch_type,
+            target: target.to_string(),
+            template_target: p.target.clone(),
+            import_module,
+            import_name: replacement.name.clone(),
+            name_map,
+            description,
+            header,
+            todos,
+            notes,
+            copy: None,
+        }
+    }
+
+    /// No norm patch carried and the new norm computes `1 + weight`: a
+    /// project config's (`add_one_plus_norm`). Its OpSlot declaration block
+    /// when the template declares no `rms_norm` slot to re-aim.
+    fn one_plus_norm_block(&self, out: &mut Retargeted, d: &mut Deciding) -> Option<String> {
+        if d.norm != Norm::None {
+            return None;
+        }
+        let (block, variant) = self.add_one_plus_norm(out, &mut d.norm)?;
+        // The template declares a standard slot nothing uses now: re-aim it.
+        if self.template.post_import_blocks.iter().any(|b| b.contains("OpSlot(\"rms_norm\",")) {
+            d.opslot_variant = Some(("standard".into(), variant));
+            None
+        } else {
+            Some(block)
+        }
+    }
+
+    /// An MoE block behind a hub kernel: the upstream class without that
+    /// decorator (`hub`), so the experts stay the MoE path.
+    fn unhook_moe_blocks(&self, out: &mut Retargeted, d: &mut Deciding) {
+        let to = self.new.prefix.as_str();
         let targeted: Vec<String> = out.carried.iter().map(|c| c.target.clone()).collect();
         let (unhooked, kept) = super::hub::undecorated_moe_blocks(self.new, &targeted);
         for o in unhooked {
             if is_main(&o.target, to, "MLP") {
-                mlp = Mlp::Patched;
+                d.mlp = Mlp::Patched;
             }
             out.exception_comments.push(format!("{}: {}.", o.target, o.todo.trim_start_matches("patchgen new: ")));
             out.upstream_overrides.push(o);
         }
         out.warnings.extend(kept);
-        // No kernel patch carried: the project's OpSlot guard over the new
-        // model's own code (`kernels`), where the formulation fits.
+    }
+
+    /// Whether the template's post-import blocks declare the OpSlot `var`.
+    fn declares_slot(&self, var: &str) -> bool {
+        self.template.post_import_blocks.iter().any(|b| b.contains(&format!("{var} = OpSlot(")))
+    }
+
+    /// No kernel patch carried: the project's OpSlot guard over the new
+    /// model's own code (`kernels`), where the formulation fits. Returns
+    /// the slot declarations the template lacks.
+    fn kernel_guards(&self, out: &mut Retargeted, d: &mut Deciding) -> Vec<String> {
         let mut slot_lines: Vec<String> = Vec::new();
-        let declared =
-            |var: &str| self.template.post_import_blocks.iter().any(|b| b.contains(&format!("{var} = OpSlot(")));
-        if norm.is_none() {
-            let class =
-                [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")].into_iter().find(|c| self.new.has_class(c));
-            let variant = || (self.one_plus_variant)();
-            if let Some(class) = class {
-                let one_plus = self.new.norm_is_one_plus_weight(self.version, &class).is_some();
-                let v = if one_plus { variant() } else { None };
-                match super::kernels::norm_guard(self.new, self.version, &class, self.slots, v.as_deref()) {
-                    Ok((o, decl)) => {
-                        norm = if one_plus { Norm::OnePlusWeight } else { Norm::Standard };
-                        if declared(&decl.var) {
-                            if decl.variant != "standard" {
-                                opslot_variant = Some(("standard".into(), decl.variant.clone()));
-                            }
-                        } else {
-                            slot_lines.push(decl.line.clone());
-                        }
-                        out.upstream_overrides.push(o);
-                    }
-                    Err(why) => out.warnings.push(format!("no norm patch: {why}")),
-                }
-            }
+        if d.norm.is_none() {
+            self.norm_guard(out, d, &mut slot_lines);
         }
-        if rotary == Rotary::Replaced
+        if d.rotary == Rotary::Replaced
             && let Ok((o, decl)) = super::kernels::rotary_guard(self.new, self.slots)
-            && declared(&decl.var)
+            && self.declares_slot(&decl.var)
         {
             out.rotary_fallback = Some(o);
         }
-        if rotary == Rotary::None && self.partial_rotary.is_none() && self.new.has_function("apply_rotary_pos_emb") {
+        if d.rotary == Rotary::None && self.partial_rotary.is_none() && self.new.has_function("apply_rotary_pos_emb") {
             match super::kernels::rotary_guard(self.new, self.slots) {
                 Ok((o, decl)) => {
-                    rotary = Rotary::Replaced;
-                    if !declared(&decl.var) {
+                    d.rotary = Rotary::Replaced;
+                    if !self.declares_slot(&decl.var) {
                         slot_lines.push(decl.line.clone());
                     }
                     out.upstream_overrides.push(o);
@@ -568,25 +648,60 @@ impl Retarget<'_> {
                 Err(why) => out.warnings.push(format!("no RoPE patch: {why}")),
             }
         }
-        if !slot_lines.is_empty() {
-            let has_import = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"))
-                || extra_block.as_ref().is_some_and(|b: &String| b.contains("import OpSlot"));
-            let mut block = String::from("# patchgen new: the OpSlots the kernel guards call.\n");
-            if !has_import && let Some(i) = &self.slots.import_line {
-                block.push_str(i);
-                block.push('\n');
+        slot_lines
+    }
+
+    /// The norm guard, standard or `1 + weight` as the new norm computes.
+    fn norm_guard(&self, out: &mut Retargeted, d: &mut Deciding, slot_lines: &mut Vec<String>) {
+        let to = self.new.prefix.as_str();
+        let class = [format!("{to}RMSNorm"), format!("{to}TextRMSNorm")].into_iter().find(|c| self.new.has_class(c));
+        let Some(class) = class else { return };
+        let one_plus = self.new.norm_is_one_plus_weight(self.version, &class).is_some();
+        let v = if one_plus { (self.one_plus_variant)() } else { None };
+        match super::kernels::norm_guard(self.new, self.version, &class, self.slots, v.as_deref()) {
+            Ok((o, decl)) => {
+                d.norm = if one_plus { Norm::OnePlusWeight } else { Norm::Standard };
+                if self.declares_slot(&decl.var) {
+                    if decl.variant != "standard" {
+                        d.opslot_variant = Some(("standard".into(), decl.variant.clone()));
+                    }
+                } else {
+                    slot_lines.push(decl.line.clone());
+                }
+                out.upstream_overrides.push(o);
             }
-            block.push_str(&slot_lines.join("\n"));
-            out.post_import_blocks_extra.push(block);
+            Err(why) => out.warnings.push(format!("no norm patch: {why}")),
         }
-        let map = vec![(from.to_string(), to.to_string())];
+    }
+
+    /// The block declaring the OpSlots the kernel guards call (with the
+    /// `OpSlot` import unless a block has it).
+    fn slot_block(&self, slot_lines: &[String], extra_block: Option<&String>) -> Option<String> {
+        if slot_lines.is_empty() {
+            return None;
+        }
+        let has_import = self.template.post_import_blocks.iter().any(|b| b.contains("import OpSlot"))
+            || extra_block.is_some_and(|b| b.contains("import OpSlot"));
+        let mut block = String::from("# patchgen new: the OpSlots the kernel guards call.\n");
+        if !has_import && let Some(i) = &self.slots.import_line {
+            block.push_str(i);
+            block.push('\n');
+        }
+        block.push_str(&slot_lines.join("\n"));
+        Some(block)
+    }
+
+    /// The template's post-import blocks under the new names (its
+    /// `rms_norm` slot re-aimed), then the blocks added here.
+    fn post_import_blocks(&self, out: &mut Retargeted, d: &Deciding, extra_block: Option<String>) {
+        let map = vec![(self.template_facts.prefix.clone(), self.new.prefix.clone())];
         out.post_import_blocks = self
             .template
             .post_import_blocks
             .iter()
             .map(|b| {
                 let mut b = apply_name_map(b, Some(&map));
-                if let Some((old, new)) = &opslot_variant {
+                if let Some((old, new)) = &d.opslot_variant {
                     b = b.replace(
                         &format!("OpSlot(\"rms_norm\", \"{old}\")"),
                         &format!("OpSlot(\"rms_norm\", \"{new}\")"),
@@ -598,9 +713,15 @@ impl Retarget<'_> {
         out.post_import_blocks.extend(extra_block);
         let guards = std::mem::take(&mut out.post_import_blocks_extra);
         out.post_import_blocks.extend(guards);
+    }
+
+    /// The template's `add_import` calls; imported names spelled with the
+    /// template's prefix are bound under the new prefix too (reused bodies
+    /// refer to them so).
+    fn carry_imports(&self, out: &mut Retargeted) {
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
+        let map = vec![(from.to_string(), to.to_string())];
         out.imports = self.template.additional_imports.clone();
-        // Imported names spelled with the template's prefix: reused bodies
-        // refer to them under the new prefix, so bind that name too.
         let aliases: Vec<String> = out
             .imports
             .iter()
@@ -618,6 +739,14 @@ impl Retarget<'_> {
                 aliases.join("\n")
             ));
         }
+    }
+
+    /// The template's helpers: imported, or copied under the new names
+    /// when written for the template's; with what used each (for
+    /// `prune_helpers`).
+    fn carry_helpers(&self, out: &mut Retargeted) {
+        let (from, to) = (self.template_facts.prefix.as_str(), self.new.prefix.as_str());
+        let map = vec![(from.to_string(), to.to_string())];
         // What used each helper in the template: its patches' replacements
         // (under their name maps, as generated) and its other helpers.
         let template_users: Vec<Vec<String>> = self
@@ -659,17 +788,6 @@ impl Retarget<'_> {
                 self.template.positioned_helpers.len()
             ));
         }
-        out.drop_import_names = self.template.drop_imported_names.iter().cloned().collect();
-        out.exclude = self
-            .template
-            .exclude
-            .iter()
-            .map(|e| rename(e, from, to))
-            .filter(|e| self.new.has_class(e) || self.new.has_function(e))
-            .collect();
-        out.decisions = Decisions { rotary, mlp, norm };
-        out.prune_helpers();
-        out
     }
 }
 
@@ -747,26 +865,9 @@ fn uses_name(text: &str, word: &str) -> bool {
 /// attribute bases, arguments; not comments or strings). Text that does
 /// not parse falls back to its identifiers.
 fn loaded_names(source: &str) -> Vec<String> {
-    use ruff_python_ast::visitor::{self, Visitor};
-    struct Loads(Vec<String>);
-    impl<'a> Visitor<'a> for Loads {
-        fn visit_expr(&mut self, expr: &'a ruff_python_ast::Expr) {
-            if let ruff_python_ast::Expr::Name(n) = expr
-                && n.ctx == ruff_python_ast::ExprContext::Load
-                && !self.0.iter().any(|x| x == n.id.as_str())
-            {
-                self.0.push(n.id.to_string());
-            }
-            visitor::walk_expr(self, expr);
-        }
-    }
     let text = patchgen_python::pytext::dedent(source);
     match ruff_python_parser::parse_module(&text) {
-        Ok(parsed) => {
-            let mut v = Loads(Vec::new());
-            v.visit_body(&parsed.syntax().body);
-            v.0
-        }
+        Ok(parsed) => semantic::facts::loaded_names(&parsed.syntax().body, Loads::Anywhere),
         Err(_) => {
             let mut out: Vec<String> = Vec::new();
             for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {

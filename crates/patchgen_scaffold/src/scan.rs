@@ -9,12 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
-use patchgen_config::source::ParsedFile;
 use patchgen_core::pipeline::Context;
 use patchgen_core::project::Project;
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::Upstream;
 use patchgen_core::upstream::SearchPath;
+use patchgen_python::pysource::ParsedFile;
 
 use crate::configuration::ConfigurationModule;
 use crate::facts::{Category, FactsError, ModelFacts};

@@ -105,15 +105,72 @@ fn max_token_id(obj: &Map<String, Value>) -> i64 {
         .unwrap_or(0)
 }
 
-fn shrink(
-    class: &ConfigClass,
-    module: &ConfigurationModule,
-    path: &str,
-    vision: bool,
+/// A configuration class shrunk, with its sub-configs.
+struct Shrinker<'a> {
+    module: &'a ConfigurationModule,
+    /// The model was categorised as MoE (see [`toy_config`]).
     moe_category: bool,
-    depth: usize,
-    changes: &mut Vec<Change>,
-) -> Map<String, Value> {
+    changes: Vec<Change>,
+}
+
+/// One config object being shrunk, and its path in the README
+/// (`text_config.`).
+struct Fields<'a> {
+    obj: Map<String, Value>,
+    path: &'a str,
+    changes: &'a mut Vec<Change>,
+}
+
+impl Fields<'_> {
+    fn set(&mut self, field: &str, new: Value, reason: &str) {
+        set(&mut self.obj, self.changes, self.path, field, new, reason);
+    }
+
+    fn set_required(&mut self, field: &str, new: Value, reason: &str) {
+        set_required(&mut self.obj, self.changes, self.path, field, new, reason);
+    }
+
+    fn int(&self, field: &str) -> Option<i64> {
+        self.obj.get(field).and_then(Value::as_i64)
+    }
+}
+
+impl Shrinker<'_> {
+    fn shrink(&mut self, class: &ConfigClass, path: &str, vision: bool, depth: usize) -> Map<String, Value> {
+        let mut obj = defaults(class);
+        self.shrink_sub_configs(class, path, depth, &mut obj);
+        // An MoE config: an integer experts count, or (for a model `new`
+        // categorised as MoE) an experts-count key whose default is None.
+        let moe = EXPERTS_KEYS
+            .iter()
+            .any(|k| obj.get(*k).is_some_and(|v| v.as_i64().is_some() || (self.moe_category && v.is_null())));
+        let mut f = Fields { obj, path, changes: &mut self.changes };
+        if vision {
+            shrink_vision(&mut f);
+        } else {
+            shrink_text(&mut f, class, moe);
+        }
+        f.obj
+    }
+
+    /// Sub-configs (three levels deep at most), vision and audio towers as such.
+    fn shrink_sub_configs(&mut self, class: &ConfigClass, path: &str, depth: usize, obj: &mut Map<String, Value>) {
+        for (key, sub) in &class.sub_configs {
+            if depth > 3 {
+                break;
+            }
+            let Some(sub_class) = self.module.class(sub) else {
+                continue;
+            };
+            let is_vision = key.contains("vision") || key.contains("audio") || key.contains("visual");
+            let inner = self.shrink(sub_class, &format!("{path}{key}."), is_vision, depth + 1);
+            obj.insert(key.clone(), Value::Object(inner));
+        }
+    }
+}
+
+/// The class's defaults (public fields and `setdefault`s) and `model_type`.
+fn defaults(class: &ConfigClass) -> Map<String, Value> {
     let mut obj = Map::new();
     for f in class.fields.iter().chain(class.setdefaults.iter()) {
         if !obj.contains_key(&f.name) && !f.name.starts_with('_') {
@@ -123,149 +180,131 @@ fn shrink(
     if let Some(t) = &class.model_type {
         obj.insert("model_type".into(), Value::String(t.clone()));
     }
-    for (key, sub) in &class.sub_configs {
-        if depth > 3 {
-            break;
+    obj
+}
+
+/// A vision or audio tower: two blocks, small dims, the text hidden size out.
+fn shrink_vision(f: &mut Fields<'_>) {
+    f.set("depth", Value::from(2), "two blocks");
+    f.set("num_hidden_layers", Value::from(2), "two blocks");
+    f.set("encoder_layers", Value::from(2), "two blocks");
+    f.set("hidden_size", Value::from(HIDDEN), "small");
+    f.set("embed_dim", Value::from(HIDDEN), "small");
+    f.set("d_model", Value::from(HIDDEN), "small");
+    f.set("num_heads", Value::from(4), "small");
+    f.set("num_attention_heads", Value::from(4), "small");
+    f.set("encoder_attention_heads", Value::from(4), "small");
+    f.set("intermediate_size", Value::from(INTERMEDIATE), "small");
+    f.set("encoder_ffn_dim", Value::from(INTERMEDIATE), "small");
+    f.set("out_hidden_size", Value::from(HIDDEN), "the text hidden size");
+    f.set("output_dim", Value::from(HIDDEN), "the text hidden size");
+    let keys: Vec<String> =
+        f.obj.keys().filter(|k| k.ends_with("_indexes") || k.ends_with("_indices")).cloned().collect();
+    for k in keys {
+        if let Some(a) = f.obj.get(&k).and_then(|v| v.as_array()).filter(|a| !a.is_empty()) {
+            let n = a.len().min(2);
+            let new: Vec<Value> = (0..n as i64).map(|i| Value::from(i + 2 - n as i64)).collect();
+            f.set(&k, Value::Array(new), "indexes inside the two blocks");
         }
-        let Some(sub_class) = module.class(sub) else {
-            continue;
-        };
-        let is_vision = key.contains("vision") || key.contains("audio") || key.contains("visual");
-        let inner = shrink(sub_class, module, &format!("{path}{key}."), is_vision, moe_category, depth + 1, changes);
-        obj.insert(key.clone(), Value::Object(inner));
     }
-    // An MoE config: an integer experts count, or (for a model `new`
-    // categorised as MoE) an experts-count key whose default is None.
-    let moe =
-        EXPERTS_KEYS.iter().any(|k| obj.get(*k).is_some_and(|v| v.as_i64().is_some() || (moe_category && v.is_null())));
-    let o = &mut obj;
-    if vision {
-        set(o, changes, path, "depth", Value::from(2), "two blocks");
-        set(o, changes, path, "num_hidden_layers", Value::from(2), "two blocks");
-        set(o, changes, path, "encoder_layers", Value::from(2), "two blocks");
-        set(o, changes, path, "hidden_size", Value::from(HIDDEN), "small");
-        set(o, changes, path, "embed_dim", Value::from(HIDDEN), "small");
-        set(o, changes, path, "d_model", Value::from(HIDDEN), "small");
-        set(o, changes, path, "num_heads", Value::from(4), "small");
-        set(o, changes, path, "num_attention_heads", Value::from(4), "small");
-        set(o, changes, path, "encoder_attention_heads", Value::from(4), "small");
-        set(o, changes, path, "intermediate_size", Value::from(INTERMEDIATE), "small");
-        set(o, changes, path, "encoder_ffn_dim", Value::from(INTERMEDIATE), "small");
-        set(o, changes, path, "out_hidden_size", Value::from(HIDDEN), "the text hidden size");
-        set(o, changes, path, "output_dim", Value::from(HIDDEN), "the text hidden size");
-        let keys: Vec<String> =
-            o.keys().filter(|k| k.ends_with("_indexes") || k.ends_with("_indices")).cloned().collect();
-        for k in keys {
-            if let Some(a) = o.get(&k).and_then(|v| v.as_array()).filter(|a| !a.is_empty()) {
-                let n = a.len().min(2);
-                let new: Vec<Value> = (0..n as i64).map(|i| Value::from(i + 2 - n as i64)).collect();
-                set(o, changes, path, &k, Value::Array(new), "indexes inside the two blocks");
-            }
-        }
-        return obj;
+}
+
+/// A text config: layers that keep the layer pattern, small attention,
+/// MoE dims pairwise distinct, few experts, a tiny vocabulary.
+fn shrink_text(f: &mut Fields<'_>, class: &ConfigClass, moe: bool) {
+    let n_layers = shrink_layers_and_attention(f, class);
+    shrink_mlp_dims(f, moe);
+    shrink_experts(f, moe);
+    f.set("kv_lora_rank", Value::from(32), "small");
+    f.set("q_lora_rank", Value::from(48), "small");
+    f.set("qk_rope_head_dim", Value::from(8), "small");
+    f.set("qk_nope_head_dim", Value::from(16), "small");
+    f.set("v_head_dim", Value::from(16), "small");
+    f.set("linear_key_head_dim", Value::from(16), "small");
+    f.set("linear_value_head_dim", Value::from(16), "small");
+    f.set("linear_num_key_heads", Value::from(2), "small");
+    f.set("linear_num_value_heads", Value::from(4), "small");
+    if f.int("max_window_layers").is_some_and(|m| m > n_layers) {
+        f.set("max_window_layers", Value::from(n_layers), "no more than the layers");
     }
+    if let Some(Value::Array(types)) = f.obj.get("layer_types").cloned()
+        && types.len() as i64 > n_layers
+    {
+        f.set("layer_types", Value::Array(types[..n_layers as usize].to_vec()), "the first layers' types");
+    }
+    if max_token_id(&f.obj) < 1024 {
+        f.set("vocab_size", Value::from(1024), "tiny vocabulary");
+    }
+}
+
+/// The layers ([`layers`]), the hidden size and heads (grouped-query
+/// attention kept). Returns the layers.
+fn shrink_layers_and_attention(f: &mut Fields<'_>, class: &ConfigClass) -> i64 {
     let (n_layers, why) = layers(class);
-    let heads_before = o.get("num_attention_heads").and_then(|v| v.as_i64());
-    let kv_before = o.get("num_key_value_heads").and_then(|v| v.as_i64());
-    set(o, changes, path, "num_hidden_layers", Value::from(n_layers), &why);
-    set(o, changes, path, "hidden_size", Value::from(HIDDEN), "small");
-    set(o, changes, path, "num_attention_heads", Value::from(4), "small");
+    let heads_before = f.int("num_attention_heads");
+    let kv_before = f.int("num_key_value_heads");
+    f.set("num_hidden_layers", Value::from(n_layers), &why);
+    f.set("hidden_size", Value::from(HIDDEN), "small");
+    f.set("num_attention_heads", Value::from(4), "small");
     let kv = match (heads_before, kv_before) {
         (Some(h), Some(k)) if k < h => 2,
         _ => 4,
     };
-    set(
-        o,
-        changes,
-        path,
-        "num_key_value_heads",
-        Value::from(kv),
-        if kv == 2 { "grouped-query attention kept" } else { "small" },
-    );
-    set(o, changes, path, "head_dim", Value::from(HIDDEN / 4), "hidden_size / num_attention_heads");
-    let dense_is_expert = moe && o.get("moe_intermediate_size").is_none();
-    set(
-        o,
-        changes,
-        path,
+    f.set("num_key_value_heads", Value::from(kv), if kv == 2 { "grouped-query attention kept" } else { "small" });
+    f.set("head_dim", Value::from(HIDDEN / 4), "hidden_size / num_attention_heads");
+    n_layers
+}
+
+/// The MLP sizes, pairwise distinct (the dense one is the expert size
+/// when the config has no separate MoE size).
+fn shrink_mlp_dims(f: &mut Fields<'_>, moe: bool) {
+    let dense_is_expert = moe && f.obj.get("moe_intermediate_size").is_none();
+    f.set(
         "intermediate_size",
         Value::from(if dense_is_expert { MOE_INTERMEDIATE } else { INTERMEDIATE }),
         if dense_is_expert { "expert size: hidden != 2*I and hidden != I" } else { "small" },
     );
-    set(
-        o,
-        changes,
-        path,
+    f.set(
         "moe_intermediate_size",
         Value::from(MOE_INTERMEDIATE),
         "hidden != 2*I and hidden != I (layout decidable by shape)",
     );
-    set(
-        o,
-        changes,
-        path,
-        "shared_expert_intermediate_size",
-        Value::from(SHARED_INTERMEDIATE),
-        "distinct from the other dims",
-    );
+    f.set("shared_expert_intermediate_size", Value::from(SHARED_INTERMEDIATE), "distinct from the other dims");
+}
+
+/// Few experts, top-2 routing, one shared expert and one expert group;
+/// counts the upstream leaves None set when the model is MoE.
+fn shrink_experts(f: &mut Fields<'_>, moe: bool) {
     for k in EXPERTS_KEYS {
         if moe {
-            set_required(o, changes, path, k, Value::from(EXPERTS), "few experts");
+            f.set_required(k, Value::from(EXPERTS), "few experts");
         } else {
-            set(o, changes, path, k, Value::from(EXPERTS), "few experts");
+            f.set(k, Value::from(EXPERTS), "few experts");
         }
     }
     for k in TOP_K_KEYS {
         // Top-2 of the few experts; a top-1 router stays top-1.
-        if o.get(k).and_then(Value::as_i64).is_some_and(|n| n <= 2) {
+        if f.int(k).is_some_and(|n| n <= 2) {
             continue;
         }
         if moe {
-            set_required(o, changes, path, k, Value::from(2), "top-2 of the few experts");
+            f.set_required(k, Value::from(2), "top-2 of the few experts");
         } else {
-            set(o, changes, path, k, Value::from(2), "top-2 of the few experts");
+            f.set(k, Value::from(2), "top-2 of the few experts");
         }
     }
     if moe {
         // A shared-experts count the upstream leaves None (dots1 multiplies
         // `moe_intermediate_size * n_shared_experts`); a set one is kept.
         for k in ["n_shared_experts", "num_shared_experts", "moe_num_shared_experts"] {
-            if o.get(k).is_some_and(Value::is_null) {
-                set_required(o, changes, path, k, Value::from(1), "one shared expert");
+            if f.obj.get(k).is_some_and(Value::is_null) {
+                f.set_required(k, Value::from(1), "one shared expert");
             }
         }
     }
-    set(o, changes, path, "n_group", Value::from(1), "one expert group");
-    set(o, changes, path, "topk_group", Value::from(1), "one expert group");
-    set(o, changes, path, "first_k_dense_replace", Value::from(1), "one dense layer, then sparse ones");
-    set(o, changes, path, "kv_lora_rank", Value::from(32), "small");
-    set(o, changes, path, "q_lora_rank", Value::from(48), "small");
-    set(o, changes, path, "qk_rope_head_dim", Value::from(8), "small");
-    set(o, changes, path, "qk_nope_head_dim", Value::from(16), "small");
-    set(o, changes, path, "v_head_dim", Value::from(16), "small");
-    set(o, changes, path, "linear_key_head_dim", Value::from(16), "small");
-    set(o, changes, path, "linear_value_head_dim", Value::from(16), "small");
-    set(o, changes, path, "linear_num_key_heads", Value::from(2), "small");
-    set(o, changes, path, "linear_num_value_heads", Value::from(4), "small");
-    if o.get("max_window_layers").and_then(|v| v.as_i64()).is_some_and(|m| m > n_layers) {
-        set(o, changes, path, "max_window_layers", Value::from(n_layers), "no more than the layers");
-    }
-    if let Some(Value::Array(types)) = o.get("layer_types").cloned()
-        && types.len() as i64 > n_layers
-    {
-        set(
-            o,
-            changes,
-            path,
-            "layer_types",
-            Value::Array(types[..n_layers as usize].to_vec()),
-            "the first layers' types",
-        );
-    }
-    if max_token_id(o) < 1024 {
-        set(o, changes, path, "vocab_size", Value::from(1024), "tiny vocabulary");
-    }
-    obj
+    f.set("n_group", Value::from(1), "one expert group");
+    f.set("topk_group", Value::from(1), "one expert group");
+    f.set("first_k_dense_replace", Value::from(1), "one dense layer, then sparse ones");
 }
 
 /// The toy config of a configuration class, with `architectures`.
@@ -274,8 +313,9 @@ fn shrink(
 /// upstream); then experts counts, top-k and shared-experts counts whose
 /// default is None are set too (and listed in the README).
 pub fn toy_config(module: &ConfigurationModule, main: &ConfigClass, architecture: &str, moe_category: bool) -> Toy {
-    let mut changes = Vec::new();
-    let mut obj = shrink(main, module, "", false, moe_category, 0, &mut changes);
+    let mut shrinker = Shrinker { module, moe_category, changes: Vec::new() };
+    let mut obj = shrinker.shrink(main, "", false, 0);
+    let mut changes = shrinker.changes;
     // Top-level token ids must fit the (unshrunk) text vocabulary.
     if let Some(Value::Object(text)) = obj.get("text_config")
         && max_token_id(&obj) >= 1024

@@ -13,14 +13,15 @@ use ruff_python_ast::{Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use crate::text::{offset_of, position_of};
-use patchgen_lint::rules::pg301_logits_to_keep_order as pg301;
+use patchgen_lint::logits_to_keep;
+use patchgen_python::semantic::walk::{self, Scope};
 
 /// The actions for `diagnostics` of the buffer `text` at `uri`.
 pub fn for_diagnostics(uri: &Url, text: &str, diagnostics: &[&Diagnostic]) -> Vec<CodeActionOrCommand> {
     let mut out = Vec::new();
     for d in diagnostics {
         let Some(NumberOrString::String(code)) = &d.code else { continue };
-        if code == pg301::RULE.code
+        if code == logits_to_keep::RULE_CODE
             && let Some((title, edits)) = pg301_fix(text, d.range)
         {
             out.push(action(uri, title, d, edits, true));
@@ -51,7 +52,7 @@ pub fn pg301_fix(text: &str, range: Range) -> Option<(String, Vec<TextEdit>)> {
     let parsed = ruff_python_parser::parse_module(text).ok()?;
     let at = TextSize::try_from(offset_of(text, range.start)).ok()?;
     let func = function_holding(&parsed.syntax().body, at)?;
-    let fix = pg301::fix(func, text)?;
+    let fix = logits_to_keep::fix(func, text)?;
     let edits = fix
         .edits
         .iter()
@@ -66,11 +67,11 @@ pub fn pg301_fix(text: &str, range: Range) -> Option<(String, Vec<TextEdit>)> {
     Some((format!("Slice `{}` first (insert `{0} = {0}[{1}]`)", fix.var, fix.index), edits))
 }
 
-/// The innermost function whose statement holds `at`.
+/// The innermost function whose statement holds `at` (the last one in
+/// pre-order).
 fn function_holding(body: &[Stmt], at: TextSize) -> Option<&StmtFunctionDef> {
-    body.iter().find_map(|s| match s {
-        Stmt::FunctionDef(f) if f.range().contains(at) => function_holding(&f.body, at).or(Some(f)),
-        Stmt::ClassDef(c) if c.range().contains(at) => function_holding(&c.body, at),
+    walk::statements(body, Scope::All).into_iter().rev().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.range().contains(at) => Some(f),
         _ => None,
     })
 }

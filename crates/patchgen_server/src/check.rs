@@ -60,7 +60,9 @@ pub fn check(
     env: patchgen_core::settings::Env,
 ) -> Option<Checked> {
     let started = std::time::Instant::now();
-    let text = overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())?;
+    let text = overlay.get(path).map(str::to_string).or_else(|| {
+        patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok()
+    })?;
     let project = Project::find(path.parent()?).ok()?;
     let module = module_name(&project.package_root(), path)?;
     let options = Options {
@@ -106,7 +108,10 @@ pub fn internal_error() -> Checked {
 
 /// The text of a file a location names: the buffer, else the file on disk.
 fn text_of(path: &Path, overlay: &Overlay) -> Option<String> {
-    overlay.get(path).map(str::to_string).or_else(|| std::fs::read_to_string(path).ok())
+    overlay
+        .get(path)
+        .map(str::to_string)
+        .or_else(|| patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -10,7 +10,8 @@
 //!   linted and generated, as LSP diagnostics with code, severity, range
 //!   (UTF-16 columns, `text`) and a link to the code's docs (`docs`).
 //! - `site`: what the cursor is on (a patch target, an `add_import`
-//!   module or name, a `# noqa` code, a patch function), read lexically.
+//!   module or name, a `# noqa` code, a patch function), read from the
+//!   syntax tree ruff's parser recovers.
 //! - `upstream`: the `source_module` on the project's search path, and
 //!   what a target names there (hover, definition, completion).
 //! - `actions`: PG301's fix and `# noqa` as workspace edits.
@@ -26,6 +27,7 @@
 pub mod actions;
 pub mod check;
 pub mod docs;
+pub mod generated;
 mod server;
 pub mod site;
 pub mod text;
@@ -89,6 +91,11 @@ impl Exit {
     }
 }
 
+/// The command of the \"Regenerate from the config\" code action (argument: the generated file's URI).
+pub const COMMAND_REGENERATE: &str = "patchgen.regenerate";
+/// The command of a patch's code lens (arguments: the generated file's URI, a 0-based line).
+pub const COMMAND_OPEN_GENERATED: &str = "patchgen.openGenerated";
+
 /// The server's capabilities.
 pub fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
@@ -108,6 +115,12 @@ pub fn capabilities() -> ServerCapabilities {
             code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
             ..CodeActionOptions::default()
         })),
+        code_lens_provider: Some(lsp_types::CodeLensOptions { resolve_provider: Some(false) }),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
+            commands: vec![COMMAND_REGENERATE.to_string(), COMMAND_OPEN_GENERATED.to_string()],
+            ..lsp_types::ExecuteCommandOptions::default()
+        }),
         ..ServerCapabilities::default()
     }
 }
@@ -115,7 +128,19 @@ pub fn capabilities() -> ServerCapabilities {
 /// Serve over stdio until `exit` or the end of stdin.
 pub fn run_stdio(options: ServerOptions) -> Exit {
     let (out, input, writer) = transport::stdio();
-    let exit = serve(&out, &input, options);
+    // The loop parses buffers too (code actions): on the command line's
+    // stack, so deep nesting is a finding, never a stack overflow.
+    let looped = {
+        let out = out.clone();
+        std::thread::Builder::new()
+            .name("patchgen-server".into())
+            .stack_size(patchgen_core::workers::STACK_SIZE)
+            .spawn(move || serve(&out, &input, options))
+    };
+    let exit = match looped {
+        Ok(handle) => handle.join().unwrap_or(Exit::InputClosed),
+        Err(_) => Exit::InputClosed,
+    };
     drop(out);
     writer.join();
     exit
@@ -158,6 +183,10 @@ pub fn serve(
             }
             Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => {
                 return Exit::WithoutShutdown;
+            }
+            Message::Notification(n) if n.method == transport::MALFORMED => {
+                let parse_error = lsp_server::Notification::new(transport::PARSE_ERROR.to_string(), n.params);
+                let _ = out.send(parse_error.into());
             }
             Message::Notification(_) | Message::Response(_) => {}
         }

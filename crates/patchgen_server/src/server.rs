@@ -34,11 +34,12 @@ use patchgen_core::upstream::SearchPath;
 use crate::actions;
 use crate::check::{self, Checked};
 use crate::docs::{self, DocLinks};
+use crate::generated::{self, GenMap};
 use crate::site::{Site, site_at};
 use crate::text::{apply_change, offset_of, position_of};
 use crate::transport::MALFORMED;
 use crate::upstream::{Upstreams, source_module_of};
-use crate::{Exit, ServerOptions};
+use crate::{COMMAND_OPEN_GENERATED, COMMAND_REGENERATE, Exit, ServerOptions};
 
 /// An open buffer.
 struct Doc {
@@ -49,7 +50,16 @@ struct Doc {
 
 /// What a worker sends back.
 enum Event {
-    Checked { uri: Url, version: i32, result: Option<Checked> },
+    Checked {
+        uri: Url,
+        version: i32,
+        result: Option<Checked>,
+    },
+    /// A config or generated file mapped to its origins (`None`: it cannot be).
+    Mapped {
+        uri: Url,
+        map: Option<Arc<GenMap>>,
+    },
 }
 
 /// The last result published for a buffer.
@@ -72,6 +82,10 @@ pub struct Server {
     events: (Sender<Event>, Receiver<Event>),
     upstreams: HashMap<PathBuf, Arc<Upstreams>>,
     links: Arc<DocLinks>,
+    /// Configs and generated files mapped to their origins (from the saved files).
+    maps: HashMap<Url, Arc<GenMap>>,
+    /// Requests this server sent (their ids).
+    next_request: i32,
     shutdown: bool,
 }
 
@@ -96,6 +110,8 @@ impl Server {
             events: crossbeam_channel::unbounded(),
             upstreams: HashMap::new(),
             links,
+            maps: HashMap::new(),
+            next_request: 0,
             shutdown: false,
         }
     }
@@ -180,6 +196,13 @@ impl Server {
             GotoDefinition::METHOD => respond(id, req.params, |p: GotoDefinitionParams| self.definition(p)),
             Completion::METHOD => respond(id, req.params, |p: CompletionParams| self.completion(p)),
             CodeActionRequest::METHOD => respond(id, req.params, |p: CodeActionParams| self.code_actions(p)),
+            CodeLensRequest::METHOD => respond(id, req.params, |p: lsp_types::CodeLensParams| self.code_lenses(p)),
+            DocumentSymbolRequest::METHOD => {
+                respond(id, req.params, |p: lsp_types::DocumentSymbolParams| self.document_symbols(p))
+            }
+            ExecuteCommand::METHOD => {
+                respond(id, req.params, |p: lsp_types::ExecuteCommandParams| self.execute_command(p))
+            }
             Initialize::METHOD => {
                 Response::new_err(id, ErrorCode::InvalidRequest as i32, "the server is already initialized".into())
             }
@@ -199,6 +222,7 @@ impl Server {
                         Doc { text: p.text_document.text, version: p.text_document.version, path },
                     );
                     self.changed(&uri, Duration::ZERO);
+                    self.spawn_map(uri);
                 }
             }
             DidChangeTextDocument::METHOD => {
@@ -211,17 +235,20 @@ impl Server {
                     doc.version = p.text_document.version;
                     self.changed_at.entry(uri.clone()).or_insert_with(Instant::now);
                     self.changed(&uri, self.options.debounce);
+                    self.publish_generated(&uri);
                 }
             }
             DidSaveTextDocument::METHOD => {
                 if let Ok(p) = serde_json::from_value::<DidSaveTextDocumentParams>(n.params) {
                     self.changed(&p.text_document.uri, Duration::ZERO);
+                    self.saved(&p.text_document.uri);
                 }
             }
             DidCloseTextDocument::METHOD => {
                 if let Ok(p) = serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
                     self.docs.remove(&uri);
+                    self.maps.remove(&uri);
                     self.due.remove(&uri);
                     self.published.remove(&uri);
                     self.publish(uri.clone(), Vec::new(), None);
@@ -232,6 +259,8 @@ impl Server {
             MALFORMED => {
                 let reason = n.params.get("reason").and_then(|r| r.as_str()).unwrap_or("malformed").to_string();
                 self.log(MessageType::WARNING, format!("patchgen server: skipped a message: {reason}"));
+                // The client hears of it as JSON-RPC says: a parse error, `id: null`.
+                self.send(lsp_server::Notification::new(crate::transport::PARSE_ERROR.to_string(), n.params));
             }
             _ => {}
         }
@@ -298,19 +327,27 @@ impl Server {
         let env = self.options.env.clone();
         let tx = self.events.0.clone();
         self.running.insert(uri.clone());
-        let spawned = std::thread::Builder::new().name("patchgen-check".into()).spawn(move || {
-            let result =
-                std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff, env)))
-                    .unwrap_or_else(|_| Some(check::internal_error()));
-            let _ = tx.send(Event::Checked { uri, version, result });
-        });
+        // The command line's stack: the parser and the evaluator recurse on
+        // nested input, and their limits are set for this stack.
+        let spawned = std::thread::Builder::new()
+            .name("patchgen-check".into())
+            .stack_size(patchgen_core::workers::STACK_SIZE)
+            .spawn(move || {
+                let result =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff, env)))
+                        .unwrap_or_else(|_| Some(check::internal_error()));
+                let _ = tx.send(Event::Checked { uri, version, result });
+            });
         if spawned.is_err() {
             self.log(MessageType::ERROR, "patchgen server: cannot start a check thread".into());
         }
     }
 
     fn event(&mut self, ev: Event) {
-        let Event::Checked { uri, version, result } = ev;
+        let (uri, version, result) = match ev {
+            Event::Checked { uri, version, result } => (uri, version, result),
+            Event::Mapped { uri, map } => return self.mapped(uri, map),
+        };
         self.running.remove(&uri);
         let current = self.docs.get(&uri).map(|d| d.version);
         if self.rerun.remove(&uri) || current != Some(version) {
@@ -367,6 +404,14 @@ impl Server {
 
     fn hover(&mut self, p: HoverParams) -> Option<Hover> {
         let uri = p.text_document_position_params.text_document.uri;
+        if let Some((map, doc, is_py)) = self.generated_doc(&uri) {
+            let line = p.text_document_position_params.position.line as usize;
+            let value = map.hover(&doc.text, line, is_py)?;
+            return Some(Hover {
+                contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
+                range: None,
+            });
+        }
         let (doc, site, _) = self.site(&uri, p.text_document_position_params.position)?;
         let (path, text) = (doc.path.clone()?, doc.text.clone());
         let value = match site {
@@ -396,12 +441,24 @@ impl Server {
 
     fn definition(&mut self, p: GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
         let uri = p.text_document_position_params.text_document.uri;
+        if let Some((map, doc, is_py)) = self.generated_doc(&uri) {
+            let line = p.text_document_position_params.position.line as usize;
+            let mut location = map.definition(&doc.text, line, is_py)?;
+            if location.uri.to_file_path().is_ok_and(|f| !f.is_file()) {
+                // An upstream line inside a wheel: its read-only copy.
+                let py = map.py.clone();
+                let module = self.upstreams_for(&py)?.module(&map.mapped.plan.source_module)?;
+                location.uri = Url::from_file_path(module.on_disk.as_ref()?).ok()?;
+            }
+            return Some(GotoDefinitionResponse::Scalar(location));
+        }
         let (doc, site, _) = self.site(&uri, p.text_document_position_params.position)?;
         let (path, text) = (doc.path.clone()?, doc.text.clone());
         let at_name = |found: crate::upstream::Found| -> Option<Location> {
             let file = found.file.on_disk.as_ref()?;
             let (line, column) = found.name_position();
-            let text = std::fs::read_to_string(file).ok()?;
+            let text =
+                patchgen_cache::bounded::read_to_string(file, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok()?;
             let loc = patchgen_diagnostics::Location::point(file.clone(), line, column);
             let start = crate::text::range_of(&text, &loc).start;
             Some(Location { uri: Url::from_file_path(file).ok()?, range: Range::new(start, start) })
@@ -473,6 +530,25 @@ impl Server {
 
     fn code_actions(&mut self, p: CodeActionParams) -> Option<Vec<CodeActionOrCommand>> {
         let uri = p.text_document.uri;
+        if let Some((map, doc, true)) = self.generated_doc(&uri) {
+            let drifted = map.diagnostics(&doc.text, true).len() > 1;
+            let on_disk = std::fs::read_to_string(&map.py).ok();
+            if !drifted && on_disk.as_deref().is_some_and(|t| t == map.mapped.text) {
+                return Some(Vec::new());
+            }
+            let command = lsp_types::Command {
+                title: "Regenerate from the config".into(),
+                command: COMMAND_REGENERATE.into(),
+                arguments: Some(vec![serde_json::json!(uri)]),
+            };
+            return Some(vec![CodeActionOrCommand::CodeAction(lsp_types::CodeAction {
+                title: format!("Regenerate from the config ({})", map.module),
+                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+                command: Some(command),
+                is_preferred: Some(true),
+                ..lsp_types::CodeAction::default()
+            })]);
+        }
         let doc = self.docs.get(&uri)?;
         let published = self.published.get(&uri)?;
         let diagnostics: Vec<&lsp_types::Diagnostic> = published
@@ -482,6 +558,208 @@ impl Server {
             .filter(|d| d.range.start <= p.range.end && p.range.start <= d.range.end)
             .collect();
         Some(actions::for_diagnostics(&uri, &doc.text, &diagnostics))
+    }
+
+    /// The map and buffer of `uri` when it is a generated `.py` (`true`) or `.diff` (`false`) with a map.
+    fn generated_doc(&self, uri: &Url) -> Option<(Arc<GenMap>, &Doc, bool)> {
+        let doc = self.docs.get(uri)?;
+        let path = doc.path.as_deref()?;
+        if !generated::is_generated(path) {
+            return None;
+        }
+        let map = self.maps.get(uri)?.clone();
+        let is_py = map.is_py(path);
+        Some((map, doc, is_py))
+    }
+
+    /// Map `uri` (a config or a generated file) on a worker thread.
+    fn spawn_map(&mut self, uri: Url) {
+        let Some(path) = self.docs.get(&uri).and_then(|d| d.path.clone()) else { return };
+        if !check::is_config(&path) && !generated::is_generated(&path) {
+            return;
+        }
+        let tx = self.events.0.clone();
+        let env = self.options.env.clone();
+        let spawned = std::thread::Builder::new().name("patchgen-map".into()).spawn(move || {
+            let map = std::panic::catch_unwind(AssertUnwindSafe(|| generated::map(&path, &env)))
+                .ok()
+                .and_then(Result::ok)
+                .map(Arc::new);
+            let _ = tx.send(Event::Mapped { uri, map });
+        });
+        if spawned.is_err() {
+            self.log(MessageType::ERROR, "patchgen server: cannot start a mapping thread".into());
+        }
+    }
+
+    /// A map arrived: keep it, and show a generated buffer's provenance.
+    fn mapped(&mut self, uri: Url, map: Option<Arc<GenMap>>) {
+        if !self.docs.contains_key(&uri) {
+            return;
+        }
+        match map {
+            Some(m) => {
+                self.maps.insert(uri.clone(), m);
+            }
+            None => {
+                self.maps.remove(&uri);
+            }
+        }
+        self.publish_generated(&uri);
+        if self.docs.get(&uri).and_then(|d| d.path.as_deref()).is_some_and(check::is_config) {
+            self.request_client("workspace/codeLens/refresh", serde_json::Value::Null);
+        }
+    }
+
+    /// Publish a generated buffer's provenance diagnostics (from its map, if any).
+    fn publish_generated(&self, uri: &Url) {
+        if let Some((map, doc, is_py)) = self.generated_doc(uri) {
+            self.publish(uri.clone(), map.diagnostics(&doc.text, is_py), Some(doc.version));
+        }
+    }
+
+    /// A file was saved: map it again, and every open file whose map reads it.
+    fn saved(&mut self, uri: &Url) {
+        let Ok(path) = uri.to_file_path() else { return };
+        let path = resolve(&path);
+        let mut again: Vec<Url> = vec![uri.clone()];
+        for (u, m) in &self.maps {
+            if u != uri && (resolve(&m.config) == path || m.is_py(&path)) {
+                again.push(u.clone());
+            }
+        }
+        for u in again {
+            self.spawn_map(u);
+        }
+    }
+
+    /// Send a request to the client (its answer is not awaited).
+    fn request_client(&mut self, method: &str, params: serde_json::Value) {
+        self.next_request += 1;
+        let id = RequestId::from(format!("patchgen-{}", self.next_request));
+        self.send(Request::new(id, method.to_string(), params));
+    }
+
+    /// A code lens above each patch registration: the hunks it makes in the `.diff`.
+    fn code_lenses(&mut self, p: lsp_types::CodeLensParams) -> Option<Vec<lsp_types::CodeLens>> {
+        let uri = p.text_document.uri;
+        let map = self.maps.get(&uri)?.clone();
+        let path = self.docs.get(&uri)?.path.clone()?;
+        if !check::is_config(&path) {
+            return None;
+        }
+        let diff_name = map.diff.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let py_uri = Url::from_file_path(resolve(&map.py)).ok()?;
+        let lenses = map
+            .lenses()
+            .into_iter()
+            .map(|l| {
+                let range = Range::new(Position::new(l.line as u32, 0), Position::new(l.line as u32, 0));
+                let command = match l.hunks.first() {
+                    Some(first) => lsp_types::Command {
+                        title: format!(
+                            "{} hunk{} in {diff_name}",
+                            l.hunks.len(),
+                            if l.hunks.len() == 1 { "" } else { "s" }
+                        ),
+                        command: COMMAND_OPEN_GENERATED.into(),
+                        arguments: Some(vec![serde_json::json!(py_uri), serde_json::json!(first.saturating_sub(1))]),
+                    },
+                    None => lsp_types::Command { title: "no effect".into(), command: String::new(), arguments: None },
+                };
+                lsp_types::CodeLens { range, command: Some(command), data: None }
+            })
+            .collect();
+        Some(lenses)
+    }
+
+    /// The config's patches, with their targets, as the outline.
+    fn document_symbols(&mut self, p: lsp_types::DocumentSymbolParams) -> Option<lsp_types::DocumentSymbolResponse> {
+        let uri = p.text_document.uri;
+        let map = self.maps.get(&uri)?.clone();
+        let doc = self.docs.get(&uri)?;
+        let lines: Vec<&str> = doc.text.lines().collect();
+        #[allow(deprecated)] // `deprecated` is a required field of the struct
+        let symbols = map
+            .lenses()
+            .into_iter()
+            .map(|l| {
+                let width = lines.get(l.line).map_or(0, |s| s.encode_utf16().count()) as u32;
+                let range = Range::new(Position::new(l.line as u32, 0), Position::new(l.line as u32, width));
+                lsp_types::DocumentSymbol {
+                    name: l.target.clone(),
+                    detail: Some(format!("{:?} · {} hunk(s)", l.patch_type, l.hunks.len())),
+                    kind: match l.patch_type {
+                        patchgen_config::plan::PatchType::ClassReplacement => lsp_types::SymbolKind::CLASS,
+                        patchgen_config::plan::PatchType::FunctionReplacement => lsp_types::SymbolKind::FUNCTION,
+                        _ => lsp_types::SymbolKind::METHOD,
+                    },
+                    tags: None,
+                    deprecated: None,
+                    range,
+                    selection_range: range,
+                    children: None,
+                }
+            })
+            .collect();
+        Some(lsp_types::DocumentSymbolResponse::Nested(symbols))
+    }
+
+    /// `patchgen.regenerate` (write the generated file and its `.diff` as
+    /// `check --fix` would) and `patchgen.openGenerated` (show a line).
+    fn execute_command(&mut self, p: lsp_types::ExecuteCommandParams) -> Option<serde_json::Value> {
+        let uri: Url = serde_json::from_value(p.arguments.first()?.clone()).ok()?;
+        match p.command.as_str() {
+            COMMAND_OPEN_GENERATED => {
+                let line = p.arguments.get(1).and_then(|l| l.as_u64()).unwrap_or(0) as u32;
+                let at = Position::new(line, 0);
+                let params = lsp_types::ShowDocumentParams {
+                    uri,
+                    external: Some(false),
+                    take_focus: Some(true),
+                    selection: Some(Range::new(at, at)),
+                };
+                self.request_client("window/showDocument", serde_json::to_value(params).ok()?);
+            }
+            COMMAND_REGENERATE => {
+                let map = self.maps.get(&uri)?.clone();
+                let project = Project::find(map.config.parent()?).ok()?;
+                let root = project.root.clone();
+                let ctx = patchgen_core::pipeline::Context::new(project, &root, None, &self.options.env);
+                let written = ctx
+                    .generate(&map.module, "config", None)
+                    .map_err(|e| e.to_string())
+                    .and_then(|g| patchgen_core::check::check_generated(&g, true).map_err(|e| e.to_string()));
+                match written {
+                    Ok(_) => {
+                        let text = std::fs::read_to_string(&map.py).ok()?;
+                        if let Some(doc) = self.docs.get(&uri).filter(|d| d.text != text) {
+                            let end = position_of(&doc.text, doc.text.len());
+                            let edit = lsp_types::WorkspaceEdit {
+                                changes: Some(
+                                    [(
+                                        uri.clone(),
+                                        vec![TextEdit { range: Range::new(Position::new(0, 0), end), new_text: text }],
+                                    )]
+                                    .into_iter()
+                                    .collect(),
+                                ),
+                                ..lsp_types::WorkspaceEdit::default()
+                            };
+                            let params = lsp_types::ApplyWorkspaceEditParams {
+                                label: Some("Regenerate from the config".into()),
+                                edit,
+                            };
+                            self.request_client("workspace/applyEdit", serde_json::to_value(params).ok()?);
+                        }
+                        self.spawn_map(uri);
+                    }
+                    Err(e) => self.log(MessageType::ERROR, format!("patchgen: cannot regenerate {}: {e}", map.module)),
+                }
+            }
+            _ => return None,
+        }
+        Some(serde_json::Value::Null)
     }
 }
 

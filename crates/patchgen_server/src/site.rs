@@ -1,14 +1,18 @@
-//! What the cursor is on in a config buffer, read lexically so that it
-//! works while the buffer does not parse (the user is typing): a patch
-//! target string (the first argument of a DSL registration:
-//! `replace_class`, `override_method`, `replace_function`, `modify_init`,
-//! `add_helper_after`), an `add_import` module or name, a code in a
-//! `# noqa` comment, or the name of a function defined at the top level.
-//! Byte offsets throughout; strings are single-line `'…'` / `"…"` (targets
-//! are dotted names), and one left open at the end of a line is taken as
-//! running to it (completion while typing).
+//! What the cursor is on in a config buffer, read from the syntax tree
+//! ruff's parser recovers, so that it works while the buffer does not
+//! parse (the user is typing): a patch target string (the first argument
+//! of a DSL registration: `replace_class`, `override_method`,
+//! `replace_function`, `modify_init`, `add_helper_after`), an `add_import`
+//! module or name, a code in a `# noqa` comment (the comment tokens), or
+//! the name of a function or class defined at the top level. Byte offsets
+//! throughout; a string left open at the end of a line runs to it (the
+//! parser's recovery; completion while typing).
 
 use patchgen_config::PatchType;
+use ruff_python_ast::token::TokenKind;
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{ArgOrKeyword, Expr, ExprCall, PySourceType, Stmt, StringLiteral};
+use ruff_text_size::{Ranged, TextSize};
 
 /// What the cursor is on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,24 +41,23 @@ pub fn target_methods() -> Vec<&'static str> {
 /// The DSL method that registers imports.
 const ADD_IMPORT: &str = "add_import";
 
-/// How far back the enclosing call is looked for.
-const WINDOW: usize = 4000;
-
 /// What is at byte `offset` of `text`.
 pub fn site_at(text: &str, offset: usize) -> Option<Site> {
     let offset = floor_boundary(text, offset);
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-    let line = &text[line_start..line_end];
-    let col = offset - line_start;
-    if let Some(code) = noqa_code_at(line, col) {
-        return Some(Site::NoqaCode { code });
+    let at = TextSize::try_from(offset).ok()?;
+    let parsed = ruff_python_parser::parse_unchecked_source(text, PySourceType::Python);
+    let comment = parsed.tokens().iter().find(|t| t.kind() == TokenKind::Comment && t.range().contains_inclusive(at));
+    if let Some(comment) = comment {
+        let start = usize::from(comment.start());
+        return noqa_code_at(&text[start..usize::from(comment.end())], offset - start)
+            .map(|code| Site::NoqaCode { code });
     }
-    if let Some((open, close)) = string_at(line, col) {
-        let (open, close) = (line_start + open, line_start + close);
-        return string_site(text, open, close, offset);
+    let mut finder = StringFinder { text, at, found: None };
+    finder.visit_body(&parsed.syntax().body);
+    if let Some(found) = finder.found {
+        return found;
     }
-    definition_name_at(line, col).map(|_| Site::Definition { line: text[..line_start].matches('\n').count() + 1 })
+    definition_at(&parsed.syntax().body, text, at)
 }
 
 fn floor_boundary(text: &str, offset: usize) -> usize {
@@ -65,94 +68,135 @@ fn floor_boundary(text: &str, offset: usize) -> usize {
     offset
 }
 
-/// The string literal of `line` around column `col`: the byte offsets of
-/// its opening quote and of its closing quote (the line's end when open).
-/// A cursor right after the closing quote is not in it.
-fn string_at(line: &str, col: usize) -> Option<(usize, usize)> {
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => return None,
-            q @ (b'"' | b'\'') => {
-                let open = i;
-                let mut j = i + 1;
-                while j < bytes.len() && bytes[j] != q {
-                    j += if bytes[j] == b'\\' { 2 } else { 1 };
-                }
-                let close = j.min(bytes.len());
-                if open < col && col <= close {
-                    return Some((open, close));
-                }
-                i = close + 1;
-            }
-            _ => i += 1,
-        }
-    }
-    None
+/// The innermost call with a string argument (or a string in a list,
+/// tuple or set argument) under the cursor, and the site that string is.
+struct StringFinder<'t> {
+    text: &'t str,
+    at: TextSize,
+    /// The string under the cursor was found (as an argument of a call).
+    found: Option<Option<Site>>,
 }
 
-/// What the string whose quotes are at `open`/`close` (offsets in `text`)
-/// is an argument of.
-fn string_site(text: &str, open: usize, close: usize, cursor: usize) -> Option<Site> {
-    let content = &text[open + 1..close];
-    let (callee, paren) = enclosing_call(text, open)?;
-    let args_before = &text[paren + 1..open];
-    if target_methods().contains(&callee.as_str()) {
-        // The first argument, positional or by its keyword.
-        // Positional: nothing before it; by keyword: `target…=` right before it.
-        let before = args_before.trim();
-        let keyword = before.strip_suffix('=').map(|k| k.rsplit(',').next().unwrap_or(k).trim());
-        let first = before.is_empty() || keyword.is_some_and(|k| k.starts_with("target"));
+impl<'a> Visitor<'a> for StringFinder<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if self.found.is_none() && stmt.range().contains_inclusive(self.at) {
+            visitor::walk_stmt(self, stmt);
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.found.is_some() || !expr.range().contains_inclusive(self.at) {
+            return;
+        }
+        if let Expr::Call(call) = expr
+            && let Some(arg) = self.argument_at(call)
+        {
+            self.found = Some(call_site(self.text, self.at, call, arg));
+            return;
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+/// Where the string under the cursor is among a call's arguments.
+#[derive(Clone, Copy)]
+struct Argument<'a> {
+    /// Its index among the arguments, in source order (`None` inside a
+    /// list, tuple or set argument).
+    index: Option<usize>,
+    /// The keyword it is passed by.
+    keyword: Option<&'a str>,
+    string: &'a StringLiteral,
+}
+
+impl StringFinder<'_> {
+    fn argument_at<'a>(&self, call: &'a ExprCall) -> Option<Argument<'a>> {
+        call.arguments.iter_source_order().enumerate().find_map(|(index, arg)| {
+            let (keyword, value) = match arg {
+                ArgOrKeyword::Arg(value) => (None, value),
+                ArgOrKeyword::Keyword(k) => (Some(k.arg.as_ref().map_or("", |a| a.as_str())), &k.value),
+            };
+            if let Some(string) = string_under(value, self.at) {
+                return Some(Argument { index: Some(index), keyword, string });
+            }
+            let elements = match value {
+                Expr::List(l) => &l.elts,
+                Expr::Tuple(t) => &t.elts,
+                Expr::Set(s) => &s.elts,
+                _ => return None,
+            };
+            elements.iter().find_map(|e| string_under(e, self.at)).map(|string| Argument {
+                index: None,
+                keyword,
+                string,
+            })
+        })
+    }
+}
+
+/// The part of a string literal whose contents hold `at` (the cursor
+/// right after the opening quote up to the closing one).
+fn string_under(expr: &Expr, at: TextSize) -> Option<&StringLiteral> {
+    let Expr::StringLiteral(s) = expr else { return None };
+    s.value.iter().find(|part| part.content_range().contains_inclusive(at))
+}
+
+/// The site a string argument of `call` is: a target (the first argument
+/// of a registration, positional or by a `target…` keyword), an
+/// `add_import` module (its first argument) or name (any other string).
+fn call_site(text: &str, at: TextSize, call: &ExprCall, arg: Argument<'_>) -> Option<Site> {
+    let callee = match &*call.func {
+        Expr::Attribute(a) => a.attr.as_str(),
+        Expr::Name(n) => n.id.as_str(),
+        _ => return None,
+    };
+    let content_range = arg.string.content_range();
+    let content = text[content_range].to_string();
+    if target_methods().contains(&callee) {
+        let first = match arg.keyword {
+            None => arg.index == Some(0),
+            Some(k) => arg.index.is_some() && k.starts_with("target"),
+        };
+        let start = usize::from(content_range.start());
         return first.then(|| Site::Target {
-            text: content.to_string(),
-            range: (open + 1, close),
-            prefix: text[open + 1..cursor.max(open + 1)].to_string(),
+            text: content,
+            range: (start, usize::from(content_range.end())),
+            prefix: text[start..usize::from(at).max(start)].to_string(),
         });
     }
     if callee == ADD_IMPORT {
-        let module = first_string(&text[paren + 1..])?;
-        if args_before.trim().is_empty() || args_before.trim().trim_end_matches('=').trim() == "module" {
-            return Some(Site::ImportModule { module: content.to_string() });
+        let module = import_module(call)?;
+        if module.range() == arg.string.range() {
+            return Some(Site::ImportModule { module: content });
         }
-        return Some(Site::ImportName { module, name: content.to_string() });
+        return Some(Site::ImportName { module: text[module.content_range()].to_string(), name: content });
     }
     None
 }
 
-/// The call whose parentheses hold `at`: the callee's last name and the
-/// offset of its `(`. Brackets of lists inside the call are stepped over.
-fn enclosing_call(text: &str, at: usize) -> Option<(String, usize)> {
-    let from = floor_boundary(text, at.saturating_sub(WINDOW));
-    let bytes = text.as_bytes();
-    let mut depth = 0usize;
-    let mut i = at;
-    while i > from {
-        i -= 1;
-        match bytes[i] {
-            b')' | b']' | b'}' => depth += 1,
-            b'(' | b'[' | b'{' if depth > 0 => depth -= 1,
-            b'(' => {
-                let before = text[..i].trim_end();
-                let name_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
-                let name = &before[name_start..];
-                return (!name.is_empty()).then(|| (name.to_string(), i));
-            }
-            b'[' | b'{' => {}
-            _ => {}
-        }
-    }
-    None
+/// `add_import`'s module string: its first argument, positional or `module=`.
+fn import_module(call: &ExprCall) -> Option<&StringLiteral> {
+    let value = match call.arguments.iter_source_order().next()? {
+        ArgOrKeyword::Arg(value) => value,
+        ArgOrKeyword::Keyword(k) if k.arg.as_ref().is_some_and(|a| a.as_str() == "module") => &k.value,
+        ArgOrKeyword::Keyword(_) => return None,
+    };
+    let Expr::StringLiteral(s) = value else { return None };
+    s.value.iter().next()
 }
 
-/// The contents of the first string literal of `text`, if it comes before
-/// any other argument.
-fn first_string(text: &str) -> Option<String> {
-    let t = text.trim_start();
-    let t = t.strip_prefix("module").map(|r| r.trim_start().trim_start_matches('=').trim_start()).unwrap_or(t);
-    let q = t.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-    let end = t[1..].find(q)?;
-    Some(t[1..1 + end].to_string())
+/// The name of a top-level `def` / `async def` / `class` under the cursor
+/// (its end included): the line of that name, 1-based.
+fn definition_at(body: &[Stmt], text: &str, at: TextSize) -> Option<Site> {
+    body.iter().find_map(|s| {
+        let name = match s {
+            Stmt::FunctionDef(f) => &f.name,
+            Stmt::ClassDef(c) => &c.name,
+            _ => return None,
+        };
+        (name.is_valid() && name.range().contains_inclusive(at))
+            .then(|| Site::Definition { line: text[..usize::from(name.start())].matches('\n').count() + 1 })
+    })
 }
 
 /// The rule code under column `col` of a line with a `# noqa: ...` comment.
@@ -170,23 +214,6 @@ fn noqa_code_at(line: &str, col: usize) -> Option<String> {
     let letters = word.chars().take_while(char::is_ascii_alphabetic).count();
     (letters > 0 && word.len() > letters && word[letters..].chars().all(|c| c.is_ascii_digit()))
         .then(|| word.to_ascii_uppercase())
-}
-
-/// The name of a top-level `def name` / `async def name` / `class name`
-/// under column `col`.
-fn definition_name_at(line: &str, col: usize) -> Option<&str> {
-    let rest = line.strip_prefix("async ").unwrap_or(line);
-    let keyword_len = if rest.starts_with("def ") {
-        4
-    } else if rest.starts_with("class ") {
-        6
-    } else {
-        return None;
-    };
-    let name_start = line.len() - rest.len() + keyword_len;
-    let name_len = line[name_start..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(line.len());
-    let name_end = name_start + name_len;
-    (name_start <= col && col <= name_end && name_len > 0).then(|| &line[name_start..name_end])
 }
 
 #[cfg(test)]
@@ -235,5 +262,32 @@ mod tests {
         let t = "x = 1\ndef qwen3_for|ward(self):\n    pass\n";
         assert_eq!(at(t, "|"), Some(Site::Definition { line: 2 }));
         assert_eq!(at("x = 1  # a comment wi|th PG101\n", "|"), None);
+    }
+
+    #[test]
+    fn a_name_that_ends_the_buffer() {
+        // Regression: `class Foo` with nothing after the name sliced past
+        // the line's end (a panic the server caught as an internal error).
+        assert_eq!(at("x = 1\nclass Fo|o", "|"), Some(Site::Definition { line: 2 }));
+        assert_eq!(site_at("class Foo", 9), Some(Site::Definition { line: 1 }));
+        assert_eq!(site_at("async def f", 11), Some(Site::Definition { line: 1 }));
+        assert_eq!(site_at("class ", 6), None);
+    }
+
+    #[test]
+    fn the_tree_not_the_characters() {
+        // A `# noqa` inside a string is no comment.
+        assert_eq!(at("x = \"# noqa: PG1|01\"\n", "|"), None);
+        // A parenthesis inside a string opens no call.
+        let t = "config.add_import(\"m\", names=[\"f(\", \"Get|ACT\"])\n";
+        assert_eq!(at(t, "|"), Some(Site::ImportName { module: "m".into(), name: "GetACT".into() }));
+        // A `target=` after a multi-line description with a parenthesis in
+        // it (which a scan of the characters took for a call); a string in
+        // a nested call is that call's argument.
+        let t = "@config.override_method(\n    description=\"\"\"a\n(b\"\"\",\n    target=\"A.f|\",\n)\n";
+        assert!(matches!(at(t, "|"), Some(Site::Target { text, .. }) if text == "A.f"));
+        assert_eq!(at("config.replace_class(name(\"Qwen|3MLP\"))\n", "|"), None);
+        // Nested definitions are not top-level ones.
+        assert_eq!(at("class A:\n    def f|(self): pass\n", "|"), None);
     }
 }

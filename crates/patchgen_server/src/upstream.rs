@@ -16,6 +16,7 @@ use ruff_text_size::Ranged;
 
 use patchgen_core::upstream::SearchPath;
 use patchgen_python::pysource::{ParsedFile, defs, keyword_line, signature};
+use patchgen_python::semantic::facts;
 
 /// An upstream module, parsed, and a file an editor can open for it.
 pub struct UpstreamFile {
@@ -196,12 +197,16 @@ impl Found<'_> {
     pub fn hover(&self) -> String {
         let text = &self.file.parsed.text;
         let (decorators, header, doc) = match self.kind {
-            Kind::Class(c) => {
-                (signature::decorators(&c.decorator_list, text), class_header(c, text), docstring(&c.body))
-            }
-            Kind::Function(f) => {
-                (signature::decorators(&f.decorator_list, text), function_header(f, text), docstring(&f.body))
-            }
+            Kind::Class(c) => (
+                signature::decorators(&c.decorator_list, text),
+                class_header(c, text),
+                facts::docstring(&c.body).map(str::to_string),
+            ),
+            Kind::Function(f) => (
+                signature::decorators(&f.decorator_list, text),
+                function_header(f, text),
+                facts::docstring(&f.body).map(str::to_string),
+            ),
             Kind::Other(s) => (Vec::new(), signature::one_line(&text[s.range()]), None),
         };
         let mut out = String::from("```python\n");
@@ -237,17 +242,6 @@ fn function_header(f: &StmtFunctionDef, text: &str) -> String {
 fn class_header(c: &StmtClassDef, text: &str) -> String {
     let bases = signature::bases(c, text);
     if bases.is_empty() { format!("class {}", c.name.id) } else { format!("class {}({})", c.name.id, bases.join(", ")) }
-}
-
-/// The docstring of a body, if its first statement is a string.
-fn docstring(body: &[Stmt]) -> Option<String> {
-    match body.first()? {
-        Stmt::Expr(e) => match &*e.value {
-            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// The `source_module="..."` a config buffer names, read lexically (so it

@@ -344,6 +344,9 @@ impl Evaluator<'_> {
                                         interp.conversion,
                                         ast::ConversionFlag::None | ast::ConversionFlag::Str
                                     );
+                                if out.len() + value_size(&v) > MAX_VALUE_SIZE {
+                                    return Err(too_large(&frame.loc(&*interp.expression)));
+                                }
                                 match (&v, known) {
                                     (Value::Str(s), true) => out.push_str(s),
                                     (Value::Int(i), true) => out.push_str(&i.to_string()),

@@ -23,8 +23,9 @@ use super::args::Args;
 pub use super::error::{EResult, EvalError, Warning};
 use super::loader::{LoadError, ModuleLoader};
 use super::plan::Loc;
-use super::source::{LocOf, ParsedFile};
+use super::source::LocOf;
 use super::value::*;
+use patchgen_python::pysource::ParsedFile;
 
 pub type Namespace = Shared<HashMap<String, Value>>;
 
@@ -45,6 +46,9 @@ pub struct Evaluator<'a> {
     modules: HashMap<String, ModuleState>,
     pub warnings: Vec<Warning>,
     depth: usize,
+    /// Bytes of source text the plan being built carries so far (each
+    /// registration of a function copies its source, decorators included).
+    pub(crate) plan_text: usize,
 }
 
 /// Where evaluation currently is: the module and its namespace.
@@ -76,7 +80,7 @@ pub fn is_dsl_module(module: &str) -> bool {
 
 impl<'a> Evaluator<'a> {
     pub fn new(loader: &'a dyn ModuleLoader) -> Self {
-        Evaluator { loader, modules: HashMap::new(), warnings: Vec::new(), depth: 0 }
+        Evaluator { loader, modules: HashMap::new(), warnings: Vec::new(), depth: 0, plan_text: 0 }
     }
 
     pub(super) fn warn(&mut self, loc: Loc, message: impl Into<String>) {
@@ -94,6 +98,17 @@ impl<'a> Evaluator<'a> {
             Some(Err(LoadError::Syntax { path, line, message })) => {
                 return Err(EvalError::new(Loc::line(path, line), format!("syntax error: {message}"))
                     .with_help("fix the Python syntax of this file"));
+            }
+            Some(Err(LoadError::Conflict { path, line })) => {
+                let mut e = EvalError::new(
+                    Loc::line(path, line),
+                    "unresolved bump conflict: this file still holds conflict markers",
+                )
+                .with_help(
+                    "resolve the conflict between `<<<<<<<` and `>>>>>>>` (keep what the patch needs from both sides), delete the marker lines, then rerun",
+                );
+                e.code = Some(patchgen_diagnostics::codes::UNRESOLVED_BUMP_CONFLICT);
+                return Err(e);
             }
             Some(Err(LoadError::Io { path, message })) => {
                 return Err(EvalError::new(Loc::line(path, 0), format!("cannot read: {message}")));
@@ -132,9 +147,11 @@ impl<'a> Evaluator<'a> {
     /// is opaque.
     pub(super) fn force(&mut self, value: Value) -> EResult<Value> {
         let mut value = value;
+        let mut first: Option<Loc> = None;
         for _ in 0..MAX_REEXPORT_HOPS {
             let Value::Lazy(lazy) = &value else { return Ok(value) };
             let lazy = lazy.clone();
+            first.get_or_insert_with(|| lazy.loc.clone());
             if !self.loader.exists(&lazy.module) {
                 return Ok(Value::Opaque(Rc::new(Opaque {
                     what: format!("`{}` from `{}`", lazy.attr, lazy.module),
@@ -168,7 +185,12 @@ impl<'a> Evaluator<'a> {
                 }
             };
         }
-        Err(EvalError::new(Loc::line(std::path::PathBuf::new(), 0), "too many re-exports while resolving an import"))
+        let at = first.unwrap_or_else(|| Loc::line(std::path::PathBuf::new(), 0));
+        Err(EvalError::new(
+            at,
+            format!("this import goes through more than {MAX_REEXPORT_HOPS} re-exports before reaching a value"),
+        )
+        .with_help("import the name from the module that defines it"))
     }
 
     pub(super) fn lookup_quiet(&self, frame: &Frame, name: &str) -> Option<Value> {
@@ -263,7 +285,7 @@ fn value_size(v: &Value) -> usize {
     }
 }
 
-fn too_large(loc: &Loc) -> EvalError {
+pub(crate) fn too_large(loc: &Loc) -> EvalError {
     EvalError::new(loc.clone(), format!("value too large to evaluate statically (over {MAX_VALUE_SIZE} items)"))
         .with_help("a patch config has no reason to build values this large")
 }

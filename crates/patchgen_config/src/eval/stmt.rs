@@ -10,8 +10,10 @@ use ruff_text_size::Ranged;
 use super::{EResult, EvalError, Evaluator, Frame, dotted, is_config_module, is_dsl_module, too_large};
 use crate::args::Args;
 use crate::plan::Loc;
-use crate::source::{DefObj, keyword_line};
+use crate::source::DefObj;
 use crate::value::*;
+use patchgen_python::pysource::keyword_line;
+use patchgen_python::semantic::facts::{self, Loads};
 
 impl Evaluator<'_> {
     pub(crate) fn exec_body(&mut self, frame: &mut Frame, body: &[Stmt]) -> EResult<()> {
@@ -143,7 +145,7 @@ impl Evaluator<'_> {
     /// A statement outside the evaluated subset: harmless when it cannot
     /// touch the config (its names become unknown), an error otherwise.
     pub(super) fn unsupported(&mut self, frame: &mut Frame, stmt: &Stmt, what: &str) -> EResult<()> {
-        let used = crate::names::loaded_names(stmt);
+        let used = facts::loaded_names(std::slice::from_ref(stmt), Loads::WhenRun);
         for name in &used {
             let value = self.lookup_quiet(frame, name);
             if let Some(v) = value

@@ -2,7 +2,7 @@
 
 use super::{expect_args, expect_str};
 use crate::args::Args;
-use crate::eval::{EResult, EvalError, Evaluator, Frame, opaque};
+use crate::eval::{EResult, EvalError, Evaluator, Frame, opaque, too_large};
 use crate::plan::Loc;
 use crate::value::*;
 
@@ -32,11 +32,24 @@ pub(super) fn call(
             expect_args(name, &args, &kwargs, 2, 2, loc)?;
             let a = expect_str(&args[0], "argument", loc)?;
             let b = expect_str(&args[1], "argument", loc)?;
+            // Measure before building: `("a" * 9000000).replace("a", "a" * 200)`.
+            let hits = if a.is_empty() { s.chars().count() + 1 } else { s.matches(a).count() };
+            let grown = (s.len() as u128 - (hits * a.len()) as u128) + hits as u128 * b.len() as u128;
+            if grown > MAX_VALUE_SIZE as u128 {
+                return Err(too_large(loc));
+            }
             Value::str(&s.replace(a, b))
         }
         "join" => {
             expect_args(name, &args, &kwargs, 1, 1, loc)?;
             let items = ev.iterate(frame, &args[0], loc)?;
+            let mut grown = s.len() as u128 * items.len().saturating_sub(1) as u128;
+            for i in &items {
+                grown += expect_str(i, "joined item", loc)?.len() as u128;
+            }
+            if grown > MAX_VALUE_SIZE as u128 {
+                return Err(too_large(loc));
+            }
             let mut parts = Vec::new();
             for i in &items {
                 parts.push(expect_str(i, "joined item", loc)?.to_string());

@@ -41,7 +41,7 @@ pub struct FileCheck {
 /// Read a checked-in file as Python's `read_text` does (universal
 /// newlines); missing → empty.
 pub fn read_text(path: &Path) -> std::io::Result<String> {
-    match std::fs::read(path) {
+    match patchgen_cache::bounded::read(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE) {
         Ok(bytes) => {
             let text = String::from_utf8(bytes)
                 .map_err(|_| std::io::Error::other(format!("{} is not valid UTF-8", path.display())))?;

@@ -10,6 +10,7 @@ use ruff_python_ast::{Stmt, StmtImport, StmtImportFrom};
 use patchgen_config::eval::dotted;
 use patchgen_config::plan::PatchPlan;
 use patchgen_python::pytext;
+use patchgen_python::semantic::walk::{self, Scope};
 
 use crate::provenance::raw::RawOrigin;
 
@@ -59,49 +60,15 @@ pub fn collect_imports(body: &[Stmt]) -> Vec<ImportStmt> {
     import_statements(body).into_iter().map(ImportStmt::of).collect()
 }
 
-/// The statements [`collect_imports`] reads, in its order.
+/// The statements [`collect_imports`] reads, in its order: the semantic
+/// layer's walk over every statement, nested bodies included.
 pub fn import_statements(body: &[Stmt]) -> Vec<&Stmt> {
-    fn walk<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
-        for stmt in body {
-            match stmt {
-                Stmt::Import(_) | Stmt::ImportFrom(_) => out.push(stmt),
-                Stmt::FunctionDef(f) => walk(&f.body, out),
-                Stmt::ClassDef(c) => walk(&c.body, out),
-                Stmt::If(s) => {
-                    walk(&s.body, out);
-                    for clause in &s.elif_else_clauses {
-                        walk(&clause.body, out);
-                    }
-                }
-                Stmt::For(s) => {
-                    walk(&s.body, out);
-                    walk(&s.orelse, out);
-                }
-                Stmt::While(s) => {
-                    walk(&s.body, out);
-                    walk(&s.orelse, out);
-                }
-                Stmt::With(s) => walk(&s.body, out),
-                Stmt::Try(s) => {
-                    walk(&s.body, out);
-                    for h in &s.handlers {
-                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                        walk(&h.body, out);
-                    }
-                    walk(&s.orelse, out);
-                    walk(&s.finalbody, out);
-                }
-                Stmt::Match(s) => {
-                    for case in &s.cases {
-                        walk(&case.body, out);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
     let mut out = Vec::new();
-    walk(body, &mut out);
+    walk::for_each_statement(body, Scope::All, |stmt| {
+        if matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)) {
+            out.push(stmt);
+        }
+    });
     out
 }
 

@@ -15,7 +15,7 @@ use ruff_text_size::Ranged;
 use crate::provenance::raw::{Origins, RawOrigin, RawTrace, Removed, RemovedBy, config_lines, piece_lines};
 pub use cache::Cache;
 use patchgen_config::plan::{Helper, Patch, PatchPlan, PatchType};
-use patchgen_config::source::{ParsedFile, keyword_line};
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 use patchgen_python::pytext;
 use text::{
     apply_name_map, collapse_blank_lines, extract_source_segment, py_replace, rule, segment_range,

@@ -56,7 +56,7 @@ fn is_patch_decorator(stripped: &str) -> bool {
     })
 }
 
-fn paren_balance(s: &str) -> i64 {
+pub(crate) fn paren_balance(s: &str) -> i64 {
     s.matches('(').count() as i64 - s.matches(')').count() as i64
 }
 

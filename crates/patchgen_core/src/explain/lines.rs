@@ -1,11 +1,15 @@
 //! `patchgen explain FILE:LINE`: which config generates a file, and the
-//! origin of one of its lines.
+//! origin of one of its lines — or, for a line of a checked-in file that
+//! differs from what its config generates, that it is a hand edit (and
+//! what the config generates there); for a line of a `.diff`, its hunk
+//! with the hunk's causes.
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::Mapped;
+use super::buffer::{Compared, LineVerdict, Region, diff_hunk_at};
+use super::{Hunk, Mapped};
 use crate::pipeline::{Context, Failure, default_output_dir};
 use crate::provenance::map::Origin;
 
@@ -23,6 +27,18 @@ pub enum LineError {
     NotGenerated { path: PathBuf },
     #[error("{}:{line}: the generated file has {lines} lines", path.display())]
     OutOfRange { path: PathBuf, line: usize, lines: usize },
+    #[error(
+        "{}:{line}: this line is in the .diff's `---`/`+++` header\n  help: name a line of a hunk (from its `@@` line on)",
+        path.display()
+    )]
+    DiffHeader { path: PathBuf, line: usize },
+    #[error(
+        "{}:{line}: the checked-in .diff differs from what the config generates (hunk `{found}`, generated `{generated}`)\n  help: run `patchgen check --fix`, then explain the line again",
+        path.display()
+    )]
+    DiffDrift { path: PathBuf, line: usize, found: String, generated: String },
+    #[error("{}: cannot read it: {error}\n  help: generate it with `patchgen generate --all --diff`", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
     #[error("{0}")]
     Failure(#[from] Failure),
     #[error("{0}")]
@@ -57,12 +73,88 @@ pub fn config_for(ctx: &Context, file: &Path, config_name: &str) -> Result<Strin
     found.map(|c| c.module.clone()).ok_or_else(|| LineError::NotGenerated { path: file.to_path_buf() })
 }
 
-/// The origin of line `line` (1-based) of the generated file `file`.
+/// The origin of line `line` (1-based) of the file the config generates
+/// as `file` (what it generates, not what is on disk).
 pub fn explain_line(ctx: &Context, file: &Path, line: usize, config_name: &str) -> Result<Origin, LineError> {
     let module = config_for(ctx, file, config_name)?;
     let mapped = Mapped::generate(ctx, &module, config_name)?;
     let lines = mapped.map.lines.len();
     mapped.resolver().line(line).ok_or(LineError::OutOfRange { path: file.to_path_buf(), line, lines })
+}
+
+/// What one line of a generated file or of its `.diff` is.
+#[derive(Clone, Debug)]
+pub enum LineAnswer {
+    /// A line the config generates (of the file on disk, or of what the
+    /// config generates when there is no file yet).
+    Origin(Origin),
+    /// A line of the checked-in file that differs from what the config generates.
+    HandEdit { line: usize, region: Region },
+    /// A line of a `.diff`: its hunk, with the hunk's causes.
+    Hunk(Hunk),
+}
+
+/// `explain FILE:LINE`: line `line` (1-based) of `file` as it is on disk
+/// — a generated `.py` (compared with what its config generates) or its
+/// `.diff` (the hunk the line belongs to).
+pub fn explain_at(ctx: &Context, file: &Path, line: usize, config_name: &str) -> Result<LineAnswer, LineError> {
+    if file.extension().is_some_and(|e| e == "diff") {
+        return explain_diff_line(ctx, file, line, config_name);
+    }
+    let module = config_for(ctx, file, config_name)?;
+    let mapped = Mapped::generate(ctx, &module, config_name)?;
+    let Ok(held) = std::fs::read_to_string(file) else {
+        let lines = mapped.map.lines.len();
+        let origin =
+            mapped.resolver().line(line).ok_or(LineError::OutOfRange { path: file.to_path_buf(), line, lines })?;
+        return Ok(LineAnswer::Origin(origin));
+    };
+    let compared = Compared::new(&mapped, &held);
+    match compared.line(&mapped, line) {
+        Some(LineVerdict::Generated { line: g, origin }) => {
+            let lines = mapped.map.lines.len();
+            origin.map(LineAnswer::Origin).ok_or(LineError::OutOfRange { path: file.to_path_buf(), line: g, lines })
+        }
+        Some(LineVerdict::HandEdit(region)) => Ok(LineAnswer::HandEdit { line, region }),
+        None => Err(LineError::OutOfRange {
+            path: file.to_path_buf(),
+            line,
+            lines: patchgen_python::pytext::splitlines(&held).len(),
+        }),
+    }
+}
+
+/// `explain X.diff:LINE`: the hunk of the checked-in `.diff` that holds the line.
+fn explain_diff_line(ctx: &Context, file: &Path, line: usize, config_name: &str) -> Result<LineAnswer, LineError> {
+    let py = file.with_extension("py");
+    let module = config_for(ctx, &py, config_name).map_err(|e| match e {
+        LineError::NotGenerated { .. } => LineError::NotGenerated { path: file.to_path_buf() },
+        e => e,
+    })?;
+    let mapped = Mapped::generate(ctx, &module, config_name)?;
+    let hunks = mapped.explain().hunks;
+    let diff = std::fs::read_to_string(file).map_err(|error| LineError::Read { path: file.to_path_buf(), error })?;
+    let total = patchgen_python::pytext::splitlines(&diff).len();
+    if line > total {
+        return Err(LineError::OutOfRange { path: file.to_path_buf(), line, lines: total });
+    }
+    let index = diff_hunk_at(&diff, line).ok_or(LineError::DiffHeader { path: file.to_path_buf(), line })?;
+    let found = patchgen_python::pytext::splitlines(&diff)
+        .into_iter()
+        .filter(|l| l.starts_with("@@ "))
+        .nth(index)
+        .unwrap_or_default()
+        .trim_end()
+        .to_string();
+    match hunks.into_iter().nth(index) {
+        Some(h) if h.header() == found => Ok(LineAnswer::Hunk(h)),
+        other => Err(LineError::DiffDrift {
+            path: file.to_path_buf(),
+            line,
+            found,
+            generated: other.map(|h| h.header()).unwrap_or_else(|| "no such hunk".to_string()),
+        }),
+    }
 }
 
 #[cfg(test)]

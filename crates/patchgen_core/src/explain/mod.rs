@@ -11,6 +11,7 @@
 //! above the first statement). Blank lines count only when nothing else
 //! does. A hunk with no cause is `unexplained`.
 
+pub mod buffer;
 pub mod lines;
 pub mod report;
 
@@ -21,8 +22,8 @@ use serde::Serialize;
 use crate::pipeline::{Context, Failure};
 use crate::provenance::map::{Kind, MapLine, Origin, Resolver, SourceMap, Step};
 use crate::provenance::raw::RawOrigin;
-use patchgen_config::source::ParsedFile;
 use patchgen_python::diff::{SequenceMatcher, Tag};
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 
 /// One hunk of a `.diff` (numbers as its `@@` line shows them) and its causes.

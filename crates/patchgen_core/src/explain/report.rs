@@ -6,6 +6,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::lines::LineAnswer;
 use super::{ExplainedFile, Hunk, Mapped};
 use crate::pipeline::{Context, Failure};
 use crate::provenance::map::{Kind, Origin};
@@ -37,18 +38,95 @@ impl From<Origin> for LineOrigin {
     }
 }
 
-/// `explain FILE:LINE`.
+/// `explain FILE:LINE`: one of `origin` (a generated line), `hand_edit`
+/// (a line of the checked-in file that the config does not generate) or
+/// `hunk` (a line of a `.diff`).
 #[derive(Clone, Debug, Serialize)]
 pub struct LineReport {
-    pub origin: LineOrigin,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<LineOrigin>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hand_edit: Option<HandEdit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hunk: Option<HunkReport>,
     #[serde(skip)]
     pub text: String,
+}
+
+/// A line of a checked-in generated file that its config does not generate.
+#[derive(Clone, Debug, Serialize)]
+pub struct HandEdit {
+    pub line: usize,
+    /// The region of the file the edit covers (1-based, inclusive).
+    pub start: usize,
+    pub end: usize,
+    /// 1-based line of what the config generates instead, and those lines.
+    pub generated_line: usize,
+    pub expected: Vec<String>,
+    /// The origin of the generated lines the edit replaces.
+    pub responsible: Option<LineOrigin>,
+}
+
+/// A hunk of a `.diff`, as `explain FILE.diff:LINE` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct HunkReport {
+    pub header: String,
+    pub causes: Vec<LineOrigin>,
 }
 
 impl LineReport {
     pub fn new(origin: Origin, base: &Path) -> LineReport {
         let text = format!("{}\n", describe(&origin, base));
-        LineReport { origin: origin.into(), text }
+        LineReport { origin: Some(origin.into()), hand_edit: None, hunk: None, text }
+    }
+
+    /// What [`crate::explain::lines::explain_at`] found, as a report.
+    pub fn of(answer: LineAnswer, base: &Path) -> LineReport {
+        match answer {
+            LineAnswer::Origin(o) => LineReport::new(o, base),
+            LineAnswer::HandEdit { line, region } => {
+                let mut text = format!("hand edit: line {line} is not what the config generates");
+                match region.expected.first() {
+                    Some(first) => text.push_str(&format!(
+                        "; the config generates (line {}): {}{}",
+                        region.generated_start,
+                        first.trim(),
+                        if region.expected.len() > 1 {
+                            format!(" (+{} more lines)", region.expected.len() - 1)
+                        } else {
+                            String::new()
+                        }
+                    )),
+                    None => text.push_str("; the config generates nothing there"),
+                }
+                if let Some(o) = &region.responsible {
+                    text.push_str(&format!("\n  from: {}", describe(o, base)));
+                }
+                text.push_str("\n  help: edit the config, then run `patchgen check --fix`\n");
+                LineReport {
+                    origin: None,
+                    hand_edit: Some(HandEdit {
+                        line,
+                        start: region.start,
+                        end: region.end(),
+                        generated_line: region.generated_start,
+                        expected: region.expected,
+                        responsible: region.responsible.map(LineOrigin::from),
+                    }),
+                    hunk: None,
+                    text,
+                }
+            }
+            LineAnswer::Hunk(h) => {
+                let mut text = format!("{}\n", h.header());
+                for c in &h.causes {
+                    text.push_str(&format!("    {}\n", cause(c, base)));
+                }
+                let hunk =
+                    HunkReport { header: h.header(), causes: h.causes.into_iter().map(LineOrigin::from).collect() };
+                LineReport { origin: None, hand_edit: None, hunk: Some(hunk), text }
+            }
+        }
     }
 }
 

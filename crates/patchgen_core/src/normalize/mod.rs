@@ -56,11 +56,27 @@ pub enum RuffError {
     #[error("cannot run `{}`: {message}", program.display())]
     Spawn { program: PathBuf, message: String },
     #[error(
-        "ruff {step} rejected the generated file (exit {}):\n{}\n  help: the generated code uses a name nothing defines or imports? add it with `config.add_import(...)`, or fix the replacement source",
+        "ruff {step} rejected the generated file (exit {}):\n{}\n  help: {}",
         code.map(|c| c.to_string()).unwrap_or_else(|| "signal".into()),
-        diagnostics.trim_end()
+        diagnostics.trim_end(),
+        rejected_help(*code, diagnostics)
     )]
     Rejected { step: &'static str, code: Option<i32>, diagnostics: String },
+}
+
+/// What to do about a rejection: ruff's findings (exit 1) are the
+/// generated code's; a crash (killed by a signal, a panic, its stack
+/// overflowing: exit 2 or none) is ruff's own.
+fn rejected_help(code: Option<i32>, diagnostics: &str) -> &'static str {
+    let crashed = code.is_none()
+        || ["panicked", "Ruff crashed", "stack overflow", "has overflowed its stack"]
+            .iter()
+            .any(|w| diagnostics.contains(w));
+    if crashed {
+        "ruff itself crashed on the generated code (not a finding about it): a deeply nested expression in a replacement can do this; simplify it, or try another ruff version"
+    } else {
+        "the generated code uses a name nothing defines or imports? add it with `config.add_import(...)`, or fix the replacement source"
+    }
 }
 
 /// How [`Ruff::normalize_many`] runs ruff (`crate::settings::ruff_mode`:

@@ -117,7 +117,8 @@ pub fn on_disk(expected: &Expected, how: Compare, prober: &Prober) -> Result<(),
                 files.push((&expected.diff_path, expected.diff));
             }
             for (path, digest) in files {
-                let bytes = std::fs::read(path).map_err(unreadable(path))?;
+                let bytes = patchgen_cache::bounded::read(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
+                    .map_err(unreadable(path))?;
                 if content_digest(&bytes) != digest {
                     return Err(differs(path));
                 }

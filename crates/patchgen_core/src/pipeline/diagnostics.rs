@@ -11,9 +11,9 @@ use ruff_python_ast::{Expr, Stmt};
 
 use patchgen_config::Warning;
 use patchgen_config::plan::{Loc, Patch, PatchPlan, PatchType};
-use patchgen_config::source::ParsedFile;
 use patchgen_diagnostics::codes::{self, Code};
 use patchgen_diagnostics::{Diagnostic, Location};
+use patchgen_python::pysource::ParsedFile;
 
 fn location(loc: &Loc) -> Location {
     Location::line(loc.path.clone(), loc.line)

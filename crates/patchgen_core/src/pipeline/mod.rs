@@ -15,10 +15,9 @@ use crate::project::Project;
 use crate::settings::Env;
 use crate::upstream::{SearchPath, UpstreamError};
 use patchgen_cache::{Input, Inputs, Prober};
-use patchgen_config::{
-    self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording, source::ParsedFile,
-};
+use patchgen_config::{self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording};
 use patchgen_diagnostics::Diagnostic;
+use patchgen_python::pysource::ParsedFile;
 use patchgen_python::pytext;
 
 /// Everything one run shares between configs.
@@ -143,7 +142,7 @@ impl Failure {
     pub fn diagnostic(&self, config: &str) -> Diagnostic {
         use patchgen_diagnostics::{Location, codes};
         let code = match self {
-            Failure::Eval(_) => codes::CONFIG_ERROR,
+            Failure::Eval(e) => e.code.unwrap_or(codes::CONFIG_ERROR),
             Failure::NotAConfig { .. } => codes::NOT_A_CONFIG,
             Failure::OptionalSkipped { .. } => codes::OPTIONAL_SKIPPED,
             Failure::Upstream(UpstreamError::NotFound { .. }, _) => codes::UPSTREAM_NOT_FOUND,
@@ -243,6 +242,31 @@ fn strip_trailing_ws_by_lines(text: &str) -> String {
     out
 }
 
+/// Why the generated files of a config would land outside what patchgen
+/// may write: a `target_file` that is absolute or climbs with `..`, or a
+/// default output directory that resolves (through a symlink) outside the
+/// project.
+fn outside_output(target_file: &str, default_dir: bool, config_path: &Path, project_root: &Path) -> Option<String> {
+    let plain = Path::new(target_file).components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain || target_file.is_empty() {
+        return Some(format!("target_file `{target_file}` is not a file name inside the output directory"));
+    }
+    if default_dir {
+        let dir = default_output_dir(config_path);
+        let resolved = crate::project::resolve(&dir);
+        let root = crate::project::resolve(project_root);
+        if !resolved.starts_with(&root) {
+            return Some(format!(
+                "the output directory {} resolves to {}, outside the project ({})",
+                dir.display(),
+                resolved.display(),
+                root.display()
+            ));
+        }
+    }
+    None
+}
+
 /// `<config dir>/generated`, or next to a `patches/` parent.
 pub fn default_output_dir(config_path: &Path) -> PathBuf {
     let resolved = crate::project::resolve(config_path);
@@ -259,17 +283,17 @@ impl Context {
     /// in `env` (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value
     /// is ignored here: commands resolve settings first and report it).
     pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>, env: &Env) -> Context {
-        let ruff = crate::settings::ruff(ruff_override.as_deref(), env, &project).unwrap_or_else(|_| {
-            let unset = env.without(&["PATCHGEN_RUFF", "PATCHGEN_RUFF_ISOLATED", "PATCHGEN_RUFF_EXTRA_IGNORE"]);
-            crate::settings::ruff(ruff_override.as_deref(), &unset, &project).expect("no PATCHGEN_RUFF_*, no error")
-        });
+        let ruff = crate::settings::ruff_or_default(ruff_override.as_deref(), env, &project);
         Context::with_ruff(project, cwd, ruff)
     }
 
     /// A context running `ruff` (resolved by `crate::settings`); upstream
     /// modules are searched for in the environment it was resolved in.
     pub fn with_ruff(project: Project, cwd: &Path, ruff: Ruff) -> Context {
-        let loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
+        let mut loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
+        if let Some(bytes) = project.settings.max_file_size {
+            loader.set_max_file_size(bytes);
+        }
         let search = SearchPath::from_env(&ruff.env, &project.root, cwd, &project.package_root());
         Context {
             project,
@@ -307,6 +331,28 @@ impl Context {
             let (version, inputs) = self.search.transformers_version_inputs();
             (version, Arc::new(inputs))
         })
+    }
+
+    /// The config modules a command runs on: every config the project
+    /// discovers when `requested` is empty, else `requested` normalised
+    /// (each one must be a module under the package root; the error names
+    /// it after `flag`, the option it came from, `""` for a positional).
+    pub fn select_modules(&self, requested: &[String], flag: &str) -> Result<Vec<String>, crate::error::RunError> {
+        use crate::error::RunError;
+        if requested.is_empty() {
+            let configs = self.project.discover()?;
+            return Ok(configs.into_iter().map(|c| c.module).collect());
+        }
+        let modules: Vec<String> = requested.iter().map(|m| self.project.normalize_module(m)).collect();
+        if let Some(m) = modules.iter().find(|m| self.loader.find(m).is_none()) {
+            let flag = flag.trim().trim_start_matches('-');
+            return Err(RunError::NoSuchModule {
+                flag: (!flag.is_empty()).then(|| flag.to_string()),
+                module: m.clone(),
+                package_root: self.project.package_root(),
+            });
+        }
+        Ok(modules)
     }
 
     /// Evaluate a config module into its plan.
@@ -412,6 +458,12 @@ impl Context {
         found.extend(diagnosis.diagnostics);
         let (text, trace) = codegen::generate_traced(&plan, &parsed, self.transformers_version(), &self.codegen)
             .map_err(|error| Failure::Codegen { module: module.to_string(), error })?;
+        if let Some(why) = outside_output(&plan.target_file, output_dir.is_none(), &config_path, &self.project.root) {
+            return Err(Failure::Eval(
+                EvalError::new(plan.created_at.clone(), why)
+                    .with_help("patchgen writes generated files only inside the project (or the -o directory given)"),
+            ));
+        }
         let output_dir = match output_dir {
             Some(d) => d.to_path_buf(),
             None => default_output_dir(&config_path),

@@ -20,6 +20,8 @@ pub struct Settings {
     /// `reference-dir` (ours), absolute: where `patchgen reference` writes
     /// (default `<root>/.agents_workspace/hf_reference`).
     pub reference_dir: Option<PathBuf>,
+    /// `max-file-size` (ours): the largest file read, in bytes.
+    pub max_file_size: Option<u64>,
     /// `[tool.patchgen.lint]`.
     pub lint: crate::settings::LintOptions,
 }
@@ -62,6 +64,15 @@ pub enum ProjectError {
     /// `search_root` names no directory.
     #[error("{}: [tool.patchgen] search_root `{}` does not exist", pyproject.display(), root.display())]
     NoSearchRoot { pyproject: PathBuf, root: PathBuf },
+    /// `search_root` resolves (through `..` or a symlink) outside the
+    /// pyproject's directory: `--fix` and `generate` would write there.
+    #[error(
+        "{}: [tool.patchgen] search_root resolves to {}, outside the project ({})\n  help: patchgen writes only inside the project; point search_root at a directory under it",
+        pyproject.display(),
+        resolved.display(),
+        project.display()
+    )]
+    SearchRootOutside { pyproject: PathBuf, resolved: PathBuf, project: PathBuf },
 }
 
 pub const SECTION_TEMPLATE: &str = "  [tool.patchgen]\n  search_root = \"<dir containing *_patch_gen_config.py>\"\n  package_prefix = \"<dotted import prefix>\"\n";
@@ -81,18 +92,29 @@ pub struct ConfigFile {
 }
 
 /// `Path.resolve()` (non-strict): canonical where the path exists.
+/// Absolute (from the working directory), every existing prefix with its
+/// symlinks resolved, then the rest with `.` and `..` applied as written.
 pub fn resolve(path: &Path) -> PathBuf {
     if let Ok(p) = path.canonicalize() {
         return p;
     }
+    let abs = match std::env::current_dir() {
+        Ok(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    };
     let mut out = PathBuf::new();
-    for comp in path.components() {
+    for comp in abs.components() {
         match comp {
             std::path::Component::ParentDir => {
                 out.pop();
             }
             std::path::Component::CurDir => {}
-            other => out.push(other.as_os_str()),
+            other => {
+                out.push(other.as_os_str());
+                if let Ok(real) = out.canonicalize() {
+                    out = real;
+                }
+            }
         }
     }
     out
@@ -107,8 +129,9 @@ impl Project {
             if !candidate.is_file() {
                 continue;
             }
-            let text = std::fs::read_to_string(&candidate)
-                .map_err(|source| ProjectError::Unreadable { path: candidate.clone(), source })?;
+            let text =
+                patchgen_cache::bounded::read_to_string(&candidate, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
+                    .map_err(|source| ProjectError::Unreadable { path: candidate.clone(), source })?;
             let options = crate::settings::Options::from_pyproject(&candidate, &text)?;
             let Some(options) = options else { continue };
             let settings = crate::settings::project_settings(&candidate, dir, options)?;

@@ -260,8 +260,8 @@ fn diff_versions(old: &Fetched, new: &Fetched) -> (String, Vec<FileDiff>, Vec<St
         let count = |p: char, skip: &str| diff.lines().filter(|l| l.starts_with(p) && !l.starts_with(skip)).count();
         let symbols = if name.ends_with(".py") {
             match (
-                patchgen_config::source::ParsedFile::parse(PathBuf::from(name), &a),
-                patchgen_config::source::ParsedFile::parse(PathBuf::from(name), &b),
+                patchgen_python::pysource::ParsedFile::parse(PathBuf::from(name), &a),
+                patchgen_python::pysource::ParsedFile::parse(PathBuf::from(name), &b),
             ) {
                 (Ok(pa), Ok(pb)) => Some(summary::module_changes(&pa, &pb)),
                 _ => None,

@@ -8,7 +8,7 @@ use ruff_python_ast::Stmt;
 use ruff_text_size::Ranged;
 use serde::Serialize;
 
-use patchgen_config::source::ParsedFile;
+use patchgen_python::pysource::ParsedFile;
 
 /// The symbols of one kind that changed between two versions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

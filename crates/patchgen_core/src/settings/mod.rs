@@ -44,6 +44,9 @@ pub struct Options {
     /// Where `patchgen reference` writes upstream sources (ours).
     #[serde(rename = "reference-dir")]
     pub reference_dir: Option<String>,
+    /// Largest file patchgen reads, in bytes (ours).
+    #[serde(rename = "max-file-size")]
+    pub max_file_size: Option<u64>,
     /// `[tool.patchgen.lint]`.
     pub lint: Option<LintOptions>,
 }
@@ -71,7 +74,7 @@ pub struct LintOptions {
 }
 
 /// The keys of `[tool.patchgen]` and `[tool.patchgen.lint]`, for messages.
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
     "search_root",
     "package_prefix",
     "legacy_patches_prefix",
@@ -80,6 +83,7 @@ pub const KEYS: [&str; 9] = [
     "ruff",
     "cache-dir",
     "reference-dir",
+    "max-file-size",
     "lint",
 ];
 pub const LINT_KEYS: [&str; 8] = [
@@ -111,7 +115,7 @@ pub fn output_format(
         (None, Some(v)) => v.parse().map_err(|_| SettingsError::Env {
             name: "PATCHGEN_OUTPUT_FORMAT",
             value: v.clone(),
-            message: "expected text, json or github".into(),
+            message: format!("expected {}", patchgen_diagnostics::format::EXPECTED),
         }),
         (None, None) => Ok(patchgen_diagnostics::Format::Text),
     }
@@ -155,6 +159,19 @@ pub fn remote_timeout_secs(env: &Env) -> Result<Option<u64>, SettingsError> {
 /// `PATCHGEN_REMOTE_RETRIES`: how often a failed remote request is retried (`moe`).
 pub fn remote_retries(env: &Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_RETRIES")
+}
+
+/// `PATCHGEN_DOCS_URL`: where the documentation is published (the
+/// directory holding `rules/` and `diagnostics.md`, ending in `/`; one is
+/// added when missing). The `sarif` report's rules link there (`helpUri`);
+/// without it they carry their documentation inline only.
+pub fn docs_url(env: &Env) -> Option<String> {
+    env.value("PATCHGEN_DOCS_URL").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).map(|mut v| {
+        if !v.ends_with('/') {
+            v.push('/');
+        }
+        v
+    })
 }
 
 /// `PATCHGEN_TIMINGS=1`: print phase timings on stderr (`crate::timings`).
@@ -271,6 +288,8 @@ pub struct Resolved {
     pub cache_dir: Option<PathBuf>,
     /// Neither read nor write the result cache (`--no-cache`, `PATCHGEN_NO_CACHE`).
     pub no_cache: bool,
+    /// Largest file read, in bytes (`PATCHGEN_MAX_FILE_SIZE`, `max-file-size`; 16 MiB).
+    pub max_file_size: u64,
     pub lint: LintOptions,
 }
 
@@ -309,6 +328,16 @@ pub fn ruff(cli: Option<&Path>, env: &Env, project: &Project) -> Result<Ruff, Se
     Ok(Ruff { program, extra_ignore, isolated, env: env.clone() })
 }
 
+/// [`ruff`], with invalid `PATCHGEN_RUFF*` values ignored (the variables
+/// unset) rather than an error: for contexts made after the command has
+/// resolved and reported the settings.
+pub fn ruff_or_default(cli: Option<&Path>, env: &Env, project: &Project) -> Ruff {
+    ruff(cli, env, project).unwrap_or_else(|_| {
+        let unset = env.without(&["PATCHGEN_RUFF", "PATCHGEN_RUFF_ISOLATED", "PATCHGEN_RUFF_EXTRA_IGNORE"]);
+        ruff(cli, &unset, project).expect("no PATCHGEN_RUFF_*, no error")
+    })
+}
+
 impl Resolved {
     /// Where the result cache is: `PATCHGEN_CACHE_DIR` (from the working
     /// directory) or `cache-dir` (from the pyproject's directory), else
@@ -338,12 +367,21 @@ impl Resolved {
                 Some(v) => env_bool("PATCHGEN_NO_CACHE", v)?,
                 None => false,
             };
+        let max_file_size = match env.value("PATCHGEN_MAX_FILE_SIZE") {
+            Some(v) => v.parse().map_err(|_| SettingsError::Env {
+                name: "PATCHGEN_MAX_FILE_SIZE",
+                value: v.clone(),
+                message: "expected a number of bytes".into(),
+            })?,
+            None => project.settings.max_file_size.unwrap_or(patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE),
+        };
         Ok(Resolved {
             ruff: ruff(cli.ruff.as_deref(), env, project)?,
             jobs,
             format,
             cache_dir,
             no_cache,
+            max_file_size,
             lint: lint_from_env(env, &project.settings.lint),
         })
     }
@@ -411,6 +449,7 @@ pub(crate) fn project_settings(
         ruff,
         cache_dir,
         reference_dir,
+        max_file_size,
         lint,
     } = options;
     let (Some(search_root), Some(package_prefix)) = (search_root.clone(), package_prefix) else {
@@ -418,8 +457,17 @@ pub(crate) fn project_settings(
         return Err(crate::project::ProjectError::MissingKey { pyproject: pyproject.to_path_buf(), key: missing });
     };
     let ruff = ruff.map(|r| if r.contains('/') { from_root(root, &r) } else { PathBuf::from(r) });
+    let resolved = crate::project::resolve(&root.join(search_root));
+    let project = crate::project::resolve(root);
+    if !resolved.starts_with(&project) {
+        return Err(crate::project::ProjectError::SearchRootOutside {
+            pyproject: pyproject.to_path_buf(),
+            resolved,
+            project,
+        });
+    }
     Ok(crate::project::Settings {
-        search_root: crate::project::resolve(&root.join(search_root)),
+        search_root: resolved,
         package_prefix,
         legacy_patches_prefix,
         ruff_extra_ignore: ruff_extra_ignore.unwrap_or_default(),
@@ -427,6 +475,7 @@ pub(crate) fn project_settings(
         ruff,
         cache_dir: cache_dir.map(|d| from_root(root, &d)),
         reference_dir: reference_dir.map(|d| from_root(root, &d)),
+        max_file_size,
         lint: lint.unwrap_or_default(),
     })
 }

@@ -49,7 +49,7 @@ fn unknown_key_names_key_file_line_and_nearest() {
     let err = parse(&format!("{BASE}ruff_isolate = true\n")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "/p/pyproject.toml:7: unknown key `ruff_isolate` in [tool.patchgen]\n  help: did you mean `ruff_isolated`? (known keys: search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff, cache-dir, reference-dir, lint)"
+        "/p/pyproject.toml:7: unknown key `ruff_isolate` in [tool.patchgen]\n  help: did you mean `ruff_isolated`? (known keys: search_root, package_prefix, legacy_patches_prefix, ruff_extra_ignore, ruff_isolated, ruff, cache-dir, reference-dir, max-file-size, lint)"
     );
     let err = parse(&format!("{BASE}\n[tool.patchgen.lint]\nselct = []\n")).unwrap_err();
     assert!(

@@ -3,11 +3,12 @@
 //!
 //! `source` resolves the two upstreams, `modules` reads and parses their
 //! modules once, `targets` surveys one config (with `signature` +
-//! `compare` for contracts, `names` for F821-class names, `attrs` for
+//! `compare` for contracts, `body` for the code itself, `names` for F821-class names, `attrs` for
 //! `self.<attr>`), and `report` renders text, markdown or JSON. Configs are
 //! independent jobs, run in parallel and reported in discovery order.
 
 pub mod attrs;
+pub mod body;
 pub mod compare;
 pub mod modules;
 pub mod names;
@@ -85,19 +86,7 @@ pub fn survey(opts: &Options) -> Result<Report, RunError> {
     let from = Version::new(resolve("from", &opts.from)?);
     let to = Version::new(resolve("to", &opts.to)?);
     let ctx = Context::new(project, &opts.project_dir, None, &opts.env);
-    let modules: Vec<String> = if opts.configs.is_empty() {
-        ctx.project.discover()?.into_iter().map(|c| c.module).collect()
-    } else {
-        let modules: Vec<String> = opts.configs.iter().map(|m| ctx.project.normalize_module(m)).collect();
-        if let Some(m) = modules.iter().find(|m| ctx.loader.find(m).is_none()) {
-            return Err(RunError::NoSuchModule {
-                flag: Some("config"),
-                module: m.clone(),
-                package_root: ctx.project.package_root(),
-            });
-        }
-        modules
-    };
+    let modules = ctx.select_modules(&opts.configs, "--config ")?;
     let explicit = !opts.configs.is_empty();
     let pool = crate::workers::pool(opts.jobs)?;
     let configs: Vec<Option<ConfigReport>> = pool.install(|| {

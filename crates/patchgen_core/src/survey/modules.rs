@@ -154,7 +154,7 @@ impl Version {
             match found {
                 Some(b) => self.walk_bases(&b, depth + 1, out),
                 None => {
-                    let text = super::signature::dotted_name(base).unwrap_or_else(|| "?".into());
+                    let text = patchgen_python::semantic::facts::dotted(base).unwrap_or_else(|| "?".into());
                     if text != "object" && !out.unresolved.contains(&text) {
                         out.unresolved.push(text);
                     }

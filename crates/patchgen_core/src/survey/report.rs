@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use super::body::{BodyChange, BodyDiff};
 use super::compare::{BasesDiff, DecoratorDiff, SignatureDiff};
+use crate::port::HunkStatus;
 use patchgen_config::plan::Loc;
 use patchgen_diagnostics::{Diagnostic, Location, codes};
 
@@ -17,15 +19,21 @@ pub enum Kind {
     Unchanged,
     SignatureChanged,
     DecoratorsChanged,
+    /// The code changed, the contract (parameters, decorators, bases) did not.
+    BodyChanged,
+    /// Only docstrings or comments changed.
+    DocstringChanged,
     Removed,
     NewUpstream,
     AddedByConfig,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::SignatureChanged,
         Kind::DecoratorsChanged,
+        Kind::BodyChanged,
+        Kind::DocstringChanged,
         Kind::Removed,
         Kind::NewUpstream,
         Kind::Unchanged,
@@ -37,6 +45,8 @@ impl Kind {
             Kind::Unchanged => "unchanged",
             Kind::SignatureChanged => "signature_changed",
             Kind::DecoratorsChanged => "decorators_changed",
+            Kind::BodyChanged => "body_changed",
+            Kind::DocstringChanged => "docstring_changed",
             Kind::Removed => "removed",
             Kind::NewUpstream => "new_upstream",
             Kind::AddedByConfig => "added_by_config",
@@ -45,7 +55,7 @@ impl Kind {
 
     /// A change of the target itself (names and attributes aside).
     pub fn is_drift(self) -> bool {
-        !matches!(self, Kind::Unchanged | Kind::AddedByConfig)
+        !matches!(self, Kind::Unchanged | Kind::AddedByConfig | Kind::DocstringChanged)
     }
 }
 
@@ -122,6 +132,8 @@ pub struct Details {
     pub bases: Option<BasesDiff>,
     pub missing_names: Vec<MissingName>,
     pub missing_attributes: Vec<MissingAttr>,
+    /// The source changed (under any kind: a changed signature changes the code too).
+    pub body: Option<BodyDiff>,
 }
 
 #[derive(Clone, Debug)]
@@ -308,6 +320,34 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
             a.name, a.owner, a.line
         ));
     }
+    if let Some(b) = &d.body {
+        out.push(body_line(b));
+        for h in &b.hunks {
+            let place = match &h.config_lines {
+                Some(r) if r.is_empty() => format!(", config line {} (insert)", r.start),
+                Some(r) if r.len() == 1 => format!(", config line {}", r.start),
+                Some(r) => format!(", config lines {}-{}", r.start, r.end - 1),
+                None => String::new(),
+            };
+            out.push(format!(
+                "  {from} lines {} → {to} lines {}: {}{place}",
+                span(&h.from),
+                span(&h.to),
+                hunk_status(h.status)
+            ));
+            if !markdown {
+                for l in h.old_lines.iter().take(HUNK_PREVIEW) {
+                    out.push(format!("    - {l}"));
+                }
+                for l in h.new_lines.iter().take(HUNK_PREVIEW) {
+                    out.push(format!("    + {l}"));
+                }
+                if h.old_lines.len().max(h.new_lines.len()) > HUNK_PREVIEW {
+                    out.push("    …".to_string());
+                }
+            }
+        }
+    }
     match (f.kind, &d.from, &d.to) {
         (Kind::Removed, Some(a), None) => out.push(format!("was {} in {from}; not in {to}", a.short())),
         (Kind::NewUpstream, None, Some(b)) => out.push(format!("now defined upstream: {} in {to}", b.short())),
@@ -315,6 +355,97 @@ fn detail_lines(f: &Finding, from: &str, to: &str, markdown: bool) -> Vec<String
         _ => {}
     }
     out
+}
+
+/// Lines of each side of a hunk shown in text.
+const HUNK_PREVIEW: usize = 6;
+
+fn span(r: &std::ops::Range<usize>) -> String {
+    match r.len() {
+        0 => format!("{} (none)", r.start),
+        1 => r.start.to_string(),
+        _ => format!("{}-{}", r.start, r.end - 1),
+    }
+}
+
+pub fn hunk_status(s: HunkStatus) -> &'static str {
+    match s {
+        HunkStatus::Carried => "carryable",
+        HunkStatus::AlreadyInPatch => "already in the patch",
+        HunkStatus::Conflict => "conflict",
+    }
+}
+
+/// `body changed: 3 upstream hunk(s), 2 carryable, 1 conflict`.
+fn body_line(b: &BodyDiff) -> String {
+    let what = match b.change {
+        BodyChange::Code => "code changed",
+        BodyChange::Docstring => "only docstrings or comments changed",
+    };
+    format!(
+        "{what}: {} upstream hunk(s), {} carryable, {} conflict(s), {} already in the patch",
+        b.hunks.len(),
+        b.count(HunkStatus::Carried),
+        b.count(HunkStatus::Conflict),
+        b.count(HunkStatus::AlreadyInPatch)
+    )
+}
+
+/// What to do about a finding, in one sentence a newcomer can act on.
+pub fn next_step(f: &Finding, to: &str) -> String {
+    let d = &f.details;
+    let body = d.body.as_ref().filter(|b| b.change == BodyChange::Code);
+    let bump = match body {
+        Some(b) if b.count(HunkStatus::Conflict) > 0 => format!(
+            " `patchgen bump --to {to}` carries the {} carryable hunk(s) and writes the {} conflict(s) into the config with markers to resolve by hand.",
+            b.count(HunkStatus::Carried),
+            b.count(HunkStatus::Conflict)
+        ),
+        Some(b) if b.count(HunkStatus::Carried) > 0 => {
+            format!(" `patchgen bump --to {to}` carries its {} hunk(s) into the patch.", b.count(HunkStatus::Carried))
+        }
+        _ => String::new(),
+    };
+    let mut s = match f.kind {
+        Kind::SignatureChanged => format!(
+            "Give the replacement the new parameter list (or keep the old one on purpose and say why in its description); callers in {to} pass the new one.{bump}"
+        ),
+        Kind::DecoratorsChanged => {
+            let added = d.decorators.as_ref().map(|x| x.added.len() + x.changed.len()).unwrap_or(0);
+            let lost = if added > 0 {
+                "A replacement replaces the decorators too: copy the new decorator onto the patch if its behaviour (kernels, output capture, docstring checks) should apply, or leave it out deliberately and say so in the description."
+            } else {
+                "A removed decorator no longer wraps upstream's version: drop it from the patch too unless the patch needs it."
+            };
+            format!("{lost}{bump}")
+        }
+        Kind::BodyChanged => format!("Upstream changed this code under the patch.{bump}"),
+        Kind::DocstringChanged => format!(
+            "Nothing to do for behaviour: only docstrings or comments changed (`patchgen bump --to {to}` carries them where the patch kept the old text)."
+        ),
+        Kind::Removed => "Retarget the patch to the definition that replaced it (see the new module), or drop it: it would patch nothing.".to_string(),
+        Kind::NewUpstream => "The config now replaces upstream code instead of adding a method: compare the two and keep what upstream's version does.".to_string(),
+        Kind::Unchanged | Kind::AddedByConfig => String::new(),
+    };
+    if !d.missing_names.is_empty() {
+        let names: Vec<String> = d.missing_names.iter().map(|n| format!("`{}`", n.name)).collect();
+        s.push_str(&format!(
+            " Import {} in the config (`config.add_import(...)`) or write the code without {}; `Optional[X]` becomes `X | None`.",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !d.missing_attributes.is_empty() {
+        let attrs: Vec<String> = d.missing_attributes.iter().map(|a| format!("`self.{}`", a.name)).collect();
+        s.push_str(&format!(
+            " Read the new class: {} moved or was renamed (a submodule's attribute, another name); rewrite the override to use what the class provides in {to}.",
+            attrs.join(", ")
+        ));
+    }
+    if s.is_empty() {
+        s.push_str("Nothing to do.");
+    }
+    s.trim_start().to_string()
 }
 
 /// Long decorator texts (docstring arguments) cut to their head.
@@ -353,11 +484,15 @@ pub fn text(report: &Report, verbose: bool) -> String {
             for line in detail_lines(f, from, to, false) {
                 let _ = writeln!(out, "      {line}");
             }
+            let _ = writeln!(out, "      next: {}", next_step(f, to));
         }
         let quiet = c.findings.len() - shown.len();
         if quiet > 0 {
-            let unchanged = c.findings.iter().filter(|f| !f.drifted() && f.kind == Kind::Unchanged).count();
-            let _ = writeln!(out, "  ({unchanged} unchanged, {} added by config)", quiet - unchanged);
+            let quiet_of = |k: Kind| c.findings.iter().filter(|f| !f.drifted() && f.kind == k).count();
+            let (unchanged, docstring) = (quiet_of(Kind::Unchanged), quiet_of(Kind::DocstringChanged));
+            let docstring = if docstring > 0 { format!("{docstring} docstring changed, ") } else { String::new() };
+            let added = quiet_of(Kind::AddedByConfig);
+            let _ = writeln!(out, "  ({unchanged} unchanged, {docstring}{added} added by config)");
         }
     }
     let _ = writeln!(out, "\n{}", report.summary());
@@ -400,17 +535,18 @@ pub fn markdown(report: &Report) -> String {
         if !prefix.is_empty() {
             let _ = writeln!(out, "Configs are under `{}`.\n", prefix.trim_end_matches('.'));
         }
-        out.push_str("| Config | Target | Patch | Kind | Details |\n|---|---|---|---|---|\n");
+        out.push_str("| Config | Target | Patch | Kind | Details | Next |\n|---|---|---|---|---|---|\n");
         for f in drifted {
             let details: Vec<String> = detail_lines(f, from, to, true).iter().map(|l| md_cell(l)).collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 md_cell(&md_code(f.config.strip_prefix(&prefix).unwrap_or(&f.config))),
                 md_cell(&md_code(&f.target)),
                 f.patch.as_str(),
                 f.kind.as_str(),
-                details.join("<br>")
+                details.join("<br>"),
+                md_cell(&next_step(f, to))
             );
         }
     }
@@ -474,6 +610,21 @@ fn details_json(d: &Details) -> Value {
         o["missing_names"] =
             d.missing_names.iter().map(|n| json!({"name": n.name, "from": site_json(&n.from)})).collect();
     }
+    if let Some(b) = &d.body {
+        o["body"] = json!({
+            "change": b.change.as_str(),
+            "hunks": b.hunks.iter().map(|h| json!({
+                "from": {"line": h.from.start, "end": h.from.end, "lines": h.old_lines},
+                "to": {"line": h.to.start, "end": h.to.end, "lines": h.new_lines},
+                "config_lines": h.config_lines.as_ref().map(|r| json!({"line": r.start, "end": r.end})),
+                "status": match h.status {
+                    HunkStatus::Carried => "carryable",
+                    HunkStatus::AlreadyInPatch => "already_in_patch",
+                    HunkStatus::Conflict => "conflict",
+                },
+            })).collect::<Vec<_>>(),
+        });
+    }
     if !d.missing_attributes.is_empty() {
         o["missing_attributes"] = d
             .missing_attributes
@@ -487,16 +638,20 @@ fn details_json(d: &Details) -> Value {
 /// The survey's own fields of the JSON document (`docs/survey.md`).
 pub fn json_fields(report: &Report) -> serde_json::Map<String, Value> {
     let findings: Vec<Value> = report
-        .findings()
-        .map(|f| {
+        .configs
+        .iter()
+        .flat_map(|c| c.findings.iter().map(move |f| (c, f)))
+        .map(|(c, f)| {
             json!({
                 "config": f.config,
+                "source_module": c.source_module,
                 "target": f.target,
                 "patch": f.patch.as_str(),
                 "kind": f.kind.as_str(),
                 "drifted": f.drifted(),
                 "registered_at": {"file": f.registered_at.path.to_string_lossy(), "line": f.registered_at.line},
                 "details": details_json(&f.details),
+                "next": next_step(f, &report.to.version),
             })
         })
         .collect();
@@ -529,15 +684,18 @@ fn finding_diagnostic(f: &Finding, from: &str, to: &str) -> Option<Diagnostic> {
         Kind::DecoratorsChanged => codes::SURVEY_DECORATORS_CHANGED,
         Kind::Removed => codes::SURVEY_REMOVED,
         Kind::NewUpstream => codes::SURVEY_NEW_UPSTREAM,
-        Kind::Unchanged | Kind::AddedByConfig if !f.details.missing_names.is_empty() => codes::SURVEY_MISSING_NAME,
-        Kind::Unchanged | Kind::AddedByConfig => codes::SURVEY_MISSING_ATTRIBUTE,
+        Kind::BodyChanged => codes::SURVEY_BODY_CHANGED,
+        Kind::Unchanged | Kind::DocstringChanged | Kind::AddedByConfig if !f.details.missing_names.is_empty() => {
+            codes::SURVEY_MISSING_NAME
+        }
+        Kind::Unchanged | Kind::AddedByConfig | Kind::DocstringChanged => codes::SURVEY_MISSING_ATTRIBUTE,
     };
     let mut message = format!("{} `{}`: {} ({from} → {to})", f.patch.as_str(), f.target, f.kind.as_str());
     for line in detail_lines(f, from, to, false) {
         message.push('\n');
         message.push_str(&line);
     }
-    let d = code.diagnostic(message).config(f.config.clone()).help(code.summary.trim_start_matches("survey: "));
+    let d = code.diagnostic(message).config(f.config.clone()).help(next_step(f, to));
     Some(if f.registered_at.line > 0 {
         d.at(f.registered_at.location())
     } else {

@@ -10,6 +10,7 @@ use ruff_python_ast::Stmt;
 use ruff_text_size::Ranged;
 
 use super::attrs;
+use super::body::{self, PatchText, TargetText};
 use super::compare;
 use super::modules::{self, ModuleError, Version};
 use super::report::{Details, Finding, Kind, MissingAttr, MissingName, PatchKind, Site};
@@ -29,6 +30,14 @@ struct Found {
     function: Option<FunctionInfo>,
     /// A class's own decorators and bases (classes only).
     class: Option<(Vec<signature::DecoratorInfo>, Vec<String>)>,
+    /// Its source and definition (what `body` compares).
+    source: (TargetText, Stmt),
+}
+
+/// A definition's text in its file, decorators included.
+fn target_text(file: &ParsedFile, stmt: &Stmt, name: &str) -> TargetText {
+    let (first, last) = (file.line_of(stmt.start()), file.line_of(stmt.end()));
+    TargetText { text: file.line_range(first, last).to_string(), first_line: first, name: name.to_string() }
 }
 
 /// The upstream module of a config in one version (`None`: not there).
@@ -62,13 +71,18 @@ fn find(version: &Version, module: &str, file: &Upstream, patch_type: PatchType,
         PatchType::FunctionReplacement => {
             let f = modules::function(file, target)?;
             let info = FunctionInfo::of(f, file);
-            Some(Found { site: site(file, info.line, None), function: Some(info), class: None })
+            let stmt = Stmt::FunctionDef(f.clone());
+            let source = (target_text(file, &stmt, target), stmt);
+            Some(Found { site: site(file, info.line, None), function: Some(info), class: None, source })
         }
         PatchType::ClassReplacement => {
             let class = version.class(module, target).filter(|c| c.module == module)?;
             let def = class.def();
             let init = version.lineage(&class).method("__init__").map(|(_, f)| FunctionInfo::of(f, &class.file));
+            let stmt = Stmt::ClassDef(def.clone());
+            let source = (target_text(file, &stmt, target), stmt);
             Some(Found {
+                source,
                 site: site(file, file.line_of(def.start()), None),
                 function: init,
                 class: Some((
@@ -85,10 +99,24 @@ fn find(version: &Version, module: &str, file: &Upstream, patch_type: PatchType,
             let info = FunctionInfo::of(f, &owner.file);
             let inherited =
                 (owner.module != class.module || owner.name() != class.name()).then(|| owner.name().to_string());
-            Some(Found { site: site(&owner.file, info.line, inherited), function: Some(info), class: None })
+            let stmt = Stmt::FunctionDef(f.clone());
+            let source = (target_text(&owner.file, &stmt, method), stmt);
+            Some(Found { site: site(&owner.file, info.line, inherited), function: Some(info), class: None, source })
         }
         _ => None,
     }
+}
+
+/// A patch target's source in one version (`None`: not there), found as
+/// the survey finds it: what `bump` merges against.
+pub fn locate(
+    version: &Version,
+    module: &str,
+    patch_type: PatchType,
+    target: &str,
+) -> Result<Option<TargetText>, SurveyError> {
+    let file = load(version, module)?;
+    Ok(find(version, module, &file, patch_type, target).map(|f| f.source.0))
 }
 
 /// A replacement's text as the generator emits it (dedent, `name_map`,
@@ -196,7 +224,7 @@ impl NameCheck {
 
 /// The patches the generator applies, one per target (the last
 /// registration wins, placed where the first one was).
-fn targets(plan: &PatchPlan) -> Vec<&Patch> {
+pub fn targets(plan: &PatchPlan) -> Vec<&Patch> {
     let mut out: Vec<&Patch> = Vec::new();
     for p in &plan.patches {
         if !matches!(
@@ -295,12 +323,17 @@ fn target_finding(
             if patch.patch_type == PatchType::MethodOverride {
                 details.missing_attributes = missing_attributes(plan, patch, from, to, body);
             }
+            details.body = body_diff(patch, a, b);
             if details.signature.is_some() || details.bases.is_some() {
                 Kind::SignatureChanged
             } else if details.decorators.is_some() {
                 Kind::DecoratorsChanged
             } else {
-                Kind::Unchanged
+                match details.body.as_ref().map(|d| d.change) {
+                    Some(body::BodyChange::Code) => Kind::BodyChanged,
+                    Some(body::BodyChange::Docstring) => Kind::DocstringChanged,
+                    None => Kind::Unchanged,
+                }
             }
         }
     };
@@ -319,6 +352,23 @@ fn target_finding(
         registered_at: patch.registered_at.clone(),
         details,
     }
+}
+
+/// The body comparison of a target found in both versions, its hunks
+/// placed in the patch's config lines (`name_map` applied as generation
+/// applies it: plain replacement keeps the lines where they are).
+fn body_diff(patch: &Patch, a: &Found, b: &Found) -> Option<body::BodyDiff> {
+    let object = patch.replacement.as_ref().filter(|o| !o.source.is_empty());
+    let mapped = object.map(|o| apply_name_map(&o.source, patch.name_map.as_deref()));
+    let name = object.map(|o| apply_name_map(&o.name, patch.name_map.as_deref())).unwrap_or_default();
+    let line_of = |i: usize| object.map_or(0, |o| o.line_of(i));
+    let text = match (object, &mapped) {
+        (Some(o), Some(text)) if text.lines().count() == o.source.lines().count() => {
+            Some(PatchText { text, name: &name, line_of: &line_of })
+        }
+        _ => None,
+    };
+    body::compare(&a.source.0, &b.source.0, &a.source.1, &b.source.1, text)
 }
 
 /// `self.<attr>` the override reads that the old class provided and the new

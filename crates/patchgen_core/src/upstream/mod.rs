@@ -172,7 +172,7 @@ impl SearchPath {
                     return None;
                 }
                 Some(
-                    std::fs::read(&file)
+                    patchgen_cache::bounded::read(&file, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
                         .inspect(|b| {
                             if self.digests {
                                 inputs.push(Input::content("upstream file", &file, b))

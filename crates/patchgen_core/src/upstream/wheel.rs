@@ -126,6 +126,7 @@ impl Wheel {
         let mut text = String::new();
         zip.by_index(index[&record_name])
             .map_err(|e| open_err(e.to_string()))?
+            .take(patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
             .read_to_string(&mut text)
             .map_err(|e| open_err(format!("{record_name}: {e}")))?;
         Ok(Wheel { path: path.to_path_buf(), zip, index, record: parse_record(&text), record_name })
@@ -177,9 +178,15 @@ impl Wheel {
             .by_index(idx)
             .map_err(|_| WheelError::Missing { path: err_path.clone(), member: member.into() })?;
         let mut bytes = Vec::new();
-        entry
+        // A compressed member can expand to anything: read one byte past the limit at most.
+        (&mut entry)
+            .take(patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| WheelError::Open { path: err_path.clone(), message: format!("{member}: {e}") })?;
+        if bytes.len() as u64 > patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE {
+            let e = patchgen_cache::bounded::too_large(entry.size(), patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE);
+            return Err(WheelError::Open { path: err_path, message: format!("{member}: {e}") });
+        }
         if let Some(size) = size.filter(|&s| s != bytes.len() as u64) {
             return Err(WheelError::SizeMismatch {
                 path: err_path,

@@ -10,21 +10,21 @@ mod pg104_unresolved_import;
 mod pg105_unexplained_hunk;
 mod pg201_call_site_signature;
 mod pg202_sibling_signature_drift;
-pub mod pg203_dropped_parameters;
-pub mod pg301_logits_to_keep_order;
-pub mod pg302_output_fields_dropped;
-pub mod pg303_auto_docstring_contract;
-pub mod pg304_partial_rotary_full_kernel;
-pub mod pg305_init_weights_container;
-pub mod pg306_automodel_bypass;
-pub mod pg401_moe_converter_missing;
-pub mod pg402_converter_shape_ambiguity;
-pub mod pg403_experts_implementation_retained;
-pub mod pg404_liger_mlp_intermediate_size;
-pub mod pg501_patch_markers;
-pub mod pg502_registry_hygiene;
-pub mod pg503_test_coverage;
-pub mod pg504_pin_consistency;
+mod pg203_dropped_parameters;
+mod pg301_logits_to_keep_order;
+mod pg302_output_fields_dropped;
+mod pg303_auto_docstring_contract;
+mod pg304_partial_rotary_full_kernel;
+mod pg305_init_weights_container;
+mod pg306_automodel_bypass;
+mod pg401_moe_converter_missing;
+mod pg402_converter_shape_ambiguity;
+mod pg403_experts_implementation_retained;
+mod pg404_liger_mlp_intermediate_size;
+mod pg501_patch_markers;
+mod pg502_registry_hygiene;
+mod pg503_test_coverage;
+mod pg504_pin_consistency;
 
 /// Every rule, in code order.
 pub static RULES: &[Rule] = &[

@@ -27,16 +27,16 @@
 //! upstream modeling file's own imports show the current spelling).
 
 use ruff_python_ast::Stmt;
-use ruff_python_ast::visitor::{self, Visitor};
 use ruff_text_size::{Ranged, TextSize};
 
 use std::collections::HashSet;
 
 use super::super::context::Shared;
 use super::super::{LintContext, Rule};
-use patchgen_config::source::ParsedFile;
 use patchgen_core::codegen::imports::absolute_module;
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG104",
@@ -50,40 +50,28 @@ pub const RULE: Rule = Rule {
 
 /// Every import statement, nested ones included: (absolute module, names,
 /// offset), relative imports resolved against `base` (the module's name).
-struct Imports<'b> {
-    base: &'b str,
-    found: Vec<(String, Vec<String>, TextSize)>,
-}
-
-impl<'a> Visitor<'a> for Imports<'_> {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+fn imports_of(body: &[Stmt], base: &str) -> Vec<(String, Vec<String>, TextSize)> {
+    let mut found = Vec::new();
+    for stmt in walk::statements(body, Scope::All) {
         match stmt {
             Stmt::Import(i) => {
                 for a in &i.names {
-                    self.found.push((a.name.id.to_string(), Vec::new(), stmt.start()));
+                    found.push((a.name.id.to_string(), Vec::new(), stmt.start()));
                 }
             }
             Stmt::ImportFrom(i) => {
                 let module = i.module.as_ref().map(|m| m.id.as_str());
                 let absolute =
-                    if i.level == 0 { module.map(str::to_string) } else { absolute_module(self.base, module, i.level) };
+                    if i.level == 0 { module.map(str::to_string) } else { absolute_module(base, module, i.level) };
                 if let Some(m) = absolute {
                     let names = i.names.iter().map(|a| a.name.id.to_string()).filter(|n| n != "*").collect();
-                    self.found.push((m, names, stmt.start()));
+                    found.push((m, names, stmt.start()));
                 }
             }
-            _ => visitor::walk_stmt(self, stmt),
+            _ => {}
         }
     }
-
-    /// Statements never sit inside expressions: nothing to look for there.
-    fn visit_expr(&mut self, _: &'a ruff_python_ast::Expr) {}
-}
-
-fn imports_of(body: &[Stmt], base: &str) -> Vec<(String, Vec<String>, TextSize)> {
-    let mut v = Imports { base, found: Vec::new() };
-    v.visit_body(body);
-    v.found
+    found
 }
 
 /// The parsed file of `module` (a module or a package's `__init__`).
@@ -124,37 +112,28 @@ fn provides(shared: &Shared, module: &str, name: &str, depth: usize) -> bool {
     stars.iter().any(|m| provides(shared, m, name, depth + 1))
 }
 
+/// The modules of a module's `from m import *` statements, wherever its
+/// own code runs them (an `if`, a `try` and its handlers, a loop).
 fn collect_stars(body: &[Stmt], package: &str, out: &mut Vec<String>) {
-    for stmt in body {
-        match stmt {
-            Stmt::ImportFrom(i) if i.names.iter().any(|a| a.name.id.as_str() == "*") => {
-                let m = i.module.as_ref().map(|m| m.id.to_string());
-                let target = if i.level == 0 {
-                    m
-                } else {
-                    let mut base = package.to_string();
-                    for _ in 1..i.level {
-                        base = base.rsplit_once('.').map_or(String::new(), |(p, _)| p.to_string());
-                    }
-                    Some(match m {
-                        Some(m) => format!("{base}.{m}"),
-                        None => base,
-                    })
-                };
-                out.extend(target);
-            }
-            Stmt::If(s) => {
-                collect_stars(&s.body, package, out);
-                for c in &s.elif_else_clauses {
-                    collect_stars(&c.body, package, out);
-                }
-            }
-            Stmt::Try(t) => {
-                collect_stars(&t.body, package, out);
-                collect_stars(&t.orelse, package, out);
-            }
-            _ => {}
+    for stmt in walk::statements(body, Scope::Own) {
+        let Stmt::ImportFrom(i) = stmt else { continue };
+        if !i.names.iter().any(|a| a.name.id.as_str() == "*") {
+            continue;
         }
+        let m = i.module.as_ref().map(|m| m.id.to_string());
+        let target = if i.level == 0 {
+            m
+        } else {
+            let mut base = package.to_string();
+            for _ in 1..i.level {
+                base = base.rsplit_once('.').map_or(String::new(), |(p, _)| p.to_string());
+            }
+            Some(match m {
+                Some(m) => format!("{base}.{m}"),
+                None => base,
+            })
+        };
+        out.extend(target);
     }
 }
 

@@ -15,8 +15,11 @@
 //! The review protocol asks that every hunk of a `.diff` correspond to an
 //! intentional patch. A hunk nothing accounts for is upstream code the
 //! generator dropped on its own (a module-level statement that is not a
-//! class, function, assignment, docstring or import guard) or a checked-in
-//! file edited by hand: either way, a change no config line explains.
+//! class, function, assignment, docstring or import guard): a change no
+//! config line explains. (A checked-in file edited by hand is not this
+//! rule's business: `patchgen check` reports it as drift, `patchgen explain
+//! FILE:LINE` names the line a hand edit, and the language server flags it
+//! as you type.)
 //!
 //! ## Example
 //! ```python

@@ -36,9 +36,9 @@ use ruff_text_size::Ranged;
 
 use super::super::{LintContext, Rule};
 use patchgen_config::plan::{Loc, PatchType};
-use patchgen_config::source::ParsedFile;
 use patchgen_core::survey::signature::{ParamKind, Signature};
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
+use patchgen_python::pysource::ParsedFile;
 
 pub const RULE: Rule = Rule {
     code: "PG203",

@@ -45,8 +45,9 @@
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
-use super::super::{LintContext, Rule, patched, pyfacts};
+use super::super::{LintContext, Rule, patched};
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG302",
@@ -66,7 +67,7 @@ pub fn is_output_name(name: &str) -> bool {
 /// The output constructions of a function body: `(class name, call)`.
 pub fn output_calls(body: &[Stmt]) -> Vec<(&str, &ExprCall)> {
     let mut out = Vec::new();
-    for expr in pyfacts::body_exprs(body) {
+    for expr in walk::expressions(body, Scope::Own) {
         if let Expr::Call(call) = expr
             && let Expr::Name(n) = &*call.func
             && is_output_name(n.id.as_str())
@@ -90,7 +91,7 @@ pub fn filled(call: &ExprCall) -> Option<Vec<&str>> {
 /// `x["f"] = ...` anywhere in the function.
 pub fn set_later<'a>(func: &'a StmtFunctionDef, call: &ExprCall) -> Vec<&'a str> {
     let mut bound: Vec<&str> = Vec::new();
-    pyfacts::walk_body(&func.body, &mut |stmt| {
+    walk::for_each_statement(&func.body, Scope::Own, |stmt| {
         if let Stmt::Assign(a) = stmt
             && a.value.range() == call.range()
         {
@@ -105,7 +106,7 @@ pub fn set_later<'a>(func: &'a StmtFunctionDef, call: &ExprCall) -> Vec<&'a str>
     if bound.is_empty() {
         return out;
     }
-    pyfacts::walk_body(&func.body, &mut |stmt| {
+    walk::for_each_statement(&func.body, Scope::Own, |stmt| {
         let targets: Vec<&Expr> = match stmt {
             Stmt::Assign(a) => a.targets.iter().collect(),
             Stmt::AugAssign(a) => vec![&*a.target],

@@ -59,8 +59,9 @@ use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
 use super::super::{LintContext, Rule, patched, pyfacts};
-use patchgen_config::source::ParsedFile;
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::facts;
 
 pub const RULE: Rule = Rule {
     code: "PG303",
@@ -101,17 +102,6 @@ pub fn has_returns_section(doc: &str) -> bool {
     doc.lines().any(|l| l.trim_start().starts_with("Return"))
 }
 
-/// The docstring of a function or class body (first statement, a string).
-pub fn docstring(body: &[Stmt]) -> Option<String> {
-    match body.first()? {
-        Stmt::Expr(e) => match &*e.value {
-            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// What a class's `__doc__` is, statically.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ClassDoc {
@@ -126,8 +116,8 @@ pub enum ClassDoc {
 /// The class's own doc: its docstring, or a class-level `__doc__ = ...`
 /// of string literals and module-level string constants joined with `+`.
 pub fn class_doc(file: &ParsedFile, class: &StmtClassDef) -> ClassDoc {
-    if let Some(doc) = docstring(&class.body) {
-        return ClassDoc::Text(doc);
+    if let Some(doc) = facts::docstring(&class.body) {
+        return ClassDoc::Text(doc.to_string());
     }
     for stmt in &class.body {
         if let Stmt::Assign(a) = stmt
@@ -164,7 +154,7 @@ fn const_str(file: &ParsedFile, expr: &Expr, depth: usize) -> Option<String> {
 }
 
 fn is_dataclass(class: &StmtClassDef) -> bool {
-    class.decorator_list.iter().any(|d| pyfacts::decorator_ident(d) == Some("dataclass"))
+    class.decorator_list.iter().any(|d| facts::decorator_ident(d) == Some("dataclass"))
 }
 
 /// The names an annotation mentions (`A | None`, `tuple | A`, `"A"`).
@@ -275,7 +265,7 @@ pub fn class_attributes(text: &str, classes: &[&str]) -> Vec<String> {
 }
 
 fn is_auto_docstring(method: &StmtFunctionDef) -> bool {
-    method.decorator_list.iter().any(|d| pyfacts::decorator_ident(d) == Some("auto_docstring"))
+    method.decorator_list.iter().any(|d| facts::decorator_ident(d) == Some("auto_docstring"))
 }
 
 fn check(ctx: &LintContext) -> Vec<Diagnostic> {
@@ -284,7 +274,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         if !is_auto_docstring(m.method) {
             continue;
         }
-        let doc = docstring(&m.method.body).unwrap_or_default();
+        let doc = facts::docstring(&m.method.body).unwrap_or_default();
         let qual = m.qualname();
         if let Some(returns) = &m.method.returns
             && !has_returns_section(&doc)

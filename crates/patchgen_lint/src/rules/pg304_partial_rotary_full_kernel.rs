@@ -44,8 +44,12 @@ use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::super::{LintContext, Rule, patched, pyfacts};
-use patchgen_config::source::ParsedFile;
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 pub const RULE: Rule = Rule {
     code: "PG304",
@@ -64,16 +68,16 @@ pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
     // sets it (solar_open: `kwargs.setdefault("partial_rotary_factor", 1.0)`
     // then `(..., 0.5)`, a no-op).
     let mut set: Vec<(Option<String>, String)> = Vec::new();
-    for expr in pyfacts::all_exprs(configuration.body()) {
+    for expr in walk::expressions(configuration.body(), Scope::All) {
         if found.is_some() {
             break;
         }
         match expr {
             // kwargs.setdefault("partial_rotary_factor", 0.25), rope_parameters.setdefault(..., kwargs.pop("x", 0.25))
-            Expr::Call(c) if pyfacts::last_ident(&c.func) == Some("setdefault") => {
+            Expr::Call(c) if facts::last_ident(&c.func) == Some("setdefault") => {
                 if let [Expr::StringLiteral(k), v, ..] = &*c.arguments.args {
                     let receiver = match &*c.func {
-                        Expr::Attribute(a) => pyfacts::dotted(&a.value),
+                        Expr::Attribute(a) => facts::dotted(&a.value),
                         _ => None,
                     };
                     let key = (receiver, k.value.to_str().to_string());
@@ -108,7 +112,7 @@ pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
             stmts.extend(c.body.iter());
             for m in &c.body {
                 if let Stmt::FunctionDef(f) = m {
-                    pyfacts::walk_body(&f.body, &mut |s| stmts.push(s));
+                    walk::for_each_statement(&f.body, Scope::Own, |s| stmts.push(s));
                     for p in f.parameters.args.iter().chain(&f.parameters.kwonlyargs) {
                         if let Some(d) = &p.default
                             && found.is_none()
@@ -124,14 +128,7 @@ pub fn partial_rotary(configuration: &ParsedFile) -> Option<String> {
         if found.is_some() {
             break;
         }
-        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-            Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => (vec![&*a.target], v),
-                None => continue,
-            },
-            _ => continue,
-        };
+        let Some((targets, value)) = facts::assignment(stmt) else { continue };
         for t in targets {
             let key = match t {
                 Expr::Name(n) => n.id.to_string(),
@@ -196,7 +193,7 @@ fn opslot_variant<'a>(generated: &'a ParsedFile, name: &str) -> Option<(&'a str,
             continue;
         }
         if let Expr::Call(c) = &*a.value
-            && pyfacts::last_ident(&c.func) == Some("OpSlot")
+            && facts::last_ident(&c.func) == Some("OpSlot")
             && let Some(Expr::StringLiteral(v)) = c.arguments.args.get(1)
         {
             return Some((v.value.to_str(), a.start()));
@@ -214,14 +211,14 @@ fn is_kernel_name(name: &str) -> bool {
 /// kernel: `(call start, callee text, where an OpSlot "full" is declared)`.
 pub fn full_head_call(generated: &ParsedFile, func: &StmtFunctionDef) -> Option<(TextSize, String, Option<TextSize>)> {
     let q = pyfacts::param_names(&func.parameters).first().map(|s| s.to_string())?;
-    for expr in pyfacts::body_exprs(&func.body) {
+    for expr in walk::expressions(&func.body, Scope::Own) {
         let Expr::Call(call) = expr else { continue };
         let passes_q = call.arguments.args.iter().any(|a| matches!(a, Expr::Name(n) if n.id.as_str() == q))
             || call.arguments.keywords.iter().any(|k| matches!(&k.value, Expr::Name(n) if n.id.as_str() == q));
         if !passes_q {
             continue;
         }
-        let Some(callee) = pyfacts::last_ident(&call.func) else {
+        let Some(callee) = facts::last_ident(&call.func) else {
             continue;
         };
         if callee == "rotate_half" {

@@ -39,12 +39,14 @@
 
 use rustc_hash::FxHashSet;
 
-use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef};
+use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 
-use super::super::{LintContext, Rule, genmap::OriginKind, package, patched, pyfacts};
-use patchgen_config::source::ParsedFile;
+use super::super::{LintContext, Rule, genmap::OriginKind, package, patched};
+use crate::automodel::{automodel_calls, model_class_for, model_class_for_call, sub_config_class};
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG306",
@@ -55,130 +57,6 @@ pub const RULE: Rule = Rule {
     check,
     check_project: None,
 };
-
-/// `AutoModel*.from_config(<config>.<attr>)` in the methods of a class:
-/// the call and `<attr>`.
-pub fn automodel_calls(class: &StmtClassDef) -> Vec<(&ExprCall, String)> {
-    let mut out = Vec::new();
-    for stmt in &class.body {
-        let Stmt::FunctionDef(f) = stmt else { continue };
-        out.extend(automodel_calls_in(&f.body));
-    }
-    out
-}
-
-/// `AutoModel*.from_config(<config>.<attr>)` in a function body: the call
-/// and `<attr>`.
-pub fn automodel_calls_in(body: &[Stmt]) -> Vec<(&ExprCall, String)> {
-    let mut out = Vec::new();
-    for expr in pyfacts::body_exprs(body) {
-        let Expr::Call(c) = expr else { continue };
-        let Expr::Attribute(a) = &*c.func else {
-            continue;
-        };
-        if a.attr.id.as_str() != "from_config" && a.attr.id.as_str() != "_from_config" {
-            continue;
-        }
-        if !matches!(&*a.value, Expr::Name(n) if n.id.as_str().starts_with("AutoModel")) {
-            continue;
-        }
-        let arg = c.arguments.args.first().or_else(|| {
-            c.arguments
-                .keywords
-                .iter()
-                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "config"))
-                .map(|k| &k.value)
-        });
-        if let Some(Expr::Attribute(sub)) = arg {
-            out.push((c, sub.attr.id.to_string()));
-        }
-    }
-    out
-}
-
-/// The configuration class `attr` (`vision_config`) names in a composite
-/// configuration's `sub_configs = {"vision_config": X, ...}`.
-pub fn sub_config_class(configuration: &ParsedFile, attr: &str) -> Option<String> {
-    for stmt in configuration.body() {
-        let Stmt::ClassDef(c) = stmt else { continue };
-        for s in &c.body {
-            let (target, value) = match s {
-                Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
-                Stmt::AnnAssign(a) => match &a.value {
-                    Some(v) => (&*a.target, &**v),
-                    None => continue,
-                },
-                _ => continue,
-            };
-            if !matches!(target, Expr::Name(n) if n.id.as_str() == "sub_configs") {
-                continue;
-            }
-            let Expr::Dict(d) = value else { continue };
-            for item in &d.items {
-                if let (Some(Expr::StringLiteral(k)), Expr::Name(v)) = (&item.key, &item.value)
-                    && k.value.to_str() == attr
-                {
-                    return Some(v.id.to_string());
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The class a generated module declares for a configuration class
-/// (`config: X` or `config_class = X` in its body), preferring a `…Model`.
-pub fn model_class_for<'a>(body: &'a [Stmt], config_class: &str) -> Option<&'a StmtClassDef> {
-    let declares = |c: &StmtClassDef| model_class_declares(c, config_class);
-    let candidates: Vec<&StmtClassDef> = body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::ClassDef(c) if declares(c) => Some(c),
-            _ => None,
-        })
-        .collect();
-    candidates
-        .iter()
-        .find(|c| c.name.id.as_str().ends_with("Model") && !c.name.id.as_str().contains("PreTrained"))
-        .or(candidates.first())
-        .copied()
-}
-
-/// The class `AutoModel*.from_config` builds for `config_class` when the
-/// generated module has it: for `AutoModel`, [`model_class_for`]; for
-/// `AutoModelFor<Head>` (`AutoModelForCausalLM`), the declaring class named
-/// `…For<Head>` (none: `None`, the head is not in the module).
-pub fn model_class_for_call<'a>(body: &'a [Stmt], config_class: &str, call: &ExprCall) -> Option<&'a StmtClassDef> {
-    let auto = match &*call.func {
-        Expr::Attribute(a) => match &*a.value {
-            Expr::Name(n) => n.id.as_str(),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    let Some(head) = auto.strip_prefix("AutoModel").filter(|h| !h.is_empty()) else {
-        return model_class_for(body, config_class);
-    };
-    body.iter().find_map(|s| match s {
-        Stmt::ClassDef(c) if c.name.id.as_str().ends_with(head) && model_class_declares(c, config_class) => Some(c),
-        _ => None,
-    })
-}
-
-/// Whether a class body declares `config_class` (`config: X`, `config_class = X`).
-fn model_class_declares(c: &StmtClassDef, config_class: &str) -> bool {
-    c.body.iter().any(|s| match s {
-        Stmt::AnnAssign(a) => {
-            matches!(&*a.target, Expr::Name(n) if n.id.as_str() == "config")
-                && matches!(&*a.annotation, Expr::Name(n) if n.id.as_str() == config_class)
-        }
-        Stmt::Assign(a) => {
-            a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == "config_class"))
-                && matches!(&*a.value, Expr::Name(n) if n.id.as_str() == config_class)
-        }
-        _ => false,
-    })
-}
 
 /// Top-level definitions of the module that `start` uses, transitively
 /// (itself included): names loaded anywhere in their bodies.
@@ -210,17 +88,17 @@ pub fn closure(body: &[Stmt], start: &[&str]) -> Vec<String> {
             Stmt::ClassDef(c) => {
                 let mut v: Vec<&Expr> = Vec::new();
                 for b in c.bases() {
-                    v.extend(pyfacts::all_exprs_of(b));
+                    v.extend(walk::sub_expressions(b));
                 }
                 for s in &c.body {
                     if matches!(s, Stmt::FunctionDef(f) if f.name.id.as_str() == "_init_weights") {
                         continue;
                     }
-                    v.extend(pyfacts::all_exprs(std::slice::from_ref(s)));
+                    v.extend(walk::expressions(std::slice::from_ref(s), Scope::All));
                 }
                 v
             }
-            _ => pyfacts::all_exprs(std::slice::from_ref(stmt)),
+            _ => walk::expressions(std::slice::from_ref(stmt), Scope::All),
         };
         for expr in exprs {
             if let Expr::Name(n) = expr
@@ -326,41 +204,16 @@ mod tests {
     use crate::pyfacts::parsed as parse;
 
     #[test]
-    fn calls_sub_configs_and_model_classes() {
-        let cfg = parse(
-            "class VisCfg(PreTrainedConfig):\n    pass\nclass TxtCfg(PreTrainedConfig):\n    pass\n\
-class Cfg(PreTrainedConfig):\n    sub_configs = {\"vision_config\": VisCfg, \"text_config\": TxtCfg}\n",
-        );
-        assert_eq!(sub_config_class(&cfg, "vision_config").as_deref(), Some("VisCfg"));
-        assert_eq!(sub_config_class(&cfg, "audio_config"), None);
+    fn closure_follows_uses() {
         let module = parse(
             "class PreTrained(PreTrainedModel):\n    config: Cfg\n\
 class VisModel(PreTrained):\n    config: VisCfg\n    def forward(self):\n        return helper(self.blocks)\n\
 def helper(x):\n    return Block(x)\n\
-class Block(nn.Module):\n    pass\n\
-class Composite(PreTrained):\n    def __init__(self, config):\n        self.visual = AutoModel.from_config(config.vision_config)\n        self.lm = AutoModelForCausalLM.from_config(config=config.text_config)\n        self.x = Other.from_config(config.y)\n",
+class Block(nn.Module):\n    pass\n",
         );
-        let holder = pyfacts::class(module.body(), "Composite").unwrap();
-        let attrs: Vec<String> = automodel_calls(holder).into_iter().map(|(_, a)| a).collect();
-        assert_eq!(attrs, ["vision_config", "text_config"]);
-        assert_eq!(model_class_for(module.body(), "VisCfg").unwrap().name.id.as_str(), "VisModel");
         let mut used = closure(module.body(), &["VisModel"]);
         used.sort();
         assert_eq!(used, ["Block", "PreTrained", "VisModel", "helper"]);
-    }
-
-    #[test]
-    fn an_automodel_for_a_head_builds_that_head() {
-        let module = parse(
-            "class TxtModel(P):\n    config: TxtCfg\nclass TxtForCausalLM(P):\n    config: TxtCfg\n\
-class C(P):\n    def __init__(self, config):\n        self.a = AutoModel.from_config(config.text_config)\n        self.b = AutoModelForCausalLM.from_config(config.text_config)\n        self.c = AutoModelForImageClassification.from_config(config.text_config)\n",
-        );
-        let holder = pyfacts::class(module.body(), "C").unwrap();
-        let built: Vec<Option<String>> = automodel_calls(holder)
-            .into_iter()
-            .map(|(call, _)| model_class_for_call(module.body(), "TxtCfg", call).map(|c| c.name.id.to_string()))
-            .collect();
-        assert_eq!(built, [Some("TxtModel".into()), Some("TxtForCausalLM".into()), None]);
     }
 
     #[test]

@@ -40,9 +40,13 @@ use std::path::{Path, PathBuf};
 use ruff_python_ast::{CmpOp, Expr, Stmt};
 use ruff_text_size::Ranged;
 
-use super::super::{ProjectContext, Rule, package, pyfacts};
-use patchgen_config::source::ParsedFile;
+use crate::{ProjectContext, Rule, package, toy_config};
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 pub const RULE: Rule = Rule {
     code: "PG402",
@@ -56,7 +60,7 @@ pub const RULE: Rule = Rule {
 
 /// Whether an expression reads a tensor's `.shape` (`t.shape[1]`, `t.shape`).
 fn reads_shape(expr: &Expr) -> bool {
-    pyfacts::all_exprs_of(expr).iter().any(|e| matches!(e, Expr::Attribute(a) if a.attr.id.as_str() == "shape"))
+    walk::sub_expressions(expr).iter().any(|e| matches!(e, Expr::Attribute(a) if a.attr.id.as_str() == "shape"))
 }
 
 /// The first `if` that compares a `.shape` with `==` and transposes in one
@@ -71,7 +75,7 @@ pub fn shape_dispatch(module: &ParsedFile) -> Option<usize> {
         let mut tests = vec![&*i.test];
         tests.extend(i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()));
         let compares_shape = tests.iter().any(|t| {
-            pyfacts::all_exprs_of(t).iter().any(
+            walk::sub_expressions(t).iter().any(
                 |e| matches!(e, Expr::Compare(c) if c.ops.iter().any(|o| matches!(o, CmpOp::Eq)) && reads_shape(e)),
             )
         });
@@ -81,25 +85,25 @@ pub fn shape_dispatch(module: &ParsedFile) -> Option<usize> {
         let mut bodies: Vec<&[Stmt]> = vec![&i.body];
         bodies.extend(i.elif_else_clauses.iter().map(|c| &c.body[..]));
         let transposes = bodies.iter().any(|b| {
-            pyfacts::body_exprs(b).iter().any(|e| {
-                matches!(e, Expr::Call(c) if matches!(pyfacts::last_ident(&c.func), Some("transpose" | "permute" | "swapaxes")))
+            walk::expressions(b, Scope::Own).iter().any(|e| {
+                matches!(e, Expr::Call(c) if matches!(facts::last_ident(&c.func), Some("transpose" | "permute" | "swapaxes")))
             })
         });
         if transposes {
             found = Some(module.line_of(i.start()));
         }
     };
-    walk_all(module.body(), &mut visit);
+    walk::for_each_statement(module.body(), Scope::All, &mut visit);
     found
 }
 
 /// Whether the module raises on an ambiguous layout.
 pub fn raises_on_ambiguity(module: &ParsedFile) -> bool {
     let mut found = false;
-    walk_all(module.body(), &mut |s| {
+    walk::for_each_statement(module.body(), Scope::All, |s| {
         if let Stmt::Raise(r) = s
             && let Some(exc) = &r.exc
-            && pyfacts::all_exprs_of(exc).iter().any(|e| match e {
+            && walk::sub_expressions(exc).iter().any(|e| match e {
                 Expr::StringLiteral(l) => l.value.to_str().to_ascii_lowercase().contains("ambiguous"),
                 Expr::FString(f) => module.text[f.range()].to_ascii_lowercase().contains("ambiguous"),
                 _ => false,
@@ -109,55 +113,6 @@ pub fn raises_on_ambiguity(module: &ParsedFile) -> bool {
         }
     });
     found
-}
-
-fn walk_all<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
-    for s in body {
-        f(s);
-        match s {
-            Stmt::FunctionDef(d) => walk_all(&d.body, f),
-            Stmt::ClassDef(c) => walk_all(&c.body, f),
-            Stmt::If(i) => {
-                walk_all(&i.body, f);
-                for c in &i.elif_else_clauses {
-                    walk_all(&c.body, f);
-                }
-            }
-            Stmt::For(x) => walk_all(&x.body, f),
-            Stmt::While(x) => walk_all(&x.body, f),
-            Stmt::With(x) => walk_all(&x.body, f),
-            Stmt::Try(t) => {
-                walk_all(&t.body, f);
-                for h in &t.handlers {
-                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                    walk_all(&h.body, f);
-                }
-                walk_all(&t.orelse, f);
-                walk_all(&t.finalbody, f);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The text configuration of a model config JSON (`thinker_config.text_config`,
-/// `text_config`, or the config itself) with its `model_type`s.
-pub fn text_dims(config: &serde_json::Value) -> (Vec<String>, Option<u64>, Option<u64>) {
-    let text = config
-        .get("thinker_config")
-        .and_then(|t| t.get("text_config"))
-        .or_else(|| config.get("text_config"))
-        .unwrap_or(config);
-    let mut types = Vec::new();
-    for v in [config, text] {
-        if let Some(t) = v.get("model_type").and_then(|t| t.as_str())
-            && !types.iter().any(|x| x == t)
-        {
-            types.push(t.to_string());
-        }
-    }
-    let num = |k: &str| text.get(k).and_then(|v| v.as_u64());
-    (types, num("hidden_size"), num("moe_intermediate_size"))
 }
 
 /// Which fused projections a (hidden, moe_intermediate) pair makes ambiguous.
@@ -184,7 +139,7 @@ fn factory_module(init: &ParsedFile, dir: &Path, factory: &str) -> Option<PathBu
             level = i.level;
         }
     };
-    walk_all(init.body(), &mut visit);
+    walk::for_each_statement(init.body(), Scope::All, &mut visit);
     let module = module?;
     if level != 1 {
         return None;
@@ -195,15 +150,7 @@ fn factory_module(init: &ParsedFile, dir: &Path, factory: &str) -> Option<PathBu
 
 fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for ctx in project.configs {
-        let Some(init) = ctx.package_init() else {
-            continue;
-        };
-        if seen.contains(&init.path) {
-            continue;
-        }
-        seen.push(init.path.clone());
+    for (ctx, init) in project.package_inits() {
         let Some(dir) = init.path.parent() else {
             continue;
         };
@@ -223,11 +170,8 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
                 continue;
             }
             for (toy, json) in ctx.shared.toy_configs() {
-                let (types, hidden, inter) = text_dims(json);
-                let matches = types.iter().any(|t| {
-                    keys.iter()
-                        .any(|k| k == t || format!("{k}_text") == *t || t.strip_suffix("_text") == Some(k.as_str()))
-                });
+                let (types, hidden, inter) = toy_config::text_dims(json);
+                let matches = keys.iter().any(|k| toy_config::is_for_model(&types, k));
                 let (Some(h), Some(i)) = (hidden, inter) else {
                     continue;
                 };
@@ -276,15 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn dims_and_ambiguity() {
-        let omni: serde_json::Value = serde_json::from_str(
-            r#"{"model_type": "qwen3_omni_moe", "thinker_config": {"text_config": {"model_type": "qwen3_omni_moe_text", "hidden_size": 256, "moe_intermediate_size": 128}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            text_dims(&omni),
-            (vec!["qwen3_omni_moe".into(), "qwen3_omni_moe_text".into()], Some(256), Some(128))
-        );
+    fn ambiguity() {
         assert_eq!(ambiguous(256, 128).len(), 1);
         assert_eq!(ambiguous(16, 16).len(), 1);
         assert!(ambiguous(2048, 768).is_empty());

@@ -42,6 +42,7 @@ use ruff_text_size::Ranged;
 
 use super::super::{LintContext, Rule, patched, pyfacts};
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::semantic::facts;
 use ruff_python_ast::Stmt;
 
 pub const RULE: Rule = Rule {
@@ -70,13 +71,13 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             class
                 .decorator_list
                 .iter()
-                .find(|d| pyfacts::decorator_ident(d) == Some(HUB_DECORATOR))
+                .find(|d| facts::decorator_ident(d) == Some(HUB_DECORATOR))
                 .filter(|_| pyfacts::builds_experts(class, &ctx.generated.text))
         };
         let (deco, message, help) = match class
             .decorator_list
             .iter()
-            .find(|d| pyfacts::decorator_ident(d) == Some(DECORATOR))
+            .find(|d| facts::decorator_ident(d) == Some(DECORATOR))
         {
             Some(d) => (
                 d,

@@ -41,6 +41,7 @@ use ruff_text_size::Ranged;
 use super::super::{LintContext, Rule, pyfacts};
 use patchgen_config::plan::PatchType;
 use patchgen_diagnostics::{Diagnostic, Severity};
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG404",
@@ -58,7 +59,7 @@ pub const PARAM: &str = "intermediate_size";
 /// A call in `body` that builds `class` with `intermediate_size`
 /// (as a keyword, or a second positional argument): its offset.
 pub fn call_with_size(body: &[Stmt], class: &str) -> Option<ruff_text_size::TextSize> {
-    for expr in pyfacts::all_exprs(body) {
+    for expr in walk::expressions(body, Scope::All) {
         let Expr::Call(c) = expr else { continue };
         if !matches!(&*c.func, Expr::Name(n) if n.id.as_str() == class) {
             continue;
@@ -116,7 +117,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use patchgen_config::source::ParsedFile;
+    use patchgen_python::pysource::ParsedFile;
     use std::path::PathBuf;
 
     #[test]

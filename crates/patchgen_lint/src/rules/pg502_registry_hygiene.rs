@@ -41,14 +41,14 @@
 //!         ...
 //! ```
 
-use std::path::PathBuf;
-
 use ruff_python_ast::{CmpOp, Expr, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
 use super::super::{ProjectContext, Rule, package, pyfacts};
-use patchgen_config::source::ParsedFile;
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::facts;
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG502",
@@ -66,14 +66,7 @@ pub fn model_types(configuration: &ParsedFile) -> Vec<String> {
     for stmt in configuration.body() {
         let Stmt::ClassDef(c) = stmt else { continue };
         for s in &c.body {
-            let (target, value) = match s {
-                Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
-                Stmt::AnnAssign(a) => match &a.value {
-                    Some(v) => (&*a.target, &**v),
-                    None => continue,
-                },
-                _ => continue,
-            };
+            let Some((target, value)) = facts::one_target_assignment(s) else { continue };
             if let (Expr::Name(n), Expr::StringLiteral(v)) = (target, value)
                 && n.id.as_str() == "model_type"
             {
@@ -87,7 +80,7 @@ pub fn model_types(configuration: &ParsedFile) -> Vec<String> {
 /// The `"<s>" in <param>` tests of a function, in source order: (s, offset).
 pub fn dispatch_tests<'a>(function: &'a StmtFunctionDef, param: &str) -> Vec<(&'a str, ruff_text_size::TextSize)> {
     let mut out = Vec::new();
-    for expr in pyfacts::body_exprs(&function.body) {
+    for expr in walk::expressions(&function.body, Scope::Own) {
         let Expr::Compare(c) = expr else { continue };
         if c.ops.len() != 1 || !matches!(c.ops[0], CmpOp::In) {
             continue;
@@ -119,7 +112,7 @@ pub fn shadowed<'a>(
 /// `param = param or ...`, `if param is None`, `if not param`.
 pub fn guards_none(function: &StmtFunctionDef, param: &str) -> bool {
     let mut found = false;
-    pyfacts::walk_body(&function.body, &mut |s| match s {
+    walk::for_each_statement(&function.body, Scope::Own, |s| match s {
         Stmt::Assign(a)
             if a.targets.iter().any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == param))
                 && matches!(&*a.value, Expr::BoolOp(_) | Expr::If(_)) =>
@@ -150,15 +143,7 @@ fn first_param(function: &StmtFunctionDef) -> Option<&str> {
 
 fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for ctx in project.configs {
-        let Some(init) = ctx.package_init() else {
-            continue;
-        };
-        if seen.contains(&init.path) {
-            continue;
-        }
-        seen.push(init.path.clone());
+    for (ctx, init) in project.package_inits() {
         // model_types of every configuration module this package's configs patch.
         let mut types: Vec<String> = Vec::new();
         for other in project.configs.iter().filter(|o| o.package_init().is_some_and(|i| i.path == init.path)) {

@@ -35,9 +35,10 @@ use std::path::{Path, PathBuf};
 
 use ruff_python_ast::Expr;
 
-use super::super::{ProjectContext, Rule, package, pyfacts};
-use patchgen_config::source::ParsedFile;
+use crate::{ProjectContext, Rule, package, toy_config};
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
+use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub const RULE: Rule = Rule {
     code: "PG503",
@@ -75,7 +76,7 @@ fn table_files(root: &Path) -> Vec<PathBuf> {
 
 /// The string literals of a table file.
 pub fn strings(table: &ParsedFile) -> Vec<String> {
-    pyfacts::all_exprs(table.body())
+    walk::expressions(table.body(), Scope::All)
         .into_iter()
         .filter_map(|e| match e {
             Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
@@ -89,10 +90,9 @@ pub fn strings(table: &ParsedFile) -> Vec<String> {
 pub fn covers(strings: &[String], key: &str, toy_types: &[(String, Vec<String>)]) -> bool {
     strings.iter().any(|s| {
         s == key
-            || toy_types.iter().any(|(dir, types)| {
-                types.iter().any(|t| t == key || t.strip_suffix("_text") == Some(key) || format!("{key}_text") == *t)
-                    && s.split('/').any(|part| part == dir)
-            })
+            || toy_types
+                .iter()
+                .any(|(dir, types)| toy_config::is_for_model(types, key) && s.split('/').any(|part| part == dir))
     })
 }
 
@@ -114,19 +114,11 @@ fn check_project(project: &ProjectContext) -> Vec<Diagnostic> {
         .iter()
         .filter_map(|(path, json)| {
             let dir = path.parent()?.file_name()?.to_string_lossy().into_owned();
-            let (types, _, _) = super::pg402_converter_shape_ambiguity::text_dims(json);
+            let (types, _, _) = toy_config::text_dims(json);
             Some((dir, types))
         })
         .collect();
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for ctx in project.configs {
-        let Some(init) = ctx.package_init() else {
-            continue;
-        };
-        if seen.contains(&init.path) {
-            continue;
-        }
-        seen.push(init.path.clone());
+    for (ctx, init) in project.package_inits() {
         for reg in package::model_registrations(init) {
             let missing: Vec<&PathBuf> =
                 tables.iter().filter(|(_, s)| !covers(s, &reg.key, &toy_types)).map(|(p, _)| p).collect();

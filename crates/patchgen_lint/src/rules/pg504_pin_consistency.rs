@@ -32,8 +32,12 @@
 use ruff_python_ast::Expr;
 use ruff_text_size::Ranged;
 
-use super::super::{LintContext, Rule, pyfacts};
+use super::super::{LintContext, Rule};
 use patchgen_diagnostics::{Diagnostic, Location, Severity};
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 pub const RULE: Rule = Rule {
     code: "PG504",
@@ -124,9 +128,9 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             .related(Location::line(py.to_path_buf(), line), "generated header"),
         );
     }
-    for expr in pyfacts::all_exprs(ctx.config.body()) {
+    for expr in walk::expressions(ctx.config.body(), Scope::All) {
         let Expr::Call(c) = expr else { continue };
-        if pyfacts::last_ident(&c.func) != Some("is_transformers_version_greater_or_equal_to") {
+        if facts::last_ident(&c.func) != Some("is_transformers_version_greater_or_equal_to") {
             continue;
         }
         let Some(Expr::StringLiteral(v)) = c.arguments.args.first() else {

@@ -53,6 +53,21 @@ pub enum RemoteError {
     /// index naming missing files, ...), already located.
     #[error("{0}")]
     Checkpoint(String),
+    /// The Hub refused the request and said why (`X-Error-Code`).
+    #[error("{0}")]
+    Hub(Box<super::hub::HubError>),
+}
+
+impl RemoteError {
+    /// The file is not there (a plain 404, or the Hub's `EntryNotFound`),
+    /// as opposed to a repository, revision or access problem.
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            RemoteError::NotFound { .. } => true,
+            RemoteError::Hub(h) => h.is_entry_not_found(),
+            _ => false,
+        }
+    }
 }
 
 impl From<crate::error::MoeError> for RemoteError {

@@ -15,6 +15,7 @@
 //! and any other URL is an error.
 
 pub mod error;
+pub mod hub;
 pub mod open;
 pub mod store;
 pub mod transfer;
@@ -75,6 +76,13 @@ fn hub_cache(url: &RemoteUrl, env: &Env) -> Result<PathBuf, RemoteError> {
     let commit = std::fs::read_to_string(model.join("refs").join(revision))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| revision.clone());
+    // A ref file holds a commit hash; anything that could climb is refused.
+    if commit.is_empty() || matches!(commit.as_str(), "." | "..") || commit.contains(['/', '\\']) {
+        return Err(RemoteError::Offline {
+            url: url.to_string(),
+            why: format!("the Hub cache's ref `{revision}` holds `{commit}`, not a commit"),
+        });
+    }
     let mut dir = model.join("snapshots").join(commit);
     if !subdir.is_empty() {
         dir = dir.join(subdir);

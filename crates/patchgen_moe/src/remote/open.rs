@@ -44,7 +44,7 @@ pub async fn open(remote: &Remote) -> Result<Opened, RemoteError> {
         let missing: Vec<&String> = files
             .iter()
             .zip(&results)
-            .filter(|(_, r)| matches!(r, Err(RemoteError::NotFound { .. })))
+            .filter(|(_, r)| r.as_ref().is_err_and(RemoteError::is_not_found))
             .map(|(f, _)| f)
             .collect();
         if !missing.is_empty() {
@@ -60,7 +60,7 @@ pub async fn open(remote: &Remote) -> Result<Opened, RemoteError> {
             let ck = Checkpoint::from_shards(dir, None, vec![h]).map_err(RemoteError::Checkpoint)?;
             return Ok(Opened { ck, names: vec![SINGLE.into()] });
         }
-        Err(RemoteError::NotFound { .. }) => {}
+        Err(e) if e.is_not_found() => {}
         Err(e) => return Err(e),
     }
     let none = || {
@@ -93,7 +93,9 @@ pub async fn config(remote: &Remote) -> Result<Option<MoeDims>, RemoteError> {
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         RemoteError::Checkpoint(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))
     })?;
-    Ok(Some(MoeDims::from_value(&path, &v)))
+    let dims = MoeDims::from_value(&path, &v).map_err(RemoteError::from)?;
+    dims.check_sizes().map_err(RemoteError::Checkpoint)?;
+    Ok(Some(dims))
 }
 
 /// The validated header of shard `name`.

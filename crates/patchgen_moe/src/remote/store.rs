@@ -31,6 +31,7 @@ use object_store::{
 };
 
 use super::error::{Credential, RemoteError, classify};
+use super::hub::{self, HubRepo};
 use super::url::{Bucket, Place, RemoteUrl};
 use patchgen_core::settings::Env;
 
@@ -70,6 +71,8 @@ pub struct Remote {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     credential: Credential,
+    /// On the Hub: the repository, and what the Hub said about refused requests.
+    hub: Option<HubRepo>,
     pub stats: Arc<Stats>,
 }
 
@@ -149,6 +152,7 @@ impl Remote {
         // proxies, ...) and get only the timeouts; HTTP stores get these options.
         let secs = format!("{}s", timeout.as_secs());
         let options = ClientOptions::new().with_timeout(timeout).with_connect_timeout(Duration::from_secs(10));
+        let mut hub_repo = None;
         let (store, prefix, credential): (Arc<dyn ObjectStore>, String, Credential) = match &url.place {
             Place::Hub { repo, revision, subdir } => {
                 let endpoint = var(env, "HF_ENDPOINT")
@@ -168,12 +172,15 @@ impl Remote {
                 }
                 let base = format!("{endpoint}/{repo}/resolve/{revision}");
                 let options = options.with_default_headers(headers).with_allow_http(endpoint.starts_with("http://"));
+                let answers = hub::Answers::default();
                 let store = object_store::http::HttpBuilder::new()
                     .with_url(base)
                     .with_client_options(options)
                     .with_retry(retry)
+                    .with_http_connector(hub::Connector(answers.clone()))
                     .build()
                     .map_err(bad)?;
+                hub_repo = Some(HubRepo { endpoint, repo: repo.clone(), revision: revision.clone(), answers });
                 (Arc::new(store), subdir.clone(), credential)
             }
             Place::Http { base } => {
@@ -249,7 +256,7 @@ impl Remote {
                 (Arc::new(store), prefix.clone(), cred)
             }
         };
-        Ok(Remote { url: url.clone(), store, prefix, credential, stats: Arc::default() })
+        Ok(Remote { url: url.clone(), store, prefix, credential, hub: hub_repo, stats: Arc::default() })
     }
 
     fn path(&self, name: &str) -> ObjPath {
@@ -262,7 +269,15 @@ impl Remote {
     }
 
     fn fault(&self, name: &str, e: object_store::Error) -> RemoteError {
-        classify(&self.display(name), e, &self.credential)
+        self.hub_error(name).unwrap_or_else(|| classify(&self.display(name), e, &self.credential))
+    }
+
+    /// What the Hub said about the refused request of `name`, in its words
+    /// (`hub`), when it said something.
+    fn hub_error(&self, name: &str) -> Option<RemoteError> {
+        let hub = self.hub.as_ref()?;
+        let e = hub.error_for(&self.display(name), self.path(name).as_ref(), &self.credential)?;
+        Some(RemoteError::Hub(Box::new(e)))
     }
 
     fn count(&self, n: usize) {
@@ -278,7 +293,11 @@ impl Remote {
     pub async fn get_all(&self, name: &str) -> Result<Option<Bytes>, RemoteError> {
         let r = match self.store.get(&self.path(name)).await {
             Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            // Only the file is missing, not the repository or the revision.
+            Err(object_store::Error::NotFound { .. }) => match self.hub_error(name) {
+                Some(e) if !e.is_not_found() => return Err(e),
+                _ => return Ok(None),
+            },
             Err(e) => return Err(self.fault(name, e)),
         };
         let size = r.meta.size;

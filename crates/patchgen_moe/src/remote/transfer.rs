@@ -251,6 +251,7 @@ async fn write_shard(
         };
         let mut stream = futures::stream::iter(ops.iter()).map(spawn).buffered(ahead(&ops));
         while let Some(chunks) = stream.next().await {
+            crate::cancel::interrupted().map_err(RemoteError::Checkpoint)?;
             let chunks = chunks.map_err(|e| RemoteError::Checkpoint(format!("a read task failed: {e}")))?;
             for b in chunks? {
                 sink.write(&b).await?;
@@ -278,10 +279,8 @@ async fn verify_shard(out: &Reader, name: &str, tensors: &[OutTensor], src: &Rea
         return Err(fail(format!("verify: {name}: {size} bytes, too short")));
     }
     let n = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
-    if 8 + n > size {
-        return Err(fail(format!("verify: {name}: a header of {n} bytes in a file of {size}")));
-    }
-    let json = out.read(0, 8..8 + n).await?;
+    let data = crate::convert::data_start(name, n, size).map_err(fail)?;
+    let json = out.read(0, 8..data).await?;
     let meta = check_written_header(name, n, size, &json, tensors).map_err(fail)?;
     let mut at = 0;
     let mut starts = Vec::with_capacity(tensors.len());
@@ -290,7 +289,6 @@ async fn verify_shard(out: &Reader, name: &str, tensors: &[OutTensor], src: &Rea
         starts.push(at);
         at += t.len();
     }
-    let data = 8 + n;
     let ops = ops(tensors);
     let mut stream =
         futures::stream::iter(ops.iter()).map(|op| both(src, out, data, op)).buffered(ahead(&ops).div_ceil(2));

@@ -31,6 +31,9 @@ impl Bucket {
     }
 }
 
+/// Longest address accepted (what browsers and object stores handle).
+pub const MAX_URL: usize = 2048;
+
 /// Where a remote checkpoint lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -63,7 +66,27 @@ impl RemoteUrl {
     pub fn parse(s: &str) -> Result<Option<RemoteUrl>, UrlError> {
         let Some((scheme, rest)) = s.split_once("://") else { return Ok(None) };
         let err = |m: &str| UrlError { url: s.to_string(), message: m.to_string() };
+        // The HTTP stack refuses (and object_store then panics on) longer URIs.
+        if s.len() > MAX_URL {
+            let shown: String = s.chars().take(60).collect();
+            return Err(UrlError {
+                url: format!("{shown}…"),
+                message: format!("{} bytes: an address is at most {MAX_URL}", s.len()),
+            });
+        }
         let rest = rest.trim_end_matches('/');
+        // Git's rule for paths: no segment may climb, stay or be empty, so
+        // no address reaches outside its repository, bucket or cache.
+        if let Some(bad) = rest.split('/').find(|seg| {
+            matches!(*seg, "" | "." | "..") || seg.split_once('@').is_some_and(|(_, r)| matches!(r, "" | "." | ".."))
+        }) {
+            return Err(err(&format!(
+                "the segment `{bad}` is empty, `.` or `..`: an address names its files without climbing"
+            )));
+        }
+        if let Some(c) = rest.chars().find(|c| c.is_control()) {
+            return Err(err(&format!("a control character ({:?}) in the address", c)));
+        }
         let (dir, file) = split_file(rest);
         let place = match scheme {
             "hf" => {
@@ -79,6 +102,10 @@ impl RemoteUrl {
                 if org.is_empty() || name.is_empty() || revision.is_empty() {
                     return Err(err("expected hf://ORG/REPO[@REVISION][/SUBDIR]"));
                 }
+                let id_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+                if !org.chars().all(id_char) || !name.chars().all(id_char) {
+                    return Err(err("a Hub repository id has only letters, digits, `-`, `_` and `.`"));
+                }
                 Place::Hub { repo: format!("{org}/{name}"), revision, subdir }
             }
             "s3" | "gs" | "az" => {
@@ -90,6 +117,9 @@ impl RemoteUrl {
                 let (bucket, prefix) = dir.split_once('/').unwrap_or((dir, ""));
                 if bucket.is_empty() {
                     return Err(err(&format!("expected {scheme}://BUCKET[/PREFIX]")));
+                }
+                if let Some(why) = bad_bucket(kind, bucket) {
+                    return Err(err(&why));
                 }
                 Place::Bucket { kind, bucket: bucket.to_string(), prefix: prefix.to_string() }
             }
@@ -145,6 +175,40 @@ impl fmt::Display for RemoteUrl {
     }
 }
 
+/// Why `name` is not a valid bucket (container) name for `kind`: S3's
+/// rules (3–63 of `a-z 0-9 . -`, a letter or digit at both ends, no `..`),
+/// Cloud Storage's (also `_`; up to 222 with dots, 63 between them), or
+/// Azure's containers (3–63 of `a-z 0-9 -`, no `--`, a letter or digit
+/// at both ends).
+fn bad_bucket(kind: Bucket, name: &str) -> Option<String> {
+    let (allowed, max, rules): (&dyn Fn(char) -> bool, usize, &str) = match kind {
+        Bucket::S3 => (
+            &|c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-',
+            63,
+            "S3 bucket names are 3-63 lowercase letters, digits, `.` and `-`",
+        ),
+        Bucket::Gcs => (
+            &|c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'),
+            if name.contains('.') { 222 } else { 63 },
+            "Cloud Storage bucket names are 3-63 lowercase letters, digits, `.`, `-` and `_`",
+        ),
+        Bucket::Azure => (
+            &|c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-',
+            63,
+            "Azure container names are 3-63 lowercase letters, digits and `-`",
+        ),
+    };
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let ok = (3..=max).contains(&name.len())
+        && name.chars().all(allowed)
+        && ends(name.chars().next())
+        && ends(name.chars().last())
+        && !name.contains("..")
+        && !(kind == Bucket::Azure && name.contains("--"))
+        && !(kind == Bucket::Gcs && name.split('.').any(|p| p.len() > 63));
+    (!ok).then(|| format!("`{name}` is not a valid bucket name: {rules}, starting and ending with a letter or digit"))
+}
+
 /// `(dir, Some(file))` when the last segment is a `.safetensors` file.
 fn split_file(rest: &str) -> (&str, Option<String>) {
     match rest.rsplit_once('/') {
@@ -180,15 +244,37 @@ mod tests {
     #[test]
     fn buckets_http_and_paths() {
         assert_eq!(
-            p("s3://b/some/prefix").place,
-            Place::Bucket { kind: Bucket::S3, bucket: "b".into(), prefix: "some/prefix".into() }
+            p("s3://bkt/some/prefix").place,
+            Place::Bucket { kind: Bucket::S3, bucket: "bkt".into(), prefix: "some/prefix".into() }
         );
-        assert_eq!(p("gs://b").place, Place::Bucket { kind: Bucket::Gcs, bucket: "b".into(), prefix: String::new() });
-        assert_eq!(p("az://c/x").dir(), "az://c/x");
+        assert_eq!(
+            p("gs://bkt").place,
+            Place::Bucket { kind: Bucket::Gcs, bucket: "bkt".into(), prefix: String::new() }
+        );
+        assert_eq!(p("az://cnt/x").dir(), "az://cnt/x");
         assert_eq!(p("https://host:8080/a/b/").place, Place::Http { base: "https://host:8080/a/b".into() });
-        assert!(p("s3://b/p").can_list() && !p("http://h/d").can_list());
+        assert!(p("s3://bkt/p").can_list() && !p("http://h/d").can_list());
         assert_eq!(RemoteUrl::parse("./ckpt").unwrap(), None);
         assert_eq!(RemoteUrl::parse("/abs/model.safetensors").unwrap(), None);
+        // Climbing, empty segments and invalid buckets are refused before any request.
+        for bad in [
+            "hf://../x",
+            "hf://org/repo@..",
+            "hf://org/repo/../../../..",
+            "hf://org//repo",
+            "hf://org/re po",
+            "s3://b ucket/x",
+            "s3://bucket/a/./b",
+            "s3://ab",
+            "s3://Bucket/x",
+            "gs://-b/x",
+            "az://a--b/x",
+            "https://h/a/../b",
+            &format!("hf://{}/x", "o".repeat(3000)),
+        ] {
+            assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
+        }
+        assert!(RemoteUrl::parse("gs://my_bucket.example/x").is_ok());
         let e = RemoteUrl::parse("ftp://x/y").unwrap_err();
         assert!(e.to_string().starts_with("ftp://x/y: unknown scheme"), "{e}");
     }

@@ -5,7 +5,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ruff_python_ast::{ModModule, Stmt};
@@ -54,10 +54,73 @@ pub struct SyntaxProblem {
     pub message: String,
 }
 
+/// How much text [`ParsedFile::parse_shared`] keeps parsed, in bytes of
+/// the texts (a parse holds its text and a tree several times its size):
+/// every upstream module a run reads, many times over (the 29 configs of
+/// VeOmni's tree read 18 modules, 1.2 MB of text), yet a bound for a
+/// language server that lives for days.
+pub const SHARED_PARSE_BUDGET: usize = 16 << 20;
+
 /// Files parsed through [`ParsedFile::parse_shared`], by path: the text each
-/// was parsed from, and the parse.
-type SharedParses = Mutex<HashMap<PathBuf, (String, Arc<ParsedFile>)>>;
-static SHARED: OnceLock<SharedParses> = OnceLock::new();
+/// was parsed from and the parse, the least recently used dropped once the
+/// texts pass the budget.
+struct ParseCache {
+    budget: usize,
+    /// The bytes of the texts kept.
+    bytes: usize,
+    /// A use counter: an entry's last use orders the evictions.
+    clock: u64,
+    entries: HashMap<PathBuf, CachedParse>,
+}
+
+struct CachedParse {
+    text: String,
+    file: Arc<ParsedFile>,
+    used: u64,
+}
+
+impl ParseCache {
+    fn new(budget: usize) -> ParseCache {
+        ParseCache { budget, bytes: 0, clock: 0, entries: HashMap::new() }
+    }
+
+    /// The parse of `path` from this very text, if kept (and now the most
+    /// recently used).
+    fn get(&mut self, path: &Path, text: &str) -> Option<Arc<ParsedFile>> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(path).filter(|e| e.text == text)?;
+        entry.used = self.clock;
+        Some(Arc::clone(&entry.file))
+    }
+
+    /// Keep `file`, parsed from `text`, as `path`'s parse (replacing an
+    /// older text's), then drop the least recently used past the budget. A
+    /// text over the whole budget is not kept.
+    fn insert(&mut self, path: PathBuf, text: &str, file: Arc<ParsedFile>) {
+        if let Some(old) = self.entries.remove(&path) {
+            self.bytes -= old.text.len();
+        }
+        if text.len() > self.budget {
+            return;
+        }
+        self.clock += 1;
+        self.bytes += text.len();
+        self.entries.insert(path, CachedParse { text: text.to_string(), file, used: self.clock });
+        while self.bytes > self.budget {
+            let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.used).map(|(p, _)| p.clone()) else { break };
+            if let Some(gone) = self.entries.remove(&oldest) {
+                self.bytes -= gone.text.len();
+            }
+        }
+    }
+}
+
+static SHARED: OnceLock<Mutex<ParseCache>> = OnceLock::new();
+
+fn shared() -> std::sync::MutexGuard<'static, ParseCache> {
+    let cache = SHARED.get_or_init(|| Mutex::new(ParseCache::new(SHARED_PARSE_BUDGET)));
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 impl ParsedFile {
     /// [`ParsedFile::parse`], memoised for the process: the file parsed
@@ -65,18 +128,21 @@ impl ParsedFile {
     /// again (compared byte for byte, so never a stale one). For files that
     /// outlive one run, the upstream modules: the language server's checks
     /// and the rounds and lints of `patchgen new` parse them once. Only the
-    /// last text of each path is kept; a syntax error is not kept.
+    /// last text of each path is kept, the least recently used paths are
+    /// dropped past [`SHARED_PARSE_BUDGET`]; a syntax error is not kept.
     pub fn parse_shared(path: PathBuf, raw_text: &str) -> Result<Arc<ParsedFile>, SyntaxProblem> {
-        let shared = SHARED.get_or_init(SharedParses::default);
-        let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((text, file)) = lock().get(&path)
-            && text == raw_text
-        {
-            return Ok(Arc::clone(file));
+        if let Some(file) = shared().get(&path, raw_text) {
+            return Ok(file);
         }
         let file = Arc::new(ParsedFile::parse(path.clone(), raw_text)?);
-        lock().insert(path, (raw_text.to_string(), Arc::clone(&file)));
+        shared().insert(path, raw_text, Arc::clone(&file));
         Ok(file)
+    }
+
+    /// The bytes of text [`ParsedFile::parse_shared`] keeps parsed now (at
+    /// most [`SHARED_PARSE_BUDGET`]).
+    pub fn shared_parse_bytes() -> usize {
+        shared().bytes
     }
 
     /// Parse `raw_text` (already decoded to `str`); `Err` carries the first
@@ -326,5 +392,48 @@ mod shared_tests {
         // A syntax error is returned, not kept.
         assert!(ParsedFile::parse_shared(path.clone(), "x = = 1\n").is_err());
         assert!(Arc::ptr_eq(&back, &ParsedFile::parse_shared(path, "x = 1\n").unwrap()));
+    }
+
+    #[test]
+    fn the_cache_drops_the_least_recently_used_past_its_budget() {
+        let parse = |name: &str, text: &str| Arc::new(ParsedFile::parse(PathBuf::from(name), text).unwrap());
+        let text = |n: usize| format!("x = {}\n", "9".repeat(n));
+        let mut cache = ParseCache::new(100);
+        for (i, name) in ["a.py", "b.py", "c.py"].into_iter().enumerate() {
+            let t = text(26 + i);
+            cache.insert(PathBuf::from(name), &t, parse(name, &t));
+        }
+        assert_eq!(cache.bytes, 31 + 32 + 33);
+        // `a` used last: `b` goes when `d` comes.
+        assert!(cache.get(Path::new("a.py"), &text(26)).is_some());
+        let d = text(30);
+        cache.insert(PathBuf::from("d.py"), &d, parse("d.py", &d));
+        assert!(cache.bytes <= 100, "{} bytes kept", cache.bytes);
+        let mut kept: Vec<&str> = cache.entries.keys().map(|p| p.to_str().unwrap()).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["a.py", "c.py", "d.py"]);
+        assert_eq!(cache.bytes, 31 + 33 + 35);
+        // Another text at a path replaces the old one's bytes; a text over
+        // the whole budget is not kept, and takes the old one with it.
+        let a2 = text(10);
+        cache.insert(PathBuf::from("a.py"), &a2, parse("a.py", &a2));
+        assert_eq!(cache.bytes, 15 + 33 + 35);
+        let big = text(200);
+        cache.insert(PathBuf::from("a.py"), &big, parse("a.py", &big));
+        assert_eq!(cache.bytes, 33 + 35);
+        assert!(cache.get(Path::new("a.py"), &big).is_none());
+    }
+
+    #[test]
+    fn the_shared_cache_stays_under_its_budget() {
+        // Modules of 1 MiB each (one string: quick to parse), twice the
+        // budget's worth: never more kept than the budget.
+        let body = format!("x = '{}'\n", "a".repeat(1 << 20));
+        for i in 0..2 * SHARED_PARSE_BUDGET / (1 << 20) {
+            let path = PathBuf::from(format!("/shared-parse-budget/m{i}.py"));
+            ParsedFile::parse_shared(path, &body).unwrap();
+            assert!(ParsedFile::shared_parse_bytes() <= SHARED_PARSE_BUDGET);
+        }
+        assert!(ParsedFile::shared_parse_bytes() > SHARED_PARSE_BUDGET / 2, "the cache keeps what fits");
     }
 }

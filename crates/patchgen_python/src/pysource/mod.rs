@@ -28,7 +28,7 @@
 //!   name, kind: ParamKind, default: Option<String> }] }` (Display: Python's
 //!   notation); `decorators(list, text)` → `[DecoratorInfo { name, text }]`;
 //!   `decorator_name(&Decorator)` → dotted name without call arguments;
-//!   `dotted_name(&Expr)`; `bases(&StmtClassDef, text)`; `one_line(text)`;
+//!   `bases(&StmtClassDef, text)`; `one_line(text)`;
 //!   `FunctionInfo::of(def, file)`.
 //! - [`defs`]: `class(body, name)` / `function(body, name)` (the last
 //!   definition wins, as in the namespace), `methods(class)`,

@@ -530,7 +530,7 @@ fn is_literal_subscript(expr: &Expr) -> bool {
     let Expr::Subscript(s) = expr else {
         return false;
     };
-    super::signature::dotted_name(&s.value).is_some_and(|n| n == "Literal" || n.ends_with(".Literal"))
+    crate::semantic::facts::dotted(&s.value).is_some_and(|n| n == "Literal" || n.ends_with(".Literal"))
 }
 
 impl<'a> Visitor<'a> for FreeNames {

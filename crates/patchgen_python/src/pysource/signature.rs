@@ -6,6 +6,8 @@
 use ruff_python_ast::{Decorator, Expr, Parameters, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
+use crate::semantic::facts::dotted;
+
 /// How a parameter can be passed (Python's `inspect.Parameter.kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -150,7 +152,7 @@ pub fn decorators(list: &[Decorator], text: &str) -> Vec<DecoratorInfo> {
         .map(|d| {
             let callee = decorator_callee(d);
             DecoratorInfo {
-                name: dotted_name(callee).unwrap_or_else(|| one_line(&text[callee.range()])),
+                name: dotted(callee).unwrap_or_else(|| one_line(&text[callee.range()])),
                 text: format!("@{}", one_line(&text[d.expression.range()])),
             }
         })
@@ -168,16 +170,7 @@ pub fn decorator_callee(d: &Decorator) -> &Expr {
 /// The dotted name of a decorator, call arguments dropped (`torch.no_grad`
 /// of `@torch.no_grad()`); `None` for other expressions (`@fns[0]`).
 pub fn decorator_name(d: &Decorator) -> Option<String> {
-    dotted_name(decorator_callee(d))
-}
-
-/// `a.b.c` for a chain of attribute accesses on a name.
-pub fn dotted_name(expr: &Expr) -> Option<String> {
-    match expr {
-        Expr::Name(n) => Some(n.id.to_string()),
-        Expr::Attribute(a) => Some(format!("{}.{}", dotted_name(&a.value)?, a.attr.id)),
-        _ => None,
-    }
+    dotted(decorator_callee(d))
 }
 
 /// A function or method as a target: where it is and what it promises.

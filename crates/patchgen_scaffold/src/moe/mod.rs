@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use patchgen_moe::modeling::{FusedExperts, fused_expert_classes_in};
 use patchgen_moe::recipes::{ExpertNaming, RecipeKind, Recipes};
+use patchgen_python::semantic::walk::{self, Scope};
 
 /// What the checkpoint converter of a new model must do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -220,7 +221,22 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
         .collect();
     let mut needs =
         MoeNeeds { model_type: input.model_type.to_string(), per_expert, experts_patched, ..MoeNeeds::default() };
-    // Experts replacement.
+    needs.lines.push(experts_line(&needs, &fused));
+    match &input.recipes {
+        Ok(recipes) => decide_converter(input, recipes, &fused, &mut needs),
+        Err(e) => {
+            needs.recipe = format!("unknown ({e})");
+            needs.lines.push(format!(
+                "checkpoint converter: undecided — the upstream's conversion recipes could not be read ({e}); check the checkpoint with `patchgen moe inspect`"
+            ));
+        }
+    }
+    expert_parallel_plan(input, fused, &mut needs);
+    needs
+}
+
+/// The experts replacement: carried or not, and each experts class's layout upstream.
+fn experts_line(needs: &MoeNeeds, fused: &[FusedExperts]) -> String {
     let all_experts: Vec<String> =
         fused.iter().map(|f| f.class.clone()).chain(needs.per_expert.iter().cloned()).collect();
     let layout = |c: &str| {
@@ -235,8 +251,11 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             format!("{c} per-expert (no fused parameters)")
         }
     };
-    needs.lines.push(match (all_experts.is_empty(), needs.experts_patched.is_empty()) {
-        (true, _) => "experts replacement: no experts class upstream (`*Experts`, fused parameters): check the MoE block by hand".into(),
+    match (all_experts.is_empty(), needs.experts_patched.is_empty()) {
+        (true, _) => {
+            "experts replacement: no experts class upstream (`*Experts`, fused parameters): check the MoE block by hand"
+                .into()
+        }
         (false, true) => format!(
             "experts replacement: not carried (the template's experts patch has no counterpart or was dropped); upstream {}",
             all_experts.iter().map(|c| layout(c)).collect::<Vec<_>>().join(", ")
@@ -246,87 +265,92 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             needs.experts_patched.join(", "),
             all_experts.iter().map(|c| layout(c)).collect::<Vec<_>>().join(", ")
         ),
-    });
-    // Recipe and converter (PG401's decision).
-    match &input.recipes {
-        Ok(recipes) => {
-            let kind = recipes.checkpoint_layout_need(input.model_type);
-            let recipe = recipes.recipe(input.model_type);
-            needs.recipe = kind.label();
-            needs.recipe_alias = recipe.and_then(|r| r.alias_of.clone());
-            needs.converter_needed = !fused.is_empty() && kind.needs_conversion();
-            let via = needs.recipe_alias.as_ref().map(|a| format!(" (through the `{a}` recipe)")).unwrap_or_default();
-            let mut renamings: Result<Vec<(String, String)>, String> =
-                recipe.map(|r| r.plain_renamings().map_err(|e| e.to_string())).unwrap_or(Ok(Vec::new()));
-            if needs.converter_needed
-                && renamings.is_err()
-                && let Some(r) = recipe
-            {
-                // Regular expressions: replayed as transformers compiles them,
-                // with the base-model prefix handled around them.
-                match (replayable_renamings(r), base_model(input.module_body, input.root_class)) {
-                    (Ok(regex), Some(base)) => {
-                        needs.regex_renamings = regex;
-                        needs.base_model = Some(base);
-                        renamings = Ok(Vec::new());
-                    }
-                    (Err(e), _) => renamings = Err(e.0),
-                    (Ok(_), None) => {
-                        renamings = Err(format!(
-                            "{} (no `base_model_prefix` and base model class found from {})",
-                            renamings.unwrap_err(),
-                            input.root_class
-                        ))
-                    }
-                }
-            }
-            if needs.converter_needed {
-                needs.converter = match (&kind, &renamings) {
-                    (_, Err(_)) => None,
-                    (RecipeKind::PerExpert { naming: ExpertNaming::GateUpDown }, _) => Some(ConverterKind::PerExpert {
-                        gate: "gate_proj".into(),
-                        up: "up_proj".into(),
-                        down: "down_proj".into(),
-                    }),
-                    (RecipeKind::PerExpert { naming: ExpertNaming::W1W3W2 }, _) => {
-                        Some(ConverterKind::PerExpert { gate: "w1".into(), up: "w3".into(), down: "w2".into() })
-                    }
-                    (RecipeKind::FusedTransposed, _) => Some(ConverterKind::Transposed),
-                    _ => None,
-                };
-                needs.renamings = renamings.clone().unwrap_or_default();
-                let what = match (&needs.converter, &renamings) {
-                    (Some(_), _) => "a converter is written (checkpoint_tensor_converter.py) and __init__.py registers it (pattern B)".to_string(),
-                    (None, Err(r)) => format!("the recipe renames with a regular expression that is not replayed ({r}): write the converter by hand"),
-                    (None, Ok(_)) => "no converter template for this recipe: write it by hand".to_string(),
-                };
-                needs.lines.push(format!(
-                    "checkpoint converter: needed — transformers {} loads `{}` checkpoints {}{via}, the upstream {} has fused expert parameters, and transformers skips its recipe for the generated (custom-code) classes (PG401): {what}",
-                    input.upstream_version,
-                    input.model_type,
-                    needs.recipe,
-                    fused[0].class
-                ));
-            } else if fused.is_empty() {
-                needs.lines.push(format!(
-                    "checkpoint converter: not needed — no fused expert parameters upstream (recipe {}{via}): checkpoint keys load as they are",
-                    needs.recipe
-                ));
-            } else {
-                needs.lines.push(format!(
-                    "checkpoint converter: not needed — transformers {} has recipe {} for `{}`{via}: the checkpoint is expected in the fused layout {} declares (verify a real checkpoint with `patchgen moe inspect`)",
-                    input.upstream_version, needs.recipe, input.model_type, fused[0].class
-                ));
-            }
+    }
+}
+
+/// The recipe and whether a converter is needed (PG401's decision), and
+/// which one `new` writes.
+fn decide_converter(input: &MoeInput<'_>, recipes: &Recipes, fused: &[FusedExperts], needs: &mut MoeNeeds) {
+    let kind = recipes.checkpoint_layout_need(input.model_type);
+    let recipe = recipes.recipe(input.model_type);
+    needs.recipe = kind.label();
+    needs.recipe_alias = recipe.and_then(|r| r.alias_of.clone());
+    needs.converter_needed = !fused.is_empty() && kind.needs_conversion();
+    let via = needs.recipe_alias.as_ref().map(|a| format!(" (through the `{a}` recipe)")).unwrap_or_default();
+    if !needs.converter_needed {
+        needs.lines.push(if fused.is_empty() {
+            format!(
+                "checkpoint converter: not needed — no fused expert parameters upstream (recipe {}{via}): checkpoint keys load as they are",
+                needs.recipe
+            )
+        } else {
+            format!(
+                "checkpoint converter: not needed — transformers {} has recipe {} for `{}`{via}: the checkpoint is expected in the fused layout {} declares (verify a real checkpoint with `patchgen moe inspect`)",
+                input.upstream_version, needs.recipe, input.model_type, fused[0].class
+            )
+        });
+        return;
+    }
+    let renamings = converter_renamings(input, recipe, needs);
+    needs.converter = match (&kind, &renamings) {
+        (_, Err(_)) => None,
+        (RecipeKind::PerExpert { naming: ExpertNaming::GateUpDown }, _) => {
+            Some(ConverterKind::PerExpert { gate: "gate_proj".into(), up: "up_proj".into(), down: "down_proj".into() })
         }
-        Err(e) => {
-            needs.recipe = format!("unknown ({e})");
-            needs.lines.push(format!(
-                "checkpoint converter: undecided — the upstream's conversion recipes could not be read ({e}); check the checkpoint with `patchgen moe inspect`"
-            ));
+        (RecipeKind::PerExpert { naming: ExpertNaming::W1W3W2 }, _) => {
+            Some(ConverterKind::PerExpert { gate: "w1".into(), up: "w3".into(), down: "w2".into() })
+        }
+        (RecipeKind::FusedTransposed, _) => Some(ConverterKind::Transposed),
+        _ => None,
+    };
+    needs.renamings = renamings.clone().unwrap_or_default();
+    let what = match (&needs.converter, &renamings) {
+        (Some(_), _) => {
+            "a converter is written (checkpoint_tensor_converter.py) and __init__.py registers it (pattern B)"
+                .to_string()
+        }
+        (None, Err(r)) => format!(
+            "the recipe renames with a regular expression that is not replayed ({r}): write the converter by hand"
+        ),
+        (None, Ok(_)) => "no converter template for this recipe: write it by hand".to_string(),
+    };
+    needs.lines.push(format!(
+        "checkpoint converter: needed — transformers {} loads `{}` checkpoints {}{via}, the upstream {} has fused expert parameters, and transformers skips its recipe for the generated (custom-code) classes (PG401): {what}",
+        input.upstream_version,
+        input.model_type,
+        needs.recipe,
+        fused[0].class
+    ));
+}
+
+/// The recipe's renamings a needed converter replays: plain ones, else
+/// regular expressions as transformers compiles them with the base-model
+/// prefix handled around them (`needs.regex_renamings`, `needs.base_model`);
+/// `Err` with why they are not replayed.
+fn converter_renamings(
+    input: &MoeInput<'_>,
+    recipe: Option<&patchgen_moe::recipes::Recipe>,
+    needs: &mut MoeNeeds,
+) -> Result<Vec<(String, String)>, String> {
+    let renamings: Result<Vec<(String, String)>, String> =
+        recipe.map(|r| r.plain_renamings().map_err(|e| e.to_string())).unwrap_or(Ok(Vec::new()));
+    let (Err(plain), Some(r)) = (&renamings, recipe) else { return renamings };
+    match (replayable_renamings(r), base_model(input.module_body, input.root_class)) {
+        (Ok(regex), Some(base)) => {
+            needs.regex_renamings = regex;
+            needs.base_model = Some(base);
+            Ok(Vec::new())
+        }
+        (Err(e), _) => Err(e.0),
+        (Ok(_), None) => {
+            Err(format!("{plain} (no `base_model_prefix` and base model class found from {})", input.root_class))
         }
     }
-    // Expert-parallel plan.
+}
+
+/// The fused expert parameters' FQNs, and whether the template's
+/// `parallel_plan.py` shards exactly those.
+fn expert_parallel_plan(input: &MoeInput<'_>, fused: Vec<FusedExperts>, needs: &mut MoeNeeds) {
     let classes = class_index(input.module_body);
     for f in &fused {
         for path in paths_to(&classes, input.root_class, &f.class) {
@@ -359,7 +383,6 @@ pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
             if needs.ep_model_keys.is_empty() { "" } else { "; parallel_plan.py written with this model's keys" }
         ),
     });
-    needs
 }
 
 /// Classes by name, with their bases.
@@ -395,29 +418,17 @@ fn init_assignments<'a>(classes: &[&'a StmtClassDef], class: &str, depth: usize)
         return bases.iter().flat_map(|b| init_assignments(classes, b, depth - 1)).collect();
     };
     let mut out = Vec::new();
-    fn walk<'a>(body: &'a [Stmt], out: &mut Vec<(String, &'a Expr)>) {
-        for s in body {
-            match s {
-                Stmt::Assign(a) => {
-                    for t in &a.targets {
-                        if let Expr::Attribute(at) = t
-                            && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
-                        {
-                            out.push((at.attr.to_string(), &*a.value));
-                        }
-                    }
+    walk::for_each_statement(&init.body, Scope::Own, |s| {
+        if let Stmt::Assign(a) = s {
+            for t in &a.targets {
+                if let Expr::Attribute(at) = t
+                    && matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                {
+                    out.push((at.attr.to_string(), &*a.value));
                 }
-                Stmt::If(i) => {
-                    walk(&i.body, out);
-                    for c in &i.elif_else_clauses {
-                        walk(&c.body, out);
-                    }
-                }
-                _ => {}
             }
         }
-    }
-    walk(&init.body, &mut out);
+    });
     out
 }
 

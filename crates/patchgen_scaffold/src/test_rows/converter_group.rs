@@ -35,6 +35,7 @@ use super::rename::ModelNames;
 use super::{Planned, Request, RowCopy, SkipReason, TableRows, write};
 use crate::moe::ConverterKind;
 use patchgen_python::pysource::ParsedFile;
+use patchgen_python::semantic::facts::{self, Loads};
 
 /// The converter `new` wrote.
 #[derive(Clone, Debug)]
@@ -46,9 +47,10 @@ pub struct Written<'a> {
     pub renamings: Vec<(String, String)>,
 }
 
-/// Names a statement loads.
+/// Names a statement loads (function bodies included: a converter
+/// group's functions need what they call).
 fn loaded(stmt: &Stmt) -> BTreeSet<String> {
-    stmt_identifiers(stmt, false).into_iter().map(|(_, n)| n).collect()
+    facts::loaded_names(std::slice::from_ref(stmt), Loads::Anywhere).into_iter().collect()
 }
 
 /// The names a module-level statement defines (not imports).
@@ -181,217 +183,295 @@ pub(crate) fn plan(
     let Some(src) = src else {
         return Planned::Skip(SkipReason::SharedLine, "not read".into());
     };
-    let body = file.body();
+    let _ = rel;
     for donor in donors {
-        let Some((import_at, import)) = converter_import(body, donor) else { continue };
-        let imported: BTreeSet<String> =
-            import.names.iter().map(|a| a.asname.as_ref().unwrap_or(&a.name).as_str().to_string()).collect();
-        // The group: statements using an imported name, then what they use.
-        let mut group: BTreeSet<usize> = body
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !matches!(s, Stmt::Import(_) | Stmt::ImportFrom(_)))
-            .filter(|(_, s)| loaded(s).iter().any(|n| imported.contains(n)))
-            .map(|(i, _)| i)
-            .collect();
-        loop {
-            let wanted: BTreeSet<String> = group.iter().flat_map(|&i| loaded(&body[i])).collect();
-            let more: Vec<usize> = body
-                .iter()
-                .enumerate()
-                .filter(|(i, s)| !group.contains(i) && defined(s).iter().any(|d| wanted.contains(d)))
-                .map(|(i, _)| i)
-                .collect();
-            if more.is_empty() {
-                break;
-            }
-            group.extend(more);
+        if let Some(found) = find_group(req, file.body(), donor) {
+            return copy_group(req, written, src, file, &found);
         }
-        if group.is_empty() {
-            continue;
-        }
-        let group: Vec<usize> = group.into_iter().collect();
-        let own: Vec<String> = group
-            .iter()
-            .flat_map(|&i| defined(&body[i]))
-            .filter(|n| !n.contains(&donor.prefix) && !n.contains(&donor.hf))
-            .collect();
-        let renames = Renames {
-            from_prefix: donor.prefix.clone(),
-            to_prefix: req.new.prefix.clone(),
-            from_hf: donor.hf.clone(),
-            to_hf: req.new.hf.clone(),
-            own,
-        };
-        let written_defs = module_defs(written.text);
-        let mut todos: Vec<String> = Vec::new();
-        // The import, renamed.
-        let import_range = body[import_at].range();
-        let import_edits: Vec<(TextRange, String)> =
-            import.names.iter().filter_map(|a| renames.rename(a.name.as_str()).map(|n| (a.name.range(), n))).collect();
-        let new_import = apply(&file.text[import_range], usize::from(import_range.start()), import_edits);
-        let module = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
-        let new_module = {
-            let mut parts: Vec<&str> = module.split('.').collect();
-            let n = parts.len();
-            parts[n - 2] = &req.new.hf;
-            parts.join(".")
-        };
-        let new_import = new_import.replacen(module, &new_module, 1);
-        for a in import.names.iter() {
-            let name = renames.rename(a.name.as_str()).unwrap_or_else(|| a.name.as_str().to_string());
-            if !written_defs.contains(&name) {
-                todos.push(format!("`{name}` is not defined by the converter `new` wrote ({new_module})"));
-            }
-        }
-        // Constructor.
-        let donor_path = req.root.join(format!("{}.py", module.replace('.', "/")));
-        let theirs =
-            std::fs::read_to_string(&donor_path).ok().and_then(|t| init_params(&t, "CheckpointTensorConverter"));
-        let ours = init_params(written.text, "CheckpointTensorConverter");
-        if let (Some(t), Some(o)) = (&theirs, &ours)
-            && t != o
-        {
-            todos.push(format!(
-                "{}'s converter takes ({}), {}'s takes ({}): adapt the constructor calls",
-                donor.hf,
-                t.join(", "),
-                req.new.hf,
-                o.join(", ")
-            ));
-        }
-        // Keys and messages.
-        let group_strings: Vec<String> = group.iter().flat_map(|&i| strings_of_stmt(&body[i])).collect();
-        let group_text: String = group.iter().map(|&i| &file.text[body[i].range()]).collect();
-        let per_expert_theirs =
-            group_text.contains("experts.{") || group_strings.iter().any(|s| s.contains(".experts.0."));
-        match &written.kind {
-            ConverterKind::PerExpert { gate, up, down } => {
-                if !per_expert_theirs {
-                    todos.push(format!("{}'s tests feed fused checkpoint keys; {}'s converter stacks per-expert `experts.{{j}}.{gate}/{up}/{down}.weight` keys: adapt the keys", donor.hf, req.new.hf));
-                } else if ![gate, up, down]
-                    .iter()
-                    .all(|p| group_strings.iter().any(|s| s == *p || s.contains(&format!(".{p}"))))
-                {
-                    todos.push(format!("the checkpoint keys here are {}'s; {}'s converter reads `experts.{{j}}.{gate}/{up}/{down}.weight`: adapt the keys", donor.hf, req.new.hf));
-                }
-            }
-            ConverterKind::Transposed => {
-                if per_expert_theirs {
-                    todos.push(format!("{}'s tests feed per-expert keys; {}'s converter transposes fused `experts.gate_up_proj`/`down_proj`: adapt the keys and shapes", donor.hf, req.new.hf));
-                }
-                if !group_text.to_lowercase().contains("ambiguous") {
-                    todos.push(format!("add the ambiguous-layout checks: {}'s converter must raise for hidden == 2 * intermediate (gate/up) and hidden == intermediate (down)", req.new.hf));
-                }
-            }
-        }
-        for (a, b) in &written.renamings {
-            todos.push(format!(
-                "{}'s converter also renames `{a}` → `{b}`: feed a key with `{a}` and expect `{b}`",
-                req.new.hf
-            ));
-        }
-        for s in raises_matches(body, &group) {
-            if !written.text.contains(&s) {
-                todos.push(format!(
-                    "`match=\"{s}\"` is {}'s message; {}'s converter does not raise it: adapt the match",
-                    donor.hf, req.new.hf
-                ));
-            }
-        }
-        match (dim(body, &group, "HIDDEN"), dim(body, &group, "INTERMEDIATE")) {
-            (Some((_, h)), Some((_, i))) if h == i || h == 2 * i => todos.push(format!(
-                "the dims are not pairwise distinct (hidden {h}, intermediate {i}): overlapping dims hide dispatch bugs"
-            )),
-            _ => {}
-        }
-        // The copied group text.
-        let mut text = String::new();
-        text.push_str("\n\n# ---------------------------------------------------------------------------\n");
-        text.push_str(&format!(
-            "# Tests for {}CheckpointTensorConverter (copied from {}'s by `patchgen new`)\n",
-            req.new.prefix, donor.hf
-        ));
-        text.push_str("# ---------------------------------------------------------------------------\n");
-        for t in &todos {
-            text.push_str(&format!("# TODO(patchgen new): {t}\n"));
-        }
-        let mut prev: Option<usize> = None;
-        for &i in &group {
-            let s = &body[i];
-            let r = s.range();
-            let edits: Vec<(TextRange, String)> = stmt_identifiers(s, true)
-                .into_iter()
-                .filter_map(|(r, id)| renames.rename(&id).map(|n| (r, n)))
-                .collect();
-            let start = src.line_starts[src.line_of(usize::from(r.start()))];
-            let stmt_text = apply(&file.text[start..usize::from(r.end())], start, edits);
-            // Adjacent statements keep their spacing (constants stay
-            // together); others get the two blank lines of top level.
-            let blank = match prev {
-                Some(p) if p + 1 == i => {
-                    let gap_from = src.line_of(usize::from(body[p].range().end()));
-                    let gap_to = src.line_of(usize::from(r.start()));
-                    (gap_from + 1..gap_to).filter(|l| !src.comment_lines.contains(l)).count().min(2)
-                }
-                _ => 2,
-            };
-            text.push_str(&"\n".repeat(blank));
-            text.push_str(&stmt_text);
-            text.push('\n');
-            prev = Some(i);
-        }
-        let last = *group.last().unwrap_or(&0);
-        let after = src.line_of(usize::from(body[last].range().end()));
-        // The import where isort puts it: before the first `from` import of
-        // the same package whose module sorts after it.
-        let import_before = body
-            .iter()
-            .filter_map(|s| match s {
-                Stmt::ImportFrom(f) => Some((s, f.module.as_ref()?.as_str())),
-                _ => None,
-            })
-            .filter(|(_, m)| m.split('.').next() == new_module.split('.').next())
-            .find(|(_, m)| m.to_lowercase() > new_module.to_lowercase())
-            .map(|(s, _)| src.line_of(usize::from(s.range().start())))
-            .unwrap_or_else(|| src.line_of(usize::from(import_range.end())) + 1);
-        let import_text = format!("{new_import}\n");
-        let insertions = vec![
-            write::Insertion { before: import_before, text: import_text.clone(), owner: (0, 0, 1) },
-            write::Insertion { before: after + 1, text: text.clone(), owner: (0, 1, 1) },
-        ];
-        let class_names: Vec<String> = group
-            .iter()
-            .filter_map(|&i| match &body[i] {
-                Stmt::ClassDef(c) => renames.rename(c.name.as_str()),
-                _ => None,
-            })
-            .collect();
-        let id = class_names
-            .iter()
-            .map(|c| c.trim_start_matches("Test").to_string())
-            .reduce(|a, b| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).map(|(x, _)| x).collect())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| req.new.prefix.clone());
-        let table = TableRows {
-            table: format!("the {} converter test group", donor.hf),
-            after_line: after + 1,
-            donor: donor.hf.clone(),
-            rows: vec![
-                RowCopy { id: None, text: import_text.clone(), todos: Vec::new(), resets: Vec::new() },
-                RowCopy { id: Some(id), text, todos, resets: Vec::new() },
-            ],
-            tests: class_names,
-            other_ids: Vec::new(),
-        };
-        let _ = rel;
-        return Planned::Edit { insertions, tables: vec![table], donor: donor.hf.clone(), notes: Vec::new() };
     }
     let names: Vec<&str> = donors.iter().map(|d| d.hf.as_str()).collect();
     Planned::Skip(
         SkipReason::NoSiblingRow,
         format!("no converter test group for {}: no group written", names.join(" or ")),
     )
+}
+
+/// A sibling's converter test group, and how its copy renames.
+struct Found<'a> {
+    body: &'a [Stmt],
+    donor: &'a ModelNames,
+    /// The statement importing the sibling's converter module.
+    import_at: usize,
+    import: &'a ruff_python_ast::StmtImportFrom,
+    /// The group's statements, in file order.
+    group: Vec<usize>,
+    renames: Renames,
+}
+
+/// `donor`'s group: the module-level statements that use a name imported
+/// from its converter module, then what they use, transitively.
+fn find_group<'a>(req: &Request<'_>, body: &'a [Stmt], donor: &'a ModelNames) -> Option<Found<'a>> {
+    let (import_at, import) = converter_import(body, donor)?;
+    let imported: BTreeSet<String> =
+        import.names.iter().map(|a| a.asname.as_ref().unwrap_or(&a.name).as_str().to_string()).collect();
+    let mut group: BTreeSet<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !matches!(s, Stmt::Import(_) | Stmt::ImportFrom(_)))
+        .filter(|(_, s)| loaded(s).iter().any(|n| imported.contains(n)))
+        .map(|(i, _)| i)
+        .collect();
+    loop {
+        let wanted: BTreeSet<String> = group.iter().flat_map(|&i| loaded(&body[i])).collect();
+        let more: Vec<usize> = body
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| !group.contains(i) && defined(s).iter().any(|d| wanted.contains(d)))
+            .map(|(i, _)| i)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        group.extend(more);
+    }
+    if group.is_empty() {
+        return None;
+    }
+    let group: Vec<usize> = group.into_iter().collect();
+    let own: Vec<String> = group
+        .iter()
+        .flat_map(|&i| defined(&body[i]))
+        .filter(|n| !n.contains(&donor.prefix) && !n.contains(&donor.hf))
+        .collect();
+    let renames = Renames {
+        from_prefix: donor.prefix.clone(),
+        to_prefix: req.new.prefix.clone(),
+        from_hf: donor.hf.clone(),
+        to_hf: req.new.hf.clone(),
+        own,
+    };
+    Some(Found { body, donor, import_at, import, group, renames })
+}
+
+/// The group copied for the new model after the sibling's, its import
+/// where isort puts it, and the TODOs where a test cannot hold.
+fn copy_group(
+    req: &Request<'_>,
+    written: &Written<'_>,
+    src: &Source<'_>,
+    file: &ParsedFile,
+    found: &Found<'_>,
+) -> Planned {
+    let (new_import, new_module) = renamed_import(req, file, found);
+    let mut todos = import_todos(found, written, &new_module);
+    todos.extend(constructor_todo(req, written, found));
+    todos.extend(key_todos(req, written, file, found));
+    todos.extend(dims_todo(found));
+    let text = group_text(req, src, file, found, &todos);
+    let (body, donor) = (found.body, found.donor);
+    let last = *found.group.last().unwrap_or(&0);
+    let after = src.line_of(usize::from(body[last].range().end()));
+    let import_before = import_line(src, found, &new_module);
+    let import_text = format!("{new_import}\n");
+    let insertions = vec![
+        write::Insertion { before: import_before, text: import_text.clone(), owner: (0, 0, 1) },
+        write::Insertion { before: after + 1, text: text.clone(), owner: (0, 1, 1) },
+    ];
+    let class_names: Vec<String> = found
+        .group
+        .iter()
+        .filter_map(|&i| match &body[i] {
+            Stmt::ClassDef(c) => found.renames.rename(c.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let id = class_names
+        .iter()
+        .map(|c| c.trim_start_matches("Test").to_string())
+        .reduce(|a, b| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).map(|(x, _)| x).collect())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| req.new.prefix.clone());
+    let table = TableRows {
+        table: format!("the {} converter test group", donor.hf),
+        after_line: after + 1,
+        donor: donor.hf.clone(),
+        rows: vec![
+            RowCopy { id: None, text: import_text.clone(), todos: Vec::new(), resets: Vec::new() },
+            RowCopy { id: Some(id), text, todos, resets: Vec::new() },
+        ],
+        tests: class_names,
+        other_ids: Vec::new(),
+    };
+    Planned::Edit { insertions, tables: vec![table], donor: donor.hf.clone(), notes: Vec::new() }
+}
+
+/// The sibling's converter import with the names renamed and the model
+/// directory replaced: the new import statement and module.
+fn renamed_import(req: &Request<'_>, file: &ParsedFile, found: &Found<'_>) -> (String, String) {
+    let import = found.import;
+    let import_range = found.body[found.import_at].range();
+    let import_edits: Vec<(TextRange, String)> = import
+        .names
+        .iter()
+        .filter_map(|a| found.renames.rename(a.name.as_str()).map(|n| (a.name.range(), n)))
+        .collect();
+    let new_import = apply(&file.text[import_range], usize::from(import_range.start()), import_edits);
+    let module = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+    let new_module = {
+        let mut parts: Vec<&str> = module.split('.').collect();
+        let n = parts.len();
+        parts[n - 2] = &req.new.hf;
+        parts.join(".")
+    };
+    let new_import = new_import.replacen(module, &new_module, 1);
+    (new_import, new_module)
+}
+
+/// The imported names the written converter does not define.
+fn import_todos(found: &Found<'_>, written: &Written<'_>, new_module: &str) -> Vec<String> {
+    let written_defs = module_defs(written.text);
+    found
+        .import
+        .names
+        .iter()
+        .map(|a| found.renames.rename(a.name.as_str()).unwrap_or_else(|| a.name.as_str().to_string()))
+        .filter(|name| !written_defs.contains(name))
+        .map(|name| format!("`{name}` is not defined by the converter `new` wrote ({new_module})"))
+        .collect()
+}
+
+/// The two converters' constructors, when they differ.
+fn constructor_todo(req: &Request<'_>, written: &Written<'_>, found: &Found<'_>) -> Option<String> {
+    let module = found.import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+    let donor_path = req.root.join(format!("{}.py", module.replace('.', "/")));
+    let theirs = std::fs::read_to_string(&donor_path).ok().and_then(|t| init_params(&t, "CheckpointTensorConverter"));
+    let ours = init_params(written.text, "CheckpointTensorConverter");
+    match (&theirs, &ours) {
+        (Some(t), Some(o)) if t != o => Some(format!(
+            "{}'s converter takes ({}), {}'s takes ({}): adapt the constructor calls",
+            found.donor.hf,
+            t.join(", "),
+            req.new.hf,
+            o.join(", ")
+        )),
+        _ => None,
+    }
+}
+
+/// The checkpoint keys and error messages the sibling's tests feed and
+/// match, against what the written converter reads and raises.
+fn key_todos(req: &Request<'_>, written: &Written<'_>, file: &ParsedFile, found: &Found<'_>) -> Vec<String> {
+    let (body, group, donor) = (found.body, &found.group, found.donor);
+    let mut todos = Vec::new();
+    let group_strings: Vec<String> = group.iter().flat_map(|&i| strings_of_stmt(&body[i])).collect();
+    let group_text: String = group.iter().map(|&i| &file.text[body[i].range()]).collect();
+    let per_expert_theirs = group_text.contains("experts.{") || group_strings.iter().any(|s| s.contains(".experts.0."));
+    match &written.kind {
+        ConverterKind::PerExpert { gate, up, down } => {
+            if !per_expert_theirs {
+                todos.push(format!("{}'s tests feed fused checkpoint keys; {}'s converter stacks per-expert `experts.{{j}}.{gate}/{up}/{down}.weight` keys: adapt the keys", donor.hf, req.new.hf));
+            } else if ![gate, up, down]
+                .iter()
+                .all(|p| group_strings.iter().any(|s| s == *p || s.contains(&format!(".{p}"))))
+            {
+                todos.push(format!("the checkpoint keys here are {}'s; {}'s converter reads `experts.{{j}}.{gate}/{up}/{down}.weight`: adapt the keys", donor.hf, req.new.hf));
+            }
+        }
+        ConverterKind::Transposed => {
+            if per_expert_theirs {
+                todos.push(format!("{}'s tests feed per-expert keys; {}'s converter transposes fused `experts.gate_up_proj`/`down_proj`: adapt the keys and shapes", donor.hf, req.new.hf));
+            }
+            if !group_text.to_lowercase().contains("ambiguous") {
+                todos.push(format!("add the ambiguous-layout checks: {}'s converter must raise for hidden == 2 * intermediate (gate/up) and hidden == intermediate (down)", req.new.hf));
+            }
+        }
+    }
+    for (a, b) in &written.renamings {
+        todos.push(format!(
+            "{}'s converter also renames `{a}` → `{b}`: feed a key with `{a}` and expect `{b}`",
+            req.new.hf
+        ));
+    }
+    for s in raises_matches(body, group) {
+        if !written.text.contains(&s) {
+            todos.push(format!(
+                "`match=\"{s}\"` is {}'s message; {}'s converter does not raise it: adapt the match",
+                donor.hf, req.new.hf
+            ));
+        }
+    }
+    todos
+}
+
+/// The protocol's pairwise-distinct dims (hidden ≠ intermediate, hidden ≠
+/// 2·intermediate), when the group's constants break it.
+fn dims_todo(found: &Found<'_>) -> Option<String> {
+    match (dim(found.body, &found.group, "HIDDEN"), dim(found.body, &found.group, "INTERMEDIATE")) {
+        (Some((_, h)), Some((_, i))) if h == i || i.checked_mul(2) == Some(h) => Some(format!(
+            "the dims are not pairwise distinct (hidden {h}, intermediate {i}): overlapping dims hide dispatch bugs"
+        )),
+        _ => None,
+    }
+}
+
+/// The copied group's text: a banner, the TODOs, then each statement
+/// renamed with its leading comments.
+fn group_text(req: &Request<'_>, src: &Source<'_>, file: &ParsedFile, found: &Found<'_>, todos: &[String]) -> String {
+    let body = found.body;
+    let mut text = String::new();
+    text.push_str("\n\n# ---------------------------------------------------------------------------\n");
+    text.push_str(&format!(
+        "# Tests for {}CheckpointTensorConverter (copied from {}'s by `patchgen new`)\n",
+        req.new.prefix, found.donor.hf
+    ));
+    text.push_str("# ---------------------------------------------------------------------------\n");
+    for t in todos {
+        text.push_str(&format!("# TODO(patchgen new): {t}\n"));
+    }
+    let mut prev: Option<usize> = None;
+    for &i in &found.group {
+        let s = &body[i];
+        let r = s.range();
+        let edits: Vec<(TextRange, String)> = stmt_identifiers(s, true)
+            .into_iter()
+            .filter_map(|(r, id)| found.renames.rename(&id).map(|n| (r, n)))
+            .collect();
+        let start = src.line_starts[src.line_of(usize::from(r.start()))];
+        let stmt_text = apply(&file.text[start..usize::from(r.end())], start, edits);
+        // Adjacent statements keep their spacing (constants stay
+        // together); others get the two blank lines of top level.
+        let blank = match prev {
+            Some(p) if p + 1 == i => {
+                let gap_from = src.line_of(usize::from(body[p].range().end()));
+                let gap_to = src.line_of(usize::from(r.start()));
+                (gap_from + 1..gap_to).filter(|l| !src.comment_lines.contains(l)).count().min(2)
+            }
+            _ => 2,
+        };
+        text.push_str(&"\n".repeat(blank));
+        text.push_str(&stmt_text);
+        text.push('\n');
+        prev = Some(i);
+    }
+    text
+}
+
+/// The line the new import goes before, where isort puts it: the first
+/// `from` import of the same package whose module sorts after it, else
+/// the line after the sibling's import.
+fn import_line(src: &Source<'_>, found: &Found<'_>, new_module: &str) -> usize {
+    let import_range = found.body[found.import_at].range();
+    found
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::ImportFrom(f) => Some((s, f.module.as_ref()?.as_str())),
+            _ => None,
+        })
+        .filter(|(_, m)| m.split('.').next() == new_module.split('.').next())
+        .find(|(_, m)| m.to_lowercase() > new_module.to_lowercase())
+        .map(|(s, _)| src.line_of(usize::from(s.range().start())))
+        .unwrap_or_else(|| src.line_of(usize::from(import_range.end())) + 1)
 }
 
 /// Every string literal in a statement.

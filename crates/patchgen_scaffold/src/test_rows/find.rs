@@ -12,6 +12,8 @@
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
+use patchgen_python::semantic::facts;
+
 /// A table: a module-level display of rows.
 pub struct Table<'a> {
     pub name: String,
@@ -224,14 +226,7 @@ pub fn tables(body: &[Stmt]) -> Vec<Table<'_>> {
     let params: Vec<_> = body.iter().flat_map(parametrizations).collect();
     let mut out = Vec::new();
     for s in body {
-        let (target, value) = match s {
-            Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
-            Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => (&*a.target, &**v),
-                None => continue,
-            },
-            _ => continue,
-        };
+        let Some((target, value)) = facts::one_target_assignment(s) else { continue };
         let Expr::Name(name) = target else { continue };
         let Some(elts) = display(value) else { continue };
         if elts.is_empty() {

@@ -1,1 +1,3 @@
 """A tiny stand-in for a HuggingFace-style model library (read as text by patchgen, never imported)."""
+
+__version__ = "1.0.0"

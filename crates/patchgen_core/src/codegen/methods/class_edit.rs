@@ -10,7 +10,7 @@ use ruff_text_size::{Ranged, TextSize};
 use super::is_empty_body_node;
 use crate::codegen::CodegenError;
 use crate::codegen::text::{indent_preserved_source, indent_width, split_leading_comments};
-use patchgen_config::source::{ParsedFile, keyword_line};
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 use patchgen_python::pytext;
 
 /// Python's `lst[a:b]` for non-negative bounds.

@@ -11,30 +11,13 @@ use ruff_python_ast::{Expr, Stmt};
 use super::text::{apply_name_map, py_replace, strip_patch_decorators_traced};
 use patchgen_config::plan::Patch;
 use patchgen_python::pytext;
+use patchgen_python::semantic::walk::{self, Scope};
 
 pub use class_edit::{ClassEdit, ClassLine, TracedClass};
 
 /// Whether any function is defined anywhere in the statements (`ast.walk`).
 fn contains_function(body: &[Stmt]) -> bool {
-    body.iter().any(|s| match s {
-        Stmt::FunctionDef(_) => true,
-        Stmt::ClassDef(c) => contains_function(&c.body),
-        Stmt::If(i) => contains_function(&i.body) || i.elif_else_clauses.iter().any(|c| contains_function(&c.body)),
-        Stmt::For(f) => contains_function(&f.body) || contains_function(&f.orelse),
-        Stmt::While(w) => contains_function(&w.body) || contains_function(&w.orelse),
-        Stmt::With(w) => contains_function(&w.body),
-        Stmt::Try(t) => {
-            contains_function(&t.body)
-                || t.handlers.iter().any(|h| {
-                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                    contains_function(&h.body)
-                })
-                || contains_function(&t.orelse)
-                || contains_function(&t.finalbody)
-        }
-        Stmt::Match(m) => m.cases.iter().any(|c| contains_function(&c.body)),
-        _ => false,
-    })
+    walk::statements(body, Scope::All).into_iter().any(|s| matches!(s, Stmt::FunctionDef(_)))
 }
 
 /// `_apply_method_override`: the cleaned replacement source, or `None` when

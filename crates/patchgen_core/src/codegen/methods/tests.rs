@@ -11,7 +11,7 @@ use ruff_text_size::Ranged;
 
 use super::class_edit::{ClassEdit, ClassShape};
 use crate::codegen::text::segment_range;
-use patchgen_config::source::{ParsedFile, keyword_line};
+use patchgen_python::pysource::{ParsedFile, keyword_line};
 use patchgen_python::pytext;
 
 const NAMES: [&str; 4] = ["forward", "__init__", "helper", "missing"];

@@ -8,6 +8,10 @@ use super::flow::{is_loss_call, keep_names};
 use super::{PARAM, Problem, analyze};
 use crate::fix::{Edit, apply};
 use crate::pyfacts;
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 /// The fix of a [`Problem::LossBeforeSlice`]: slice first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,13 +64,13 @@ pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
     let loss_at = position(call.start())?;
     // The slices of `var`.
     let is_keep = |n: &str| keep.iter().any(|k| k == n);
-    let slices: Vec<&ruff_python_ast::ExprSubscript> = pyfacts::all_exprs(body)
+    let slices: Vec<&ruff_python_ast::ExprSubscript> = walk::expressions(body, Scope::All)
         .into_iter()
         .filter_map(|e| match e {
             Expr::Subscript(s) if matches!(&*s.value, Expr::Name(n) if n.id.as_str() == var) => Some(s),
             _ => None,
         })
-        .filter(|s| pyfacts::mentions(&s.slice, &is_keep))
+        .filter(|s| walk::mentions(&s.slice, &is_keep))
         .collect();
     let first = slices.first()?;
     let index = text[first.slice.range()].to_string();
@@ -78,7 +82,7 @@ pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
     }
     // Where the slice goes: after every binding of `var` and of the index's names.
     let mut names = vec![var.clone()];
-    for e in pyfacts::all_exprs_of(&first.slice) {
+    for e in walk::sub_expressions(&first.slice) {
         if let Expr::Name(n) = e
             && !names.iter().any(|x| x == n.id.as_str())
         {
@@ -105,7 +109,7 @@ pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
     // Later uses of `var`: the slices, or direct arguments of a loss or head call.
     let mut allowed: Vec<TextRange> = Vec::new();
     for (i, stmt) in body.iter().enumerate() {
-        let exprs = pyfacts::all_exprs(std::slice::from_ref(stmt));
+        let exprs = walk::expressions(std::slice::from_ref(stmt), Scope::All);
         for s in &slices {
             if stmt.range().contains_range(s.range()) {
                 if i <= after {
@@ -119,7 +123,7 @@ pub fn fix(func: &StmtFunctionDef, text: &str) -> Option<Fix> {
         }
         for e in &exprs {
             if let Expr::Call(c) = e
-                && (is_loss_call(&c.func) || pyfacts::last_ident(&c.func).is_some_and(|n| n.contains("head")))
+                && (is_loss_call(&c.func) || facts::last_ident(&c.func).is_some_and(|n| n.contains("head")))
             {
                 let args = c.arguments.args.iter().chain(c.arguments.keywords.iter().map(|k| &k.value));
                 allowed.extend(args.filter(|a| matches!(a, Expr::Name(n) if n.id.as_str() == var)).map(Ranged::range));

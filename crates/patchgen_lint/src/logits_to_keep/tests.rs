@@ -1,7 +1,10 @@
-//! PG301: analysis, fix and rule on small forwards.
+//! PG301's analysis and fix on small forwards.
 
 use super::*;
-use patchgen_config::source::ParsedFile;
+use crate::fix::apply;
+use patchgen_python::pysource::ParsedFile;
+use ruff_python_ast::Stmt;
+use ruff_text_size::Ranged;
 use std::path::PathBuf;
 
 fn run(src: &str, upstream: Option<bool>) -> (ParsedFile, Vec<Problem>) {
@@ -168,7 +171,8 @@ fn missing_parameter_only_when_upstream_has_it() {
 
 /// The python block after `heading` in the rule's documentation.
 fn doc_block(heading: &str) -> String {
-    let doc: String = RULE
+    let doc: String = crate::rule("PG301")
+        .expect("PG301 is a rule")
         .doc
         .lines()
         .filter_map(|l| l.strip_prefix("//!"))

@@ -70,28 +70,20 @@
 //! name contains `loss`, not a load-balancing one) that receives unsliced data
 //! is reported, first one per function.
 
-use ruff_python_ast::{Stmt, StmtFunctionDef};
-use ruff_text_size::{Ranged, TextRange};
+use ruff_python_ast::Stmt;
+use ruff_text_size::Ranged;
 
+use crate::logits_to_keep::{self, PARAM, Problem, analyze, fix, is_target};
 use crate::{LintContext, Rule};
 use crate::{patched, pyfacts};
 use patchgen_diagnostics::{Diagnostic, Severity};
 
-mod fix;
-mod flow;
-#[cfg(test)]
-mod tests;
-
-pub use crate::fix::{Edit, apply};
-pub use fix::{Fix, fix, fixed_function_source};
-use flow::keep_names;
-
 pub const RULE: Rule = Rule {
-    code: "PG301",
+    code: logits_to_keep::RULE_CODE,
     name: "logits-to-keep-order",
     default_on: true,
     severity: Severity::Error,
-    doc: include_str!("mod.rs"),
+    doc: include_str!("pg301_logits_to_keep_order.rs"),
     check,
     check_project: None,
 };
@@ -154,45 +146,4 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         }
     }
     out
-}
-
-/// The parameter upstream forwards take.
-pub const PARAM: &str = "logits_to_keep";
-
-/// Whether an override target is a forward this rule checks.
-pub fn is_target(target: &str) -> bool {
-    match target.rsplit_once('.') {
-        Some((class, "forward")) => class.ends_with("ForCausalLM") || class.ends_with("ForConditionalGeneration"),
-        _ => false,
-    }
-}
-
-/// What is wrong with one forward.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Problem {
-    /// Upstream takes `logits_to_keep`; the replacement does not.
-    MissingParameter,
-    /// A loss call receives data not (yet) sliced with `logits_to_keep`.
-    LossBeforeSlice {
-        /// The loss call's callee (`self.loss_function`).
-        call: TextRange,
-        /// The argument carrying unsliced data.
-        argument: TextRange,
-        /// The first slice in the function, if any (where it happens instead).
-        slice: Option<TextRange>,
-    },
-}
-
-/// The problems of one `forward` replacement; `upstream_has_param`: whether
-/// the upstream method takes `logits_to_keep` (`None`: unknown).
-pub fn analyze(func: &StmtFunctionDef, upstream_has_param: Option<bool>) -> Vec<Problem> {
-    let params = pyfacts::param_names(&func.parameters);
-    let Some(param) = params.iter().find(|p| **p == PARAM || p.ends_with(PARAM)) else {
-        return if upstream_has_param == Some(true) { vec![Problem::MissingParameter] } else { Vec::new() };
-    };
-    let keep = keep_names(func, param);
-    match flow::first_unsliced_loss(func, &keep) {
-        Some((call, argument, slice)) => vec![Problem::LossBeforeSlice { call, argument, slice }],
-        None => Vec::new(),
-    }
 }

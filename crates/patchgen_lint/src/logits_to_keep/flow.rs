@@ -8,7 +8,10 @@ use rustc_hash::FxHashMap;
 use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange};
 
-use crate::pyfacts;
+use patchgen_python::semantic::{
+    facts,
+    walk::{self, Scope},
+};
 
 /// `param` and the locals computed from it (assigned from an expression
 /// that mentions a keep name other than as a subscript's index).
@@ -16,15 +19,8 @@ pub(super) fn keep_names(func: &StmtFunctionDef, param: &str) -> Vec<String> {
     let mut keep = vec![param.to_string()];
     loop {
         let before = keep.len();
-        pyfacts::walk_body(&func.body, &mut |stmt| {
-            let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-                Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-                Stmt::AnnAssign(a) => match &a.value {
-                    Some(v) => (vec![&*a.target], v),
-                    None => return,
-                },
-                _ => return,
-            };
+        walk::for_each_statement(&func.body, Scope::Own, |stmt| {
+            let Some((targets, value)) = facts::assignment(stmt) else { return };
             if !mentions_outside_index(value, &|n| keep.iter().any(|k| k == n)) {
                 return;
             }
@@ -60,7 +56,7 @@ fn mentions_outside_index(expr: &Expr, wanted: &dyn Fn(&str) -> bool) -> bool {
     match expr {
         Expr::Subscript(s) => mentions_outside_index(&s.value, wanted),
         Expr::Name(n) => wanted(n.id.as_str()),
-        Expr::Attribute(_) if pyfacts::dotted(expr).is_some_and(|d| wanted(&d)) => true,
+        Expr::Attribute(_) if facts::dotted(expr).is_some_and(|d| wanted(&d)) => true,
         _ => {
             let mut found = false;
             for_each_child(expr, &mut |child| found = found || mentions_outside_index(child, wanted));
@@ -125,18 +121,18 @@ impl Flow<'_> {
 
     /// Whether `expr` is a subscript whose index mentions a keep value.
     fn is_slice(&self, expr: &Expr) -> bool {
-        matches!(expr, Expr::Subscript(s) if pyfacts::mentions(&s.slice, &|n| self.is_keep(n)))
+        matches!(expr, Expr::Subscript(s) if walk::mentions(&s.slice, &|n| self.is_keep(n)))
     }
 
     fn collect_bases(&mut self, body: &[Stmt]) {
-        for expr in pyfacts::body_exprs(body) {
+        for expr in walk::expressions(body, Scope::Own) {
             if let Expr::Subscript(s) = expr
                 && self.is_slice(expr)
             {
                 if self.first_slice.is_none_or(|r| s.range().start() < r.start()) {
                     self.first_slice = Some(s.range());
                 }
-                if let Some(base) = pyfacts::dotted(&s.value)
+                if let Some(base) = facts::dotted(&s.value)
                     && !self.is_keep(&base)
                     && !self.bases.contains(&base)
                 {
@@ -169,7 +165,7 @@ impl Flow<'_> {
         }
         let name = match expr {
             Expr::Name(n) => Some(n.id.to_string()),
-            Expr::Attribute(_) => pyfacts::dotted(expr),
+            Expr::Attribute(_) => facts::dotted(expr),
             _ => None,
         };
         if let Some(name) = name {
@@ -192,7 +188,7 @@ impl Flow<'_> {
         if self.found.is_some() {
             return;
         }
-        for call in pyfacts::calls(expr) {
+        for call in walk::calls(expr) {
             if !is_loss_call(&call.func) {
                 continue;
             }
@@ -216,7 +212,7 @@ impl Flow<'_> {
         let taint = self.taint(value, state);
         for t in targets {
             let names: Vec<String> = match t {
-                Expr::Attribute(_) => pyfacts::dotted(t).into_iter().collect(),
+                Expr::Attribute(_) => facts::dotted(t).into_iter().collect(),
                 _ => target_names(t).into_iter().map(str::to_string).collect(),
             };
             for name in names {
@@ -258,7 +254,7 @@ impl Flow<'_> {
                 self.check_calls(&a.value, state);
                 let mut sliced = false;
                 if self.uses(&a.value, state, &mut sliced)
-                    && let Some(name) = pyfacts::dotted(&a.target)
+                    && let Some(name) = facts::dotted(&a.target)
                 {
                     state.insert(name, Taint::Unsliced);
                 }
@@ -273,7 +269,7 @@ impl Flow<'_> {
                 self.check_calls(&i.test, state);
                 // `if logits_to_keep: h = h[:, -logits_to_keep:]` is the
                 // same as slicing unconditionally (a zero keeps everything).
-                let on_keep = pyfacts::mentions(&i.test, &|n| self.is_keep(n));
+                let on_keep = walk::mentions(&i.test, &|n| self.is_keep(n));
                 let mut arms = Vec::new();
                 let mut body_state = state.clone();
                 self.block(&i.body, &mut body_state);
@@ -377,7 +373,7 @@ fn merge(arms: Vec<State>) -> State {
 /// A call computing a token loss: the callee's name contains `loss`, and it
 /// is not the MoE load-balancing (router auxiliary) loss.
 pub(super) fn is_loss_call(func: &Expr) -> bool {
-    let Some(name) = pyfacts::last_ident(func) else {
+    let Some(name) = facts::last_ident(func) else {
         return false;
     };
     let name = name.to_ascii_lowercase();

@@ -1,0 +1,211 @@
+//! `port` against `git merge-file --diff3` on the same texts, normalised by
+//! hand (the oracle sees the patch dedented and renamed, as a person would
+//! write it before running git).
+
+use std::process::Command;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const LABELS: Labels<'static> = Labels { ours: "config", base: "transformers 1.0", theirs: "transformers 2.0" };
+
+fn git_merge(ours: &str, base: &str, theirs: &str) -> (String, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let (o, b, t) = (write("o", ours), write("b", base), write("t", theirs));
+    let out = Command::new("git")
+        .args(["merge-file", "-p", "--diff3", "-L", LABELS.ours, "-L", LABELS.base, "-L", LABELS.theirs])
+        .args([&o, &b, &t])
+        .output()
+        .expect("git on PATH");
+    (String::from_utf8(out.stdout).unwrap(), out.status.code().unwrap() as usize)
+}
+
+const OLD: &str = r#"    @can_return_tuple
+    def forward(self, hidden_states, attention_mask=None):
+        """Run the layer."""
+        residual = hidden_states
+        hidden_states = self.norm(hidden_states)
+        hidden_states = self.attn(hidden_states, attention_mask)
+        hidden_states = residual + hidden_states
+        return hidden_states
+"#;
+
+const NEW: &str = r#"    @can_return_tuple
+    def forward(self, hidden_states, attention_mask=None, **kwargs):
+        """Run the layer."""
+        residual = hidden_states
+        hidden_states = self.norm(hidden_states)
+        hidden_states = self.attn(hidden_states, attention_mask, **kwargs)
+        hidden_states = residual + hidden_states
+        return hidden_states
+"#;
+
+const PATCH: &str = r#"# Sequence-parallel forward.
+@config.override_method(
+    "ToyLayer.forward",
+    description="sp",
+)
+@can_return_tuple
+def forward_patched(self, hidden_states, attention_mask=None):
+    """Run the layer."""
+    residual = hidden_states
+    hidden_states = self.norm(hidden_states)
+    # --- Patch.1 ---
+    hidden_states = gather(hidden_states)
+    # --- Patch.1 ---
+    hidden_states = self.attn(hidden_states, attention_mask)
+    hidden_states = residual + hidden_states
+    return hidden_states
+"#;
+
+fn request<'a>(patch: &'a str, old: &'a str, new: &'a str) -> PortRequest<'a> {
+    PortRequest { patch, patch_name: "forward_patched", old, new, target_name: "forward", labels: Some(LABELS) }
+}
+
+fn held(patch: &str) -> &str {
+    &patch[..patch.find("def forward_patched").unwrap()]
+}
+
+/// The patch as git would see it: held-out lines (comments, decorators)
+/// gone, the definition renamed.
+fn as_git_sees(patch: &str) -> String {
+    patch[held(patch).len()..].replace("def forward_patched(", "def forward(")
+}
+
+/// An upstream target as git would see it: dedented, decorators gone.
+fn target_as_git_sees(text: &str) -> String {
+    pytext::dedent(text).lines().filter(|l| !l.starts_with('@')).map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn carries_upstream_hunks_like_git() {
+    let got = port(&request(PATCH, OLD, NEW));
+    let (git, conflicts) = git_merge(&as_git_sees(PATCH), &target_as_git_sees(OLD), &target_as_git_sees(NEW));
+    assert_eq!(conflicts, 1, "the attn line was rewritten by both");
+    let expected = format!("{}{}", held(PATCH), git.replace("def forward(", "def forward_patched("));
+    assert_eq!(got.text, expected);
+    assert_eq!(got.carried(), 1);
+    assert_eq!(got.conflicts(), 1);
+    let lines: Vec<&str> = got.text.lines().collect();
+    let conflict = got.hunks.iter().find(|h| h.status == HunkStatus::Conflict).unwrap();
+    assert!(lines[conflict.result.start].starts_with("<<<<<<< config"));
+    assert!(lines[conflict.result.end - 1].starts_with(">>>>>>> transformers 2.0"));
+    let patch_lines: Vec<&str> = PATCH.lines().collect();
+    assert!(patch_lines[conflict.patch.clone()].iter().any(|l| l.contains("gather")));
+    let carried = got.hunks.iter().find(|h| h.status == HunkStatus::Carried).unwrap();
+    assert_eq!(
+        lines[carried.result.clone()],
+        ["def forward_patched(self, hidden_states, attention_mask=None, **kwargs):"]
+    );
+}
+
+#[test]
+fn indented_patch_keeps_its_indentation() {
+    let patch: String =
+        PATCH.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("    {l}\n") }).collect();
+    let same = port(&request(&patch, OLD, OLD));
+    assert_eq!(same.text, patch);
+    let got = port(&request(&patch, OLD, NEW));
+    assert!(got.text.contains("    def forward_patched(self, hidden_states, attention_mask=None, **kwargs):\n"));
+    assert!(got.text.contains("\n<<<<<<< config\n"), "markers stay at column 0");
+}
+
+#[test]
+fn conflict_markers_are_recognised() {
+    assert!(is_marker("<<<<<<< config\n"));
+    assert!(is_marker("||||||| transformers 5.9.0"));
+    assert!(is_marker("=======\n"));
+    assert!(is_marker(">>>>>>> transformers 5.16.1\r\n"));
+    assert!(!is_marker("======= x"));
+    assert!(!is_marker("    <<<<<<< config"));
+    assert!(!is_marker("<<<<<<<<"));
+}
+
+/// A function body: a few statements from a small set, so that random
+/// patches and upstream changes overlap often.
+fn body() -> impl Strategy<Value = Vec<&'static str>> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "    x = 1\n",
+            "    y = f(x)\n",
+            "    # a comment\n",
+            "    z = x + y\n",
+            "    if x:\n        x += 1\n",
+            "\n",
+        ]),
+        1..10,
+    )
+}
+
+fn edit(base: Vec<&'static str>) -> impl Strategy<Value = Vec<&'static str>> {
+    let n = base.len();
+    (prop::collection::vec((0..=n, 0..2usize, body()), 0..3)).prop_map(move |edits| {
+        let mut l = base.clone();
+        for (at, del, ins) in edits {
+            let at = at.min(l.len());
+            let end = (at + del).min(l.len());
+            l.splice(at..end, ins);
+        }
+        l
+    })
+}
+
+fn target(body: &[&str]) -> String {
+    let mut s = "    @dec\n    def forward(self, x):\n".to_string();
+    for l in body {
+        for line in l.split_inclusive('\n') {
+            s.push_str(if line == "\n" { "\n" } else { "    " });
+            if line != "\n" {
+                s.push_str(line);
+            }
+        }
+    }
+    s
+}
+
+fn patch_of(body: &[&str]) -> String {
+    format!("@config.override_method(\"T.forward\")\n@dec\ndef forward_patched(self, x):\n{}", body.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Upstream did not change: the patch comes back byte for byte.
+    #[test]
+    fn unchanged_upstream_changes_nothing((b, p) in body().prop_flat_map(|b| (Just(b.clone()), edit(b)))) {
+        let (old, patch) = (target(&b), patch_of(&p));
+        let got = port(&request(&patch, &old, &old));
+        prop_assert_eq!(got.text, patch);
+        prop_assert!(got.hunks.is_empty());
+    }
+
+    /// The patch is the old upstream (renamed, dedented): the result is the new upstream.
+    #[test]
+    fn pristine_patch_becomes_new_upstream((b, n) in body().prop_flat_map(|b| (Just(b.clone()), edit(b)))) {
+        let got = port(&request(&patch_of(&b), &target(&b), &target(&n)));
+        prop_assert_eq!(got.conflicts(), 0);
+        prop_assert_eq!(got.text, patch_of(&n));
+    }
+
+    /// Every merge git does cleanly, port does to the same text.
+    #[test]
+    fn clean_wherever_git_is_clean((b, p, n) in body().prop_flat_map(|b| (Just(b.clone()), edit(b.clone()), edit(b)))) {
+        let (patch, old, new) = (patch_of(&p), target(&b), target(&n));
+        let (git, conflicts) = git_merge(&as_git_sees_generic(&patch), &target_as_git_sees(&old), &target_as_git_sees(&new));
+        let got = port(&request(&patch, &old, &new));
+        if conflicts == 0 {
+            prop_assert_eq!(got.conflicts(), 0);
+            prop_assert_eq!(got.text.clone(), format!("@config.override_method(\"T.forward\")\n@dec\n{}", git.replace("def forward(", "def forward_patched(")));
+        }
+    }
+}
+
+fn as_git_sees_generic(patch: &str) -> String {
+    patch.split_once("\n@dec\n").unwrap().1.replace("def forward_patched(", "def forward(")
+}
