@@ -13,6 +13,8 @@
 // returned once per failed evaluation, never in a hot loop, so its size costs
 // nothing measurable and boxing it would only add indirection at every `?`.
 #![allow(clippy::result_large_err)]
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod args;
 mod builtins;

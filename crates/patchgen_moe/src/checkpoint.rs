@@ -217,7 +217,7 @@ pub type WeightMap = Vec<(String, String)>;
 
 /// The files an index names (sorted, once each) and its `(tensor, file)`
 /// pairs; `index` names it in errors.
-pub fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
+pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", index.display(), e.line(), e.column()))?;
     let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {
