@@ -34,6 +34,7 @@ fn pg307_reports_each_unfaithful_reuse_at_its_call() {
         jobs: Some(1),
         no_cache: true,
         verbose: false,
+        unsafe_fixes: false,
     };
     let report = lint(&args, &dir).expect("the fixture project lints");
     assert!(report.errors.is_empty(), "configs failed: {:?}", report.errors);
