@@ -346,7 +346,7 @@ fn a_config_dimension_past_64_bits_is_a_located_error() {
     let mut header =
         r#"{"model.layers.0.mlp.experts.0.gate_proj.weight":{"dtype":"U8","shape":[2,2],"data_offsets":[0,4]}}"#
             .to_string();
-    while header.len() % 8 != 0 {
+    while !header.len().is_multiple_of(8) {
         header.push(' ');
     }
     let mut bytes = (header.len() as u64).to_le_bytes().to_vec();

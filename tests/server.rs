@@ -788,11 +788,11 @@ fn provenance_of_generated_files() {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": config_uri, "languageId": "python", "version": 1, "text": CONFIG}}),
     );
-    let refresh = next_matching(&mut client, |m| match m {
+    next_matching(&mut client, |m| match m {
         Message::Request(req) if req.method == "workspace/codeLens/refresh" => Some(()),
         _ => None,
     });
-    let () = refresh;
+    let () = ();
     let lenses: Vec<lsp_types::CodeLens> =
         client.result("textDocument/codeLens", json!({"textDocument": {"uri": config_uri}}));
     let out = env.patchgen(&dir, &pythonpath, &["explain", module, "--format", "json"]);

@@ -72,7 +72,7 @@ pub fn splice(configs: &[SelectedConfig], labels: Option<Labels<'_>>, dump: Opti
             }
         }
     }
-    let results: Vec<(Vec<((usize, usize), Outcome)>, Option<FileEdit>)> =
+    let results: Vec<FileSplice> =
         by_file.into_par_iter().map(|(path, regs)| splice_file(&path, &regs, labels, dump)).collect();
     let mut out = Spliced::default();
     for (outcomes, edit) in results {
@@ -82,12 +82,15 @@ pub fn splice(configs: &[SelectedConfig], labels: Option<Labels<'_>>, dump: Opti
     out
 }
 
+/// One config file's outcomes (by (config, registration) index) and its edit, if any.
+type FileSplice = (Vec<((usize, usize), Outcome)>, Option<FileEdit>);
+
 fn splice_file(
     path: &Path,
     regs: &[(usize, usize, &Registration)],
     labels: Option<Labels<'_>>,
     dump: Option<&Path>,
-) -> (Vec<((usize, usize), Outcome)>, Option<FileEdit>) {
+) -> FileSplice {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {

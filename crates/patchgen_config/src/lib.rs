@@ -9,11 +9,6 @@
 //! extracts replacement sources exactly as `inspect` would; `to_plan`
 //! checks the result into a `PatchPlan`.
 
-// `EvalError` carries its location and the budget it exceeded (issue 39); it is
-// returned once per failed evaluation, never in a hot loop, so its size costs
-// nothing measurable and boxing it would only add indirection at every `?`.
-#![allow(clippy::result_large_err)]
-
 mod args;
 mod builtins;
 mod dsl;

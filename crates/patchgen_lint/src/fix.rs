@@ -180,7 +180,7 @@ pub fn availability(code: &str) -> Availability {
 pub const MAX_ROUNDS: usize = 10;
 
 /// The findings whose fixes `selection` admits.
-pub fn selected<'d>(diagnostics: &'d [Diagnostic], selection: Selection) -> impl Iterator<Item = &'d Fix> {
+pub fn selected(diagnostics: &[Diagnostic], selection: Selection) -> impl Iterator<Item = &Fix> {
     diagnostics.iter().filter_map(|d| d.the_fix()).filter(move |f| selection.admits(f.applicability))
 }
 
@@ -442,7 +442,10 @@ fn project_root(cwd: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn fix(a: Applicability, edits: &[(&str, (usize, usize), (usize, usize), &str)]) -> Fix {
+    /// (path, start, end, content) of one edit.
+    type EditSpec<'a> = (&'a str, (usize, usize), (usize, usize), &'a str);
+
+    fn fix(a: Applicability, edits: &[EditSpec<'_>]) -> Fix {
         Fix {
             applicability: a,
             message: "m".into(),

@@ -477,12 +477,11 @@ fn check_fused(g: &mut Group, shapes: &BTreeMap<&str, &TensorInfo>, dims: &Confi
     decide_fused_orientation(g, &gu, &dn, dims);
 }
 
+/// A tensor's shape, when the checkpoint has the tensor.
+type MaybeShape = Option<Vec<u64>>;
+
 /// Family D: `gate_proj`, `up_proj` `[E,I,H]`, `down_proj` `[E,H,I]`.
-fn check_legacy_stacked(
-    g: &mut Group,
-    (gp, up, dn): (&Option<Vec<u64>>, &Option<Vec<u64>>, &Option<Vec<u64>>),
-    dims: &ConfigDims<'_>,
-) {
+fn check_legacy_stacked(g: &mut Group, (gp, up, dn): (&MaybeShape, &MaybeShape, &MaybeShape), dims: &ConfigDims<'_>) {
     g.family = Family::LegacyStacked;
     match (gp, up, dn) {
         (Some(a), Some(b), Some(d)) => {

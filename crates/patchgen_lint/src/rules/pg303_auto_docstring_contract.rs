@@ -278,7 +278,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         let doc = facts::docstring(&m.method.body).unwrap_or_default();
         let qual = m.qualname();
         if let Some(returns) = &m.method.returns
-            && !has_returns_section(&doc)
+            && !has_returns_section(doc)
         {
             for name in annotation_names(returns) {
                 if let Some(why) = return_class_problem(ctx, &name) {
@@ -301,7 +301,7 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
         else {
             continue;
         };
-        let documented = documented_names(&doc);
+        let documented = documented_names(doc);
         let p = &m.method.parameters;
         let named = p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs).map(|p| &p.parameter);
         let mut undocumented: Vec<&ruff_python_ast::Parameter> = Vec::new();
