@@ -81,7 +81,7 @@ fn run_once(args: &Args, cwd: &Path) -> Timing {
         eprintln!("pipeline: {e}");
         std::process::exit(2)
     });
-    let ctx = Context::new(project, cwd, None);
+    let ctx = Context::new(project, cwd, None, &patchgen_core::settings::Env::capture());
     let configs = ctx.project.discover().unwrap_or_else(|e| {
         eprintln!("pipeline: {e}");
         std::process::exit(2)

@@ -11,8 +11,9 @@
 //!
 //! This crate is the top of the workspace: it parses arguments into the
 //! libraries' typed options, starts every command through
-//! [`session::Session`] (project, settings, cache) or [`session::Console`]
-//! (format and working directory), and writes what the libraries return
+//! [`session::Session`] (the environment read once, the format, the
+//! working directory; for the pipeline commands the project, settings and
+//! cache too), and writes what the libraries return
 //! through [`printer::Printer`] (`text`, `json`, `github`). No library
 //! depends on it. Adding a command: `docs/architecture.md`.
 
@@ -22,6 +23,7 @@ mod interrupt;
 mod legacy;
 pub mod output;
 pub mod printer;
+mod progress;
 pub mod session;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -151,7 +153,7 @@ where
             // The panic hook said what happened on stderr; a `--format json`
             // caller still gets its one document.
             Err(_) => {
-                let format = patchgen_core::settings::early_format(format);
+                let format = patchgen_core::settings::early_format(format, &patchgen_core::settings::Env::capture());
                 if format != Format::Text {
                     let fatal = session::Fatal::new("patchgen", "internal error: this is a bug in patchgen");
                     Printer::new(format).print(&fatal);

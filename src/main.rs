@@ -5,7 +5,9 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    patchgen_core::timings::begin(patchgen_core::settings::timings_enabled(&patchgen_core::settings::process_env));
+    let env = patchgen_core::settings::Env::capture();
+    let timings: patchgen_core::timings::Writer = |line| eprintln!("{line}");
+    patchgen_core::timings::begin(patchgen_core::settings::timings_enabled(&env).then_some(timings));
     // A bug must never show a user a raw panic: say what happened and how to report it.
     std::panic::set_hook(Box::new(|info| {
         eprintln!(

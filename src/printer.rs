@@ -170,7 +170,7 @@ impl Printer {
     }
 
     fn sarif(&mut self, report: &dyn Report) -> io::Result<()> {
-        let docs = patchgen_core::settings::docs_url(&patchgen_core::settings::process_env);
+        let docs = patchgen_core::settings::docs_url(&patchgen_core::settings::Env::capture());
         let rule = |d: &Diagnostic| patchgen_lint::catalogue::rule_info(d, docs.as_deref());
         let tool = render::Tool { name: "patchgen", version: env!("CARGO_PKG_VERSION") };
         let text = render::sarif(&report.findings(), &rule, report.failure(), &tool, &self.base, &mut self.sources);

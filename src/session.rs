@@ -1,6 +1,8 @@
-//! What every core command does first: find the project, resolve the
-//! settings, check that ruff runs, start the worker pool; and the report
-//! of a command that could not start ([`Fatal`], exit 2).
+//! What every command does first ([`Session`]): read the environment once,
+//! decide the output format, know the working directory; for the pipeline
+//! commands also find the project, resolve the settings, check that ruff
+//! runs, start the worker pool; and the report of a command that could not
+//! start ([`Fatal`], exit 2).
 
 use std::io;
 use std::path::PathBuf;
@@ -12,8 +14,9 @@ use crate::printer::{ExitStatus, Format, Printer, Report, fields};
 use patchgen_core::error::RunError;
 use patchgen_core::normalize::RuffError;
 use patchgen_core::pipeline::Context;
+use patchgen_core::progress::Reporter;
 use patchgen_core::project::Project;
-use patchgen_core::settings::{self, Overrides, Resolved};
+use patchgen_core::settings::{self, Env, Overrides, Resolved};
 use patchgen_diagnostics::{Diagnostic, codes};
 
 /// A command that could not run: a usage, settings or project problem
@@ -65,8 +68,17 @@ impl Fatal {
     /// A command's typed error, printed as `patchgen <command>: error: <message>`.
     pub fn of(command: &'static str, e: &RunError) -> Fatal {
         let code = if e.is_usage() { codes::PROJECT_ERROR } else { codes::COMMAND_FAILED };
-        let diagnostic = Box::new(code.diagnostic(e.message().to_string()));
-        Fatal { command, error: e.message().to_string(), form: TextForm::Named, status: e.exit_status(), diagnostic }
+        let mut diagnostic = code.diagnostic(e.message());
+        if let Some(at) = e.location() {
+            diagnostic = diagnostic.at(at);
+        }
+        Fatal {
+            command,
+            error: e.message(),
+            form: TextForm::Named,
+            status: e.exit_status(),
+            diagnostic: Box::new(diagnostic),
+        }
     }
 }
 
@@ -121,78 +133,105 @@ fn refuse_report_format(command: &'static str, format: Format, flag: bool) -> Re
     Err(Printer::new(Format::Text).print(&fatal))
 }
 
-/// The start of a command that finds its project itself, or needs none
-/// (`survey`, `lint`, `moe`, `reference`, `new`, `rule`): the output format
-/// (the flag, else `PATCHGEN_OUTPUT_FORMAT`, as every command resolves it)
-/// and the working directory. Whatever the command returns, report or
-/// error, goes through [`Console::finish`] in that format.
-pub struct Console {
+/// A started command. Every command starts here, the same way: the
+/// environment is read once ([`Env::capture`]; libraries get it as a
+/// value), the output format is decided (the flag, else
+/// `PATCHGEN_OUTPUT_FORMAT`), and the working directory is known.
+/// Commands on the pipeline ([`Session::start_in_project`]) then find the
+/// project and resolve the settings; the others find the project
+/// themselves where they need one (`--project`). Whatever a command
+/// returns, report or error, is printed in that format; a command that
+/// cannot start prints its [`Fatal`] report and returns its status.
+pub struct Session {
     pub command: &'static str,
     pub cwd: PathBuf,
+    /// The process environment, read once.
+    pub env: Env,
     pub printer: Printer,
+    /// The settings (pipeline commands).
+    settings: Option<Resolved>,
+    project: Option<Project>,
 }
 
-impl Console {
-    pub fn start(command: &'static str, format: Option<Format>) -> Result<Console, ExitStatus> {
+impl Session {
+    /// Start a command that finds its project itself, or needs none
+    /// (`survey`, `lint`, `moe`, `reference`, `new`, `rule`). Errors read
+    /// `patchgen <command>: error: …`.
+    pub fn start(command: &'static str, format: Option<Format>) -> Result<Session, ExitStatus> {
+        Session::begin(command, format, |e| Fatal::of(command, &e))
+    }
+
+    /// Start a command on the pipeline (`generate`, `check`, `list`,
+    /// `clean`, `explain`): also find the project from the working
+    /// directory and resolve the settings. Errors read `patchgen: error: …`
+    /// as the reference's.
+    pub fn start_in_project(
+        command: &'static str,
+        overrides: &Overrides,
+        project: &ProjectArg,
+    ) -> Result<Session, ExitStatus> {
+        let mut session = Session::begin(command, overrides.format, |e| Fatal::new(command, e.to_string()))?;
+        let fail = |session: Session, fatal: Fatal| {
+            let early_format = settings::early_format(overrides.format, &session.env);
+            Err(Printer::new(early_format).print(&fatal))
+        };
+        let project_dir = project.project.as_ref().map_or_else(|| session.cwd.clone(), |d| session.cwd.join(d));
+        let project = match Project::find(&project_dir) {
+            Ok(p) => p,
+            Err(e) => return fail(session, Fatal::plain(command, e.to_string())),
+        };
+        let resolved = match Resolved::resolve(overrides, &session.env, &project) {
+            Ok(s) => s,
+            Err(e) => return fail(session, Fatal::new(command, e.to_string())),
+        };
+        session.printer = Printer::new(resolved.format);
+        session.settings = Some(resolved);
+        session.project = Some(project);
+        Ok(session)
+    }
+
+    /// The common start: the environment, the format, the working
+    /// directory; `fatal` words a failure.
+    fn begin(
+        command: &'static str,
+        format: Option<Format>,
+        fatal: impl Fn(RunError) -> Fatal,
+    ) -> Result<Session, ExitStatus> {
+        let env = Env::capture();
+        // The format is known before the project is: errors use it too.
+        let early_format = settings::early_format(format, &env);
+        let fail = |e: RunError| Err(Printer::new(early_format).print(&fatal(e)));
+        // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
         let flag = format.is_some();
-        let early = settings::early_format(format);
-        let fail = |e: RunError| Err(Printer::new(early).print(&Fatal::of(command, &e)));
-        let format = match settings::output_format(format, &settings::process_env) {
+        let format = match settings::output_format(format, &env) {
             Ok(f) => f,
-            Err(e) => return fail(RunError::usage(e.to_string())),
+            Err(e) => return fail(RunError::Settings(e)),
         };
         refuse_report_format(command, format, flag)?;
-        match std::env::current_dir() {
-            Ok(cwd) => Ok(Console { command, cwd, printer: Printer::new(format) }),
-            Err(e) => fail(RunError::usage(format!("cannot read the working directory: {e}"))),
-        }
+        let cwd = match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => return fail(RunError::usage(format!("cannot read the working directory: {e}"))),
+        };
+        Ok(Session { command, cwd, env, printer: Printer::new(format), settings: None, project: None })
+    }
+
+    /// Where a library's progress goes: a bar and notes on stderr when it
+    /// is a terminal (notes always).
+    pub fn reporter(&self) -> Reporter {
+        Reporter::new(crate::progress::Terminal::on_stderr())
     }
 
     /// Print the report, or the error as a [`Fatal`] report; how the process ends.
-    pub fn finish<R: Report>(mut self, outcome: Result<R, RunError>) -> ExitStatus {
+    pub fn finish_with<R: Report>(mut self, outcome: Result<R, RunError>) -> ExitStatus {
         match outcome {
             Ok(report) => self.printer.print(&report),
             Err(e) => self.printer.print(&Fatal::of(self.command, &e)),
         }
     }
-}
 
-/// A started command: its project, settings and printer.
-pub struct Session {
-    pub cwd: PathBuf,
-    pub settings: Resolved,
-    pub printer: Printer,
-    project: Option<Project>,
-}
-
-impl Session {
-    /// Find the project from the working directory and resolve the
-    /// settings; on failure, the [`Fatal`] report is printed and its status
-    /// returned.
-    pub fn start(command: &'static str, overrides: &Overrides, project: &ProjectArg) -> Result<Session, ExitStatus> {
-        // The format is known before the project is: errors use it too.
-        let early_format = settings::early_format(overrides.format);
-        let fail = |fatal: Fatal| Err(Printer::new(early_format).print(&fatal));
-        // An invalid PATCHGEN_OUTPUT_FORMAT first: every later error is printed in that format.
-        match settings::output_format(overrides.format, &settings::process_env) {
-            Ok(format) => refuse_report_format(command, format, overrides.format.is_some())?,
-            Err(e) => return fail(Fatal::new(command, e.to_string())),
-        }
-        let cwd = match std::env::current_dir() {
-            Ok(d) => d,
-            Err(e) => return fail(Fatal::new(command, format!("cannot read the working directory: {e}"))),
-        };
-        let project_dir = project.project.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
-        let project = match Project::find(&project_dir) {
-            Ok(p) => p,
-            Err(e) => return fail(Fatal::plain(command, e.to_string())),
-        };
-        let settings = match Resolved::resolve(overrides, &settings::process_env, &project) {
-            Ok(s) => s,
-            Err(e) => return fail(Fatal::new(command, e.to_string())),
-        };
-        let printer = Printer::new(settings.format);
-        Ok(Session { cwd, settings, printer, project: Some(project) })
+    /// The settings ([`Session::start_in_project`]).
+    pub fn settings(&self) -> &Resolved {
+        self.settings.as_ref().expect("a pipeline session has settings")
     }
 
     /// The project (until [`Session::context`] takes it).
@@ -203,8 +242,8 @@ impl Session {
     /// The pipeline context (once per session).
     pub fn context(&mut self) -> Context {
         let project = self.project.take().expect("one context per session");
-        let mut ctx = Context::with_ruff(project, &self.cwd, self.settings.ruff.clone());
-        ctx.loader.set_max_file_size(self.settings.max_file_size);
+        let mut ctx = Context::with_ruff(project, &self.cwd, self.settings().ruff.clone());
+        ctx.loader.set_max_file_size(self.settings().max_file_size);
         ctx
     }
 
@@ -240,7 +279,7 @@ impl Session {
         ruff: Option<bool>,
         body: impl FnOnce(&Context, &Resolved) -> Result<R, Fatal> + Send,
     ) -> ExitStatus {
-        let mut session = match Session::start(command, overrides, project) {
+        let mut session = match Session::start_in_project(command, overrides, project) {
             Ok(s) => s,
             Err(status) => return status,
         };
@@ -250,7 +289,7 @@ impl Session {
         {
             return status;
         }
-        let settings = &session.settings;
+        let settings = session.settings();
         let pool = match patchgen_core::workers::pool(settings.jobs) {
             Ok(p) => p,
             Err(e) => return session.finish(&Fatal::new(command, e.message())),

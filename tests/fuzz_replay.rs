@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use patchgen_moe::checkpoint::parse_index;
+use patchgen_moe::checkpoint::read_index;
 use patchgen_moe::header::parse_header;
 use patchgen_moe::remote::url::{Place, RemoteUrl};
 use patchgen_server::transport::{Framed, read_message};
@@ -37,7 +37,7 @@ fn server_frames(data: &[u8]) {
 
 fn index_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok((files, _)) = parse_index(Path::new("model.safetensors.index.json"), text) {
+    if let Ok((files, _)) = read_index(Path::new("model.safetensors.index.json"), text) {
         for f in files {
             assert_eq!(Path::new(&f).file_name().and_then(|n| n.to_str()), Some(f.as_str()), "{f}");
         }

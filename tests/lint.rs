@@ -31,6 +31,8 @@ fn args(upstream: &str, select: Option<&[&str]>) -> LintArgs {
         no_cache: true,
         verbose: false,
         unsafe_fixes: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

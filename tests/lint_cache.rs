@@ -37,6 +37,8 @@ fn args(upstream: &str, no_cache: bool) -> LintArgs {
         no_cache,
         verbose: true,
         unsafe_fixes: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

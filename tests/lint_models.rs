@@ -28,6 +28,8 @@ fn args(select: Option<&[&str]>, upstream: &str, project: &Path) -> LintArgs {
         no_cache: true,
         verbose: false,
         unsafe_fixes: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     }
 }
 

@@ -35,6 +35,8 @@ fn pg307_reports_each_unfaithful_reuse_at_its_call() {
         no_cache: true,
         verbose: false,
         unsafe_fixes: false,
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
     };
     let report = lint(&args, &dir).expect("the fixture project lints");
     assert!(report.errors.is_empty(), "configs failed: {:?}", report.errors);

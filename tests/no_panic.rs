@@ -373,7 +373,12 @@ fn every_final_line_has_an_origin() {
     // Fragments use names nothing defines: only the rules that reject a
     // file without fixing it are ignored.
     let ignore = ["F821", "F822", "F811", "F841", "E999"].map(String::from).to_vec();
-    let ruff = patchgen_core::normalize::Ruff { program: ruff.into(), extra_ignore: ignore, isolated: true };
+    let ruff = patchgen_core::normalize::Ruff {
+        program: ruff.into(),
+        extra_ignore: ignore,
+        isolated: true,
+        env: patchgen_core::settings::Env::capture(),
+    };
     let upstreams = [TOY_UPSTREAM.to_string(), UPSTREAM_FRAGMENTS.join("\n")];
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let configs = module_strategy(CONFIG_FRAGMENTS);

@@ -100,7 +100,13 @@ fn args(model: &str) -> ReferenceArgs {
 }
 
 fn run(s: &Setup, args: ReferenceArgs) -> Result<reference::Report, reference::ReferenceError> {
-    reference::run(&Options { args, cwd: s.project.clone(), cache_dir: Some(s.cache.clone()) })
+    reference::run(&Options {
+        args,
+        cwd: s.project.clone(),
+        cache_dir: Some(s.cache.clone()),
+        env: patchgen_core::settings::Env::capture(),
+        reporter: Default::default(),
+    })
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod common;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use patchgen_core::settings::Env;
 use patchgen_core::survey::{self, Options, report};
 use serde_json::Value;
 
@@ -15,7 +16,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn options(from: &Path, to: &Path) -> Options {
-    let mut o = Options::new(&from.to_string_lossy(), &to.to_string_lossy(), fixtures().join("project"));
+    let mut o =
+        Options::new(&from.to_string_lossy(), &to.to_string_lossy(), fixtures().join("project"), Env::capture());
     o.package = "toylib".into();
     o.download = false;
     o
@@ -269,7 +271,7 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
     zip_dir(&fixtures().join("upstream/new"), &cache.path().join("toylib-2.0.0-py3-none-any.whl"));
     let reference = json(&dirs());
 
-    let mut opts = Options::new("1.0.0", "2.0.0", fixtures().join("project"));
+    let mut opts = Options::new("1.0.0", "2.0.0", fixtures().join("project"), Env::capture());
     opts.package = "toylib".into();
     opts.download = false;
     opts.cache_dir = Some(cache.path().to_path_buf());
@@ -285,7 +287,7 @@ fn versions_from_the_wheel_cache_and_wheel_files() {
     assert_eq!(located_free(&json(&opts)), located_free(&reference));
 
     // A version that is not cached, without pip: a usage error that says so.
-    let mut opts = Options::new("1.0.0", "3.0.0", fixtures().join("project"));
+    let mut opts = Options::new("1.0.0", "3.0.0", fixtures().join("project"), Env::capture());
     opts.package = "toylib".into();
     opts.download = false;
     opts.cache_dir = Some(cache.path().to_path_buf());

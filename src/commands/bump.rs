@@ -10,7 +10,7 @@ use patchgen_core::error::RunError;
 use patchgen_diagnostics::Diagnostic;
 
 use crate::printer::{ExitStatus, Format, Printer, Report};
-use crate::session::Console;
+use crate::session::Session;
 
 /// What `--conflicts` does with a hunk both the patch and upstream changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -90,11 +90,11 @@ pub struct BumpArgs {
 
 /// `patchgen bump`: run it and print the report.
 pub fn run(cli: &BumpArgs) -> ExitStatus {
-    let console = match Console::start("bump", cli.format) {
-        Ok(c) => c,
+    let session = match Session::start("bump", cli.format) {
+        Ok(s) => s,
         Err(status) => return status,
     };
-    let cwd = console.cwd.clone();
+    let cwd = session.cwd.clone();
     let from_cwd = |arg: &str| {
         let p = cwd.join(arg);
         if p.exists() { p.to_string_lossy().into_owned() } else { arg.to_string() }
@@ -119,7 +119,8 @@ pub fn run(cli: &BumpArgs) -> ExitStatus {
         },
         regenerate: !cli.no_regenerate,
         dump_merges: cli.dump_merges.as_ref().map(|d| cwd.join(d)),
-        ..Options::new(&from_cwd(&cli.to), project_dir)
+        reporter: session.reporter(),
+        ..Options::new(&from_cwd(&cli.to), project_dir, session.env.clone())
     };
     let outcome = patchgen_bump::bump(&opts).and_then(|r| {
         if let Some(path) = &cli.report {
@@ -129,7 +130,7 @@ pub fn run(cli: &BumpArgs) -> ExitStatus {
         }
         Ok(Output::new(r))
     });
-    console.finish(outcome)
+    session.finish_with(outcome)
 }
 
 /// A bump as the printer writes it.

@@ -25,11 +25,11 @@ pub struct CleanReport {
 
 pub fn run(args: &CleanArgs) -> ExitStatus {
     let overrides = Overrides { format: args.format.format, ..Overrides::default() };
-    let session = match Session::start("clean", &overrides, &args.project) {
+    let session = match Session::start_in_project("clean", &overrides, &args.project) {
         Ok(s) => s,
         Err(status) => return status,
     };
-    let dir = session.settings.cache_path(&session.cwd, &session.project().root);
+    let dir = session.settings().cache_path(&session.cwd, &session.project().root);
     match patchgen_cache::clean(&dir) {
         Ok(c) => session.finish(&CleanReport { dir: c.dir, entries: c.entries, removed_dir: c.removed_dir }),
         Err(e) => session.finish(&Fatal::new("clean", e.to_string())),

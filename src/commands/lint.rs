@@ -5,12 +5,14 @@
 
 use std::path::PathBuf;
 
+use patchgen_core::progress::Reporter;
+use patchgen_core::settings::Env;
 use patchgen_diagnostics::Diagnostic;
 use patchgen_lint::fix::{Mode, Selection};
 use patchgen_lint::{LintReport, Options, render_statistics};
 
 use crate::printer::{ExitStatus, Format, Printer, Report, fields};
-use crate::session::Console;
+use crate::session::Session;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -86,8 +88,8 @@ pub struct LintArgs {
 }
 
 impl LintArgs {
-    /// The library's options.
-    pub fn options(&self) -> Options {
+    /// The library's options, in `env`, progress to `reporter`.
+    pub fn options(&self, env: Env, reporter: Reporter) -> Options {
         Options {
             modules: self.modules.clone(),
             select: self.select.clone(),
@@ -101,16 +103,19 @@ impl LintArgs {
             no_cache: self.no_cache,
             verbose: self.verbose,
             unsafe_fixes: self.unsafe_fixes,
+            env,
+            reporter,
         }
     }
 }
 
 /// `patchgen lint`: lint from the working directory and print the report.
 pub fn run(args: &LintArgs) -> ExitStatus {
-    let console = match Console::start("lint", args.format) {
-        Ok(c) => c,
+    let session = match Session::start("lint", args.format) {
+        Ok(s) => s,
         Err(status) => return status,
     };
+    let options = args.options(session.env.clone(), session.reporter());
     let mode = if args.add_noqa {
         Some(Mode::AddNoqa)
     } else if args.diff {
@@ -121,10 +126,10 @@ pub fn run(args: &LintArgs) -> ExitStatus {
         None
     };
     let outcome = match mode {
-        Some(mode) => patchgen_lint::fix::run(&args.options(), &console.cwd, mode, Selection::new(args.unsafe_fixes)),
-        None => patchgen_lint::lint(&args.options(), &console.cwd),
+        Some(mode) => patchgen_lint::fix::run(&options, &session.cwd, mode, Selection::new(args.unsafe_fixes)),
+        None => patchgen_lint::lint(&options, &session.cwd),
     };
-    if args.statistics { console.finish(outcome.map(Statistics)) } else { console.finish(outcome) }
+    if args.statistics { session.finish_with(outcome.map(Statistics)) } else { session.finish_with(outcome) }
 }
 
 impl Report for LintReport {

@@ -11,7 +11,7 @@ use patchgen_moe::inspect::{self, InspectReport};
 use patchgen_moe::remote;
 
 use crate::printer::{ExitStatus, Format, Printer, Report, fields};
-use crate::session::Console;
+use crate::session::Session;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -114,21 +114,21 @@ pub struct ConvertArgs {
 pub fn run(args: MoeArgs) -> ExitStatus {
     match args.command {
         MoeCommand::Inspect(a) => {
-            let console = match Console::start("moe inspect", a.format) {
-                Ok(c) => c,
+            let session = match Session::start("moe inspect", a.format) {
+                Ok(s) => s,
                 Err(status) => return status,
             };
-            let outcome = run_inspect(&a, &console.cwd);
-            console.finish(outcome)
+            let outcome = run_inspect(&a, &session);
+            session.finish_with(outcome)
         }
         MoeCommand::Convert(a) => {
-            let console = match Console::start("moe convert", a.format) {
+            let session = match Session::start("moe convert", a.format) {
                 Ok(c) => c,
                 Err(status) => return status,
             };
             crate::interrupt::install();
-            let outcome = run_convert(&a);
-            let status = console.finish(outcome);
+            let outcome = run_convert(&a, &session);
+            let status = session.finish_with(outcome);
             if let Some(code) = crate::interrupt::exit_code() {
                 std::process::exit(code);
             }
@@ -137,20 +137,26 @@ pub fn run(args: MoeArgs) -> ExitStatus {
     }
 }
 
-fn run_inspect(a: &InspectArgs, cwd: &std::path::Path) -> Result<InspectReport, RunError> {
+fn run_inspect(a: &InspectArgs, session: &Session) -> Result<InspectReport, RunError> {
+    let (cwd, env) = (session.cwd.as_path(), &session.env);
     let upstream = match &a.upstream {
-        None => inspect::UpstreamArg::FromEnv,
+        None => inspect::UpstreamArg::FromEnv(env.clone()),
         Some(u) => {
             let root = patchgen_core::project::Project::find(cwd).map(|p| p.root).unwrap_or_else(|_| cwd.to_path_buf());
-            let cache =
-                WheelCache { dir: WheelCache::default_dir(&root), package: "transformers".into(), download: true };
-            let up = source::resolve(u, cwd, &cache).map_err(|e| RunError::usage(format!("--upstream {e}")))?;
+            let cache = WheelCache {
+                dir: WheelCache::default_dir(env, &root),
+                package: "transformers".into(),
+                download: true,
+                reporter: session.reporter(),
+            };
+            let up =
+                source::resolve(u, cwd, &cache).map_err(|source| RunError::Upstream { flag: "upstream", source })?;
             inspect::UpstreamArg::Given(up)
         }
     };
     let failed = |e: String| RunError::failed(e);
     usable_address(&a.checkpoint)?;
-    let mut report = match remote::locate(&a.checkpoint, a.offline).map_err(|e| failed(e.to_string()))? {
+    let mut report = match remote::locate(&a.checkpoint, a.offline, env).map_err(|e| failed(e.to_string()))? {
         remote::Location::Local(p) => {
             inspect::inspect(&p, a.config.as_deref(), upstream, cwd).map_err(|e| failed(e.to_string()))?
         }
@@ -173,7 +179,7 @@ fn usable_address(arg: &std::path::Path) -> Result<(), RunError> {
     }
 }
 
-fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
+fn run_convert(a: &ConvertArgs, session: &Session) -> Result<ConvertReport, RunError> {
     let shard_size = convert::parse_size(&a.shard_size).map_err(|e| RunError::usage(format!("--shard-size {e}")))?;
     let opts = convert::ConvertOptions {
         to: a.to,
@@ -181,13 +187,13 @@ fn run_convert(a: &ConvertArgs) -> Result<ConvertReport, RunError> {
         shard_size,
         jobs: a.jobs,
         verify: a.verify,
-        progress: convert::stderr_is_terminal(),
+        progress: session.reporter(),
     };
     let failed = |e: String| RunError::failed(e);
     usable_address(&a.src)?;
     usable_address(&a.dst)?;
-    let src = remote::locate(&a.src, a.offline).map_err(|e| failed(e.to_string()))?;
-    let dst = remote::locate(&a.dst, a.offline).map_err(|e| failed(e.to_string()))?;
+    let src = remote::locate(&a.src, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
+    let dst = remote::locate(&a.dst, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
     match (src, dst) {
         (remote::Location::Local(s), remote::Location::Local(d)) => {
             convert::convert(&s, &d, &opts).map_err(|e| failed(e.to_string()))

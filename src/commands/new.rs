@@ -5,7 +5,7 @@ use patchgen_scaffold::{CategoryArg, Options, Report as NewReport, Request};
 
 use crate::args::{FormatArg, ProjectArg};
 use crate::printer::{ExitStatus, PlainReport};
-use crate::session::Console;
+use crate::session::Session;
 
 /// Scaffold a new model's config, __init__.py and toy config from the closest sibling
 ///
@@ -59,15 +59,16 @@ impl NewArgs {
 
 /// `patchgen new`: run it and print the report.
 pub fn run(args: &NewArgs) -> ExitStatus {
-    let console = match Console::start("new", args.format.format) {
-        Ok(c) => c,
+    let session = match Session::start("new", args.format.format) {
+        Ok(s) => s,
         Err(status) => return status,
     };
     let opts = Options {
         args: args.request(),
-        cwd: args.project.project.as_ref().map_or_else(|| console.cwd.clone(), |d| console.cwd.join(d)),
+        cwd: args.project.project.as_ref().map_or_else(|| session.cwd.clone(), |d| session.cwd.join(d)),
+        env: session.env.clone(),
     };
-    console.finish(patchgen_scaffold::run(&opts))
+    session.finish_with(patchgen_scaffold::run(&opts))
 }
 
 impl PlainReport for NewReport {

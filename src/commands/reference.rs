@@ -5,7 +5,7 @@ use patchgen_core::reference::{self, Options, Report as ReferenceReport, Request
 
 use crate::args::{FormatArg, ProjectArg};
 use crate::printer::{ExitStatus, PlainReport};
-use crate::session::Console;
+use crate::session::Session;
 
 /// Write a model's upstream sources from the pinned wheel, RECORD-verified
 ///
@@ -66,16 +66,18 @@ impl ReferenceArgs {
 
 /// `patchgen reference`: run it and print the report.
 pub fn run(args: &ReferenceArgs) -> ExitStatus {
-    let console = match Console::start("reference", args.format.format) {
-        Ok(c) => c,
+    let session = match Session::start("reference", args.format.format) {
+        Ok(s) => s,
         Err(status) => return status,
     };
     let opts = Options {
         args: args.request(),
-        cwd: args.project.project.as_ref().map_or_else(|| console.cwd.clone(), |d| console.cwd.join(d)),
+        cwd: args.project.project.as_ref().map_or_else(|| session.cwd.clone(), |d| session.cwd.join(d)),
         cache_dir: None,
+        env: session.env.clone(),
+        reporter: session.reporter(),
     };
-    console.finish(reference::run(&opts))
+    session.finish_with(reference::run(&opts))
 }
 
 impl PlainReport for ReferenceReport {

@@ -5,7 +5,7 @@ use patchgen_lint::{RuleQuery, rule_text};
 use serde::Serialize;
 
 use crate::printer::{ExitStatus, Format, PlainReport};
-use crate::session::Console;
+use crate::session::Session;
 
 const RULE_EXAMPLES: &str = "\
 Examples:
@@ -39,11 +39,11 @@ impl RuleArgs {
 
 /// `patchgen rule`: the rule's documentation, printed as a report.
 pub fn run(args: &RuleArgs) -> ExitStatus {
-    let console = match Console::start("rule", args.format) {
+    let session = match Session::start("rule", args.format) {
         Ok(c) => c,
         Err(status) => return status,
     };
-    console.finish(rule_text(&args.query()).map(|text| RuleDocs { text }))
+    session.finish_with(rule_text(&args.query()).map(|text| RuleDocs { text }))
 }
 
 /// `patchgen rule`'s output: a rule's documentation (markdown).

@@ -31,6 +31,7 @@ pub fn run(args: &ServerArgs) -> ExitStatus {
     let options = patchgen_server::ServerOptions {
         debounce: Duration::from_millis(args.debounce_ms),
         with_ruff: !args.no_ruff,
+        env: patchgen_core::settings::Env::capture(),
         ..patchgen_server::ServerOptions::default()
     };
     match patchgen_server::run_stdio(options) {

@@ -10,7 +10,7 @@ use patchgen_core::survey::{self, Options};
 use patchgen_diagnostics::Diagnostic;
 
 use crate::printer::{ExitStatus, Format, Printer, Report};
-use crate::session::Console;
+use crate::session::Session;
 
 /// Output format: the shared `text`, `json`, `github`, `sarif` and
 /// `gitlab` (`docs/cli.md`), and `markdown` for a pull-request description.
@@ -87,11 +87,11 @@ pub fn run(cli: SurveyArgs) -> ExitStatus {
         SurveyFormat::Sarif => Format::Sarif,
         SurveyFormat::Gitlab => Format::Gitlab,
     });
-    let console = match Console::start("survey", shared) {
-        Ok(c) => c,
+    let session = match Session::start("survey", shared) {
+        Ok(s) => s,
         Err(status) => return status,
     };
-    let cwd = console.cwd.clone();
+    let cwd = session.cwd.clone();
     // Paths are relative to the working directory, whatever --project says.
     let from_cwd = |arg: &str| {
         let p = cwd.join(arg);
@@ -109,11 +109,12 @@ pub fn run(cli: SurveyArgs) -> ExitStatus {
         package: cli.package,
         download: !cli.no_download,
         jobs: cli.jobs,
-        ..Options::new(&from, &to, project_dir)
+        reporter: session.reporter(),
+        ..Options::new(&from, &to, project_dir, session.env.clone())
     };
     let outcome: Result<SurveyReport, RunError> = survey::survey(&opts);
     let verbose = cli.verbose;
-    console.finish(outcome.map(|r| Output::new(r, verbose, markdown)))
+    session.finish_with(outcome.map(|r| Output::new(r, verbose, markdown)))
 }
 
 /// A survey as the printer writes it: `text` (grouped by config; `-v` adds

@@ -20,6 +20,9 @@
 //! runs `git status` and ruff, but never prints and never reads the
 //! environment behind the settings' back.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod fixes;
 pub mod pin;
 pub mod regenerate;
@@ -33,7 +36,9 @@ use std::time::Instant;
 
 use patchgen_core::error::RunError;
 use patchgen_core::pipeline::Context;
+use patchgen_core::progress::Reporter;
 use patchgen_core::project::Project;
+use patchgen_core::settings::Env;
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::{self, WheelCache};
 use patchgen_python::merge::Labels;
@@ -81,10 +86,14 @@ pub struct Options {
     /// Write the three texts of every merge into this directory (for a
     /// comparison with `git merge-file`; `--dump-merges`, hidden).
     pub dump_merges: Option<PathBuf>,
+    /// The environment (the binary's snapshot): settings, the search path, ruff's.
+    pub env: Env,
+    /// Told when a version is fetched.
+    pub reporter: Reporter,
 }
 
 impl Options {
-    pub fn new(to: &str, project_dir: PathBuf) -> Options {
+    pub fn new(to: &str, project_dir: PathBuf, env: Env) -> Options {
         Options {
             from: None,
             to: to.to_string(),
@@ -101,6 +110,8 @@ impl Options {
             regenerate: true,
             ruff: None,
             dump_merges: None,
+            env,
+            reporter: Reporter::default(),
         }
     }
 }
@@ -113,11 +124,12 @@ pub fn bump(opts: &Options) -> Result<BumpReport, RunError> {
         worktree::require_clean(&project.root)?;
     }
     let cache = WheelCache {
-        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&project.root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&opts.env, &project.root)),
         package: opts.package.clone(),
         download: opts.download,
+        reporter: opts.reporter.clone(),
     };
-    let ctx = Context::new(project.clone(), &opts.project_dir, opts.ruff.clone());
+    let ctx = Context::new(project.clone(), &opts.project_dir, opts.ruff.clone(), &opts.env);
     let modules = select::modules(&ctx, &opts.configs)?;
     let from_arg = match &opts.from {
         Some(f) => f.clone(),
@@ -150,7 +162,7 @@ pub fn bump(opts: &Options) -> Result<BumpReport, RunError> {
     if opts.regenerate && opts.mode == Mode::Write {
         let regenerated = Instant::now();
         // A fresh context: the configs on disk changed.
-        let ctx = Context::new(project, &opts.project_dir, opts.ruff.clone());
+        let ctx = Context::new(project, &opts.project_dir, opts.ruff.clone(), &opts.env);
         regenerate::regenerate(ctx, &to, &modules, opts, from_label == to_label, &mut report, &pool)?;
         report.regenerate_seconds = Some(regenerated.elapsed().as_secs_f64());
     }

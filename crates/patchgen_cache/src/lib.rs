@@ -38,6 +38,9 @@
 //! another program reads), then [`Cache::store`] with another fresh
 //! prober.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod bounded;
 pub mod files;
 

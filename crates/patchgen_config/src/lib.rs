@@ -9,6 +9,9 @@
 //! extracts replacement sources exactly as `inspect` would; `to_plan`
 //! checks the result into a `PatchPlan`.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod args;
 mod builtins;
 mod dsl;

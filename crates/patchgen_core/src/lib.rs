@@ -14,6 +14,9 @@
 //! A library: it returns reports and typed errors; it never prints and
 //! never parses a command line. The binary crate (`patchgen`) does both.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod atomic;
 pub mod check;
 pub mod codegen;
@@ -22,6 +25,7 @@ pub mod explain;
 pub mod normalize;
 pub mod pipeline;
 pub mod port;
+pub mod progress;
 pub mod project;
 pub mod provenance;
 pub mod reference;

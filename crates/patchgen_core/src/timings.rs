@@ -1,7 +1,7 @@
 //! Opt-in phase timings for measurements: when the binary calls
-//! [`begin`] with `true` (`PATCHGEN_TIMINGS=1`, `crate::settings::timings_enabled`),
-//! [`mark`] prints `patchgen: timing: <ms since start> <phase>`
-//! on stderr, with the process's resident memory where Linux reports it
+//! [`begin`] with a writer (`PATCHGEN_TIMINGS=1`, `crate::settings::timings_enabled`),
+//! [`mark`] hands it `patchgen: timing: <ms since start> <phase>` (the
+//! binary writes it on stderr), with the process's resident memory where Linux reports it
 //! (`/proc/self/statm`: fresh memory costs the kernel's page zeroing).
 //! Off by default and then costs one atomic load per mark;
 //! `docs/performance.md` uses it to split a check's wall time.
@@ -9,25 +9,28 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-static START: OnceLock<Option<Instant>> = OnceLock::new();
+/// Where a timing line goes (the binary's stderr).
+pub type Writer = fn(&str);
 
-fn start() -> Option<Instant> {
+static START: OnceLock<Option<(Instant, Writer)>> = OnceLock::new();
+
+fn start() -> Option<(Instant, Writer)> {
     *START.get_or_init(|| None)
 }
 
-/// Start the clock (call first thing in `main`) when `enabled`; the only
-/// diagnostics output a library writes itself, and only when asked.
-pub fn begin(enabled: bool) {
-    let _ = START.set(enabled.then(Instant::now));
+/// Start the clock (call first thing in `main`) when `writer` is given:
+/// every [`mark`] then hands it one line.
+pub fn begin(writer: Option<Writer>) {
+    let _ = START.set(writer.map(|w| (Instant::now(), w)));
 }
 
-/// Print how long after [`begin`] `phase` ended, if timings are on.
+/// Say how long after [`begin`] `phase` ended, if timings are on.
 pub fn mark(phase: &str) {
-    if let Some(t0) = start() {
+    if let Some((t0, write)) = start() {
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         match resident_mib() {
-            Some(mib) => eprintln!("patchgen: timing: {ms:8.1} {phase} (resident {mib:.1} MiB)"),
-            None => eprintln!("patchgen: timing: {ms:8.1} {phase}"),
+            Some(mib) => write(&format!("patchgen: timing: {ms:8.1} {phase} (resident {mib:.1} MiB)")),
+            None => write(&format!("patchgen: timing: {ms:8.1} {phase}")),
         }
     }
 }

@@ -15,5 +15,5 @@ pub fn pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, RunError> {
     if let Some(j) = jobs.filter(|&j| j > 0) {
         b = b.num_threads(j);
     }
-    b.build().map_err(|e| RunError::Usage(format!("cannot start worker threads: {e}")))
+    b.build().map_err(|e| RunError::Threads { reason: e.to_string() })
 }

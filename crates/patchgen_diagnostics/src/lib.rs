@@ -10,13 +10,18 @@
 //! ruff and rustc print them; `0` means "the whole line" (no column known).
 //! Codes are fixed once published: `docs/` lists them.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod codes;
 pub mod fix;
 pub mod format;
+pub mod line_index;
 pub mod render;
 pub mod suggest;
 
 pub use format::{ExitStatus, Format};
+pub use line_index::LineIndex;
 
 use std::path::{Path, PathBuf};
 
@@ -76,8 +81,9 @@ impl Location {
 
     /// The range of byte offsets `start..end` in `source` (the file's text).
     pub fn from_offsets(path: impl Into<PathBuf>, source: &str, start: usize, end: usize) -> Location {
-        let (l0, c0) = line_column(source, start);
-        let (l1, c1) = line_column(source, end.max(start));
+        let index = LineIndex::new(source);
+        let (l0, c0) = index.line_column(source, start);
+        let (l1, c1) = index.line_column(source, end.max(start));
         Location { path: path.into(), line: l0, column: c0, end: Some((l1, c1)) }
     }
 }
@@ -99,14 +105,7 @@ impl std::fmt::Display for Location {
 /// 1-based (line, column) of byte `offset` in `source`; the column counts
 /// characters. Lines break at `\n` (a `\r\n` pair counts once).
 pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(source.len());
-    while !source.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &source[..offset];
-    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+    LineIndex::new(source).line_column(source, offset)
 }
 
 /// A secondary place that helps explain a diagnostic (e.g. "generated here").

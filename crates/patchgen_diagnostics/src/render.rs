@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use annotate_snippets::{Annotation, AnnotationKind, Group, Level, Renderer, Snippet};
 
-use super::{Diagnostic, Location, Severity};
+use super::{Diagnostic, LineIndex, Location, Severity};
 
 pub mod fingerprint;
 pub mod gitlab;
@@ -43,46 +43,44 @@ impl Sources {
     }
 }
 
-/// A source text and where its lines start: each diagnostic looks its
-/// lines up instead of walking the text from the top.
+/// A source text as read (`\r\n` kept) and its [`LineIndex`]: each
+/// diagnostic looks its lines up instead of walking the text from the top.
 struct Source {
     text: String,
-    /// Byte offsets after each `\n`, with 0 first (the pieces of
-    /// `split_inclusive('\n')` start at those below `text.len()`).
-    starts: Vec<usize>,
+    index: LineIndex,
 }
 
 impl Source {
     fn new(text: String) -> Source {
-        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        Source { text, starts }
+        let index = LineIndex::new(&text);
+        Source { text, index }
     }
 
     /// Where 1-based `line` starts: the length of the lines before it
     /// (the text's end past its last line).
     fn line_start(&self, line: usize) -> usize {
-        self.starts.get(line - 1).copied().unwrap_or(self.text.len())
+        self.index.line_start(line).unwrap_or(self.text.len())
     }
 
-    /// `text.lines().nth(line - 1)`: the line without its `\n` or `\r\n`.
+    /// Where 0-based line `i` starts (the text's end past the last line).
+    fn start(&self, i: usize) -> usize {
+        self.line_start(i + 1)
+    }
+
+    /// `text.lines().nth(line - 1)`: the line without its `\n` or `\r\n`
+    /// (no line starts at the end of a text ending in `\n`).
     fn line(&self, line: usize) -> Option<&str> {
-        let start = *self.starts.get(line.checked_sub(1)?)?;
-        if start >= self.text.len() {
+        if self.index.line_start(line)? >= self.text.len() {
             return None;
         }
-        let end = self.starts.get(line).copied().unwrap_or(self.text.len());
-        let piece = &self.text[start..end];
-        Some(match piece.strip_suffix('\n') {
-            Some(l) => l.strip_suffix('\r').unwrap_or(l),
-            None => piece,
-        })
+        self.index.line_text(&self.text, line)
     }
 
     /// The 0-based index of the line holding byte `at`; the text's end
     /// after a final `\n` belongs to the last line (no line starts there).
     fn line_index(&self, at: usize) -> usize {
-        let lines = self.starts.partition_point(|&s| s < self.text.len()).max(1);
-        self.starts.partition_point(|&s| s <= at).saturating_sub(1).min(lines - 1)
+        let lines = self.index.starts().partition_point(|&s| (s as usize) < self.text.len()).max(1);
+        (self.index.line_of(at) - 1).min(lines - 1)
     }
 
     /// The lines a folded snippet of `range` shows, with margin, as a byte
@@ -94,8 +92,8 @@ impl Source {
     fn excerpt(&self, range: &std::ops::Range<usize>) -> (std::ops::Range<usize>, usize) {
         let first = self.line_index(range.start).saturating_sub(1);
         let last = self.line_index(range.end);
-        let end = self.starts.get(last + 3).copied().unwrap_or(self.text.len());
-        (self.starts[first]..end, first + 1)
+        let end = self.start(last + 3);
+        (self.start(first)..end, first + 1)
     }
 }
 

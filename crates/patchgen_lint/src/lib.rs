@@ -70,6 +70,9 @@
 //! `[tool.patchgen.lint]` maps glob patterns (relative to the project root)
 //! to codes.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod automodel;
 pub mod cached;
 pub mod catalogue;

@@ -15,8 +15,9 @@ use super::{Rule, noqa, rules};
 use patchgen_config::{Overlay, ProjectLoader};
 use patchgen_core::error::RunError;
 use patchgen_core::pipeline::{Context, Failure};
+use patchgen_core::progress::Reporter;
 use patchgen_core::project::{Project, resolve};
-use patchgen_core::settings::{LintFlags, Overrides, Resolved, process_env};
+use patchgen_core::settings::{Env, LintFlags, Overrides, Resolved};
 use patchgen_core::survey::modules::Version;
 use patchgen_core::survey::source::{self, Upstream, WheelCache};
 use patchgen_core::upstream::SearchPath;
@@ -49,6 +50,11 @@ pub struct Options {
     pub verbose: bool,
     /// `--unsafe-fixes`: unsafe fixes count as fixable (and `--fix` applies them).
     pub unsafe_fixes: bool,
+    /// The environment the settings and the upstream search read (the
+    /// binary's snapshot; the default is empty).
+    pub env: Env,
+    /// Told when `upstream` VERSION is fetched.
+    pub reporter: Reporter,
 }
 
 impl Default for Options {
@@ -66,6 +72,8 @@ impl Default for Options {
             no_cache: false,
             verbose: false,
             unsafe_fixes: false,
+            env: Env::default(),
+            reporter: Reporter::default(),
         }
     }
 }
@@ -140,9 +148,7 @@ pub fn selected_rules(settings: &LintSettings) -> Result<Vec<&'static Rule>, Run
     let all = select.into_iter().flatten().chain(extend.iter().copied()).chain(ignore.iter().copied());
     for s in all {
         if !rules::RULES.iter().any(|r| selects(s, r.code, r.name)) {
-            return Err(RunError::Usage(format!(
-                "unknown rule selector `{s}`\n  help: `patchgen rule --all` lists the rules"
-            )));
+            return Err(RunError::UnknownSelector { selector: s.clone() });
         }
     }
     Ok(rules::RULES
@@ -171,24 +177,24 @@ fn failure_diagnostic(module: &str, failure: &Failure) -> Diagnostic {
 
 /// The upstream lint reads: `--upstream` resolved as `survey` resolves
 /// `--to`, else the search path `check` uses.
-fn upstream_for(
-    arg: Option<&str>,
-    project: &Project,
-    cwd: &Path,
-    download: bool,
-) -> Result<(Upstream, Option<PathBuf>), RunError> {
+fn upstream_for(args: &Options, project: &Project, cwd: &Path) -> Result<(Upstream, Option<PathBuf>), RunError> {
     let package_root = project.package_root();
-    match arg {
+    match args.upstream.as_deref() {
         Some(arg) => {
-            let cache =
-                WheelCache { dir: WheelCache::default_dir(&project.root), package: "transformers".into(), download };
-            let up = source::resolve(arg, cwd, &cache).map_err(|e| RunError::Usage(format!("--upstream {e}")))?;
+            let cache = WheelCache {
+                dir: WheelCache::default_dir(&args.env, &project.root),
+                package: "transformers".into(),
+                download: !args.no_download,
+                reporter: args.reporter.clone(),
+            };
+            let up =
+                source::resolve(arg, cwd, &cache).map_err(|source| RunError::Upstream { flag: "upstream", source })?;
             let location = up.location.clone();
             let search = SearchPath::new(vec![location.clone(), package_root]);
             Ok((Upstream { search, ..up }, Some(location)))
         }
         None => {
-            let search = SearchPath::from_env(&project.root, cwd, &package_root);
+            let search = SearchPath::from_env(&args.env, &project.root, cwd, &package_root);
             let version = search.transformers_version();
             Ok((Upstream { arg: String::new(), version, location: PathBuf::new(), search }, None))
         }
@@ -217,21 +223,20 @@ fn setup(args: &Options, cwd: &Path, overlay: Overlay) -> Result<Setup, RunError
         Some(p) => p.clone(),
         None => cwd.to_path_buf(),
     };
-    let project = Project::find(&project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let project = Project::find(&project_dir)?;
     let flags = LintFlags {
         select: args.select.clone(),
         extend_select: args.extend_select.clone(),
         ignore: args.ignore.clone(),
     };
     let overrides = Overrides { jobs: args.jobs, no_cache: args.no_cache, ..Overrides::default() };
-    let resolved = Resolved::resolve(&overrides, &process_env, &project)
-        .map_err(|e| RunError::Usage(e.to_string()))?
-        .with_lint_flags(&flags);
+    let resolved =
+        Resolved::resolve(&overrides, &args.env, &project).map_err(RunError::Settings)?.with_lint_flags(&flags);
     let settings = LintSettings::from_options(&resolved.lint, &project.settings.package_prefix);
     let rules = selected_rules(&settings)?;
-    let (upstream, location) = upstream_for(args.upstream.as_deref(), &project, cwd, !args.no_download)?;
+    let (upstream, location) = upstream_for(args, &project, cwd)?;
     let version_label = upstream.version.clone();
-    let mut pipeline = Context::new(project, &project_dir, None);
+    let mut pipeline = Context::new(project, &project_dir, None, &args.env);
     if !overlay.is_empty() {
         pipeline.loader = ProjectLoader::with_overlay(pipeline.loader.roots().to_vec(), overlay);
     }
@@ -694,6 +699,6 @@ pub fn rule_text(query: &RuleQuery) -> Result<String, RunError> {
     };
     match super::rule(code) {
         Some(r) => Ok(super::docs::rule_markdown(r)),
-        None => Err(RunError::Usage(format!("unknown rule `{code}`\n  help: `patchgen rule --all` lists the rules"))),
+        None => Err(RunError::UnknownRule { code: code.to_string() }),
     }
 }

@@ -217,7 +217,13 @@ pub type WeightMap = Vec<(String, String)>;
 
 /// The files an index names (sorted, once each) and its `(tensor, file)`
 /// pairs; `index` names it in errors.
-pub fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
+/// [`parse_index`] for callers outside the crate (the fuzz replay): its
+/// refusal as a [`crate::error::MoeError`].
+pub fn read_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), crate::error::MoeError> {
+    parse_index(index, text).map_err(crate::error::MoeError::Checkpoint)
+}
+
+pub(crate) fn parse_index(index: &Path, text: &str) -> Result<(Vec<String>, WeightMap), String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("{}:{}:{}: invalid JSON: {e}", index.display(), e.line(), e.column()))?;
     let Some(map) = value.get("weight_map").and_then(|m| m.as_object()) else {

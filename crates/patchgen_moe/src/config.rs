@@ -52,19 +52,23 @@ pub struct MoeDims {
 
 impl MoeDims {
     pub fn load(path: &Path) -> Result<MoeDims, crate::error::MoeError> {
-        use crate::error::MoeError::Config;
+        use crate::error::MoeError;
         let text = patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
-            .map_err(|e| Config(format!("{}: {e}", path.display())))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| Config(format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column())))?;
+            .map_err(|source| MoeError::ConfigUnreadable { path: path.to_path_buf(), source })?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| MoeError::ConfigJson {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
         let dims = MoeDims::from_value(path, &v)?;
-        dims.check_sizes().map_err(Config)?;
+        dims.check_sizes().map_err(MoeError::Config)?;
         Ok(dims)
     }
 
     /// The dims fit the arithmetic done on them: `2 * I` (the width of a
     /// fused `gate_up_proj`) in 64 bits. `Err` names the file and the key.
-    pub fn check_sizes(&self) -> Result<(), String> {
+    pub(crate) fn check_sizes(&self) -> Result<(), String> {
         if let (Some(i), Some(key)) = (self.intermediate, &self.intermediate_key)
             && i.checked_mul(2).is_none()
         {

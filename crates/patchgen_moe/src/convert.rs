@@ -21,18 +21,19 @@
 //! reporting the first mismatch.
 
 use std::fs::File;
-use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use patchgen_core::progress::{Progress, Reporter};
+
 use super::checkpoint::{Checkpoint, INDEX, SINGLE};
 use super::config::MoeDims;
-use super::error::MoeError;
+use super::error::{MoeError, SizeProblem};
 use super::layout::groups;
 use super::plan::{OutTensor, Piece, SourceLayout, Target, plan, shards};
 
@@ -42,8 +43,8 @@ pub struct ConvertOptions {
     pub shard_size: u64,
     pub jobs: Option<usize>,
     pub verify: bool,
-    /// Show a progress bar (stderr is a terminal).
-    pub progress: bool,
+    /// Told the bytes to write and written (the binary draws a bar on a terminal).
+    pub progress: Reporter,
 }
 
 #[derive(Serialize)]
@@ -70,14 +71,14 @@ pub struct ConvertReport {
 
 /// Parse `5GB`, `500MB`, `1GiB`, `123` (bytes), as HF's `max_shard_size`.
 pub fn parse_size(s: &str) -> Result<u64, MoeError> {
-    parse_size_text(s).map_err(MoeError::Usage)
+    parse_size_text(s).map_err(|problem| MoeError::ShardSize { given: s.to_string(), problem })
 }
 
-fn parse_size_text(s: &str) -> Result<u64, String> {
+fn parse_size_text(s: &str) -> Result<u64, SizeProblem> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s}: not a size (e.g. 5GB, 500MB, 1GiB)"))?;
+    let n: f64 = num.parse().map_err(|_| SizeProblem::NotASize)?;
     let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "KB" => 1_000,
@@ -88,11 +89,11 @@ fn parse_size_text(s: &str) -> Result<u64, String> {
         "MIB" => 1 << 20,
         "GIB" => 1 << 30,
         "TIB" => 1 << 40,
-        _ => return Err(format!("{s}: unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")),
+        _ => return Err(SizeProblem::UnknownUnit),
     };
     let v = (n * mult as f64) as u64;
     if v == 0 {
-        return Err(format!("{s}: the shard size must be positive"));
+        return Err(SizeProblem::Zero);
     }
     Ok(v)
 }
@@ -104,12 +105,9 @@ pub fn convert(src: &Path, dst: &Path, opts: &ConvertOptions) -> Result<ConvertR
     let src_abs = patchgen_core::project::resolve(src);
     let dst_abs = patchgen_core::project::resolve(dst);
     if dst_abs == src_abs || dst_abs.starts_with(&src_abs) && src.is_dir() {
-        return Err(MoeError::Usage(format!(
-            "{}: DST is SRC or inside it: refusing to write into the source",
-            dst.display()
-        )));
+        return Err(MoeError::DstInSource { dst: dst.to_path_buf() });
     }
-    refuse_non_empty(dst).map_err(MoeError::Usage)?;
+    refuse_non_empty(dst)?;
     let ck = Checkpoint::open(src)?;
     let config = if src.is_dir() { Some(src.join("config.json")).filter(|p| p.is_file()) } else { None };
     let dims = config.as_deref().map(MoeDims::load).transpose()?;
@@ -132,18 +130,19 @@ fn write_local(
 
     let tmp = temporary_dir(dst, dst_abs)?;
 
-    let bar = progress_bar(total, opts.progress);
+    let bar = &*opts.progress;
+    bar.start(total);
     let inputs: Vec<PathBuf> = ck.shards.iter().map(|s| s.path.clone()).collect();
     let write_one = |k: usize| -> Result<(), String> {
         let path = tmp.path().join(&names[k]);
-        write_shard(&path, &plan.tensors[cuts[k].clone()], &inputs, &bar)
+        write_shard(&path, &plan.tensors[cuts[k].clone()], &inputs, bar)
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.unwrap_or(1).max(1))
         .build()
         .map_err(|e| format!("cannot start threads: {e}"))?;
     pool.install(|| (0..n).into_par_iter().map(write_one).collect::<Result<Vec<()>, String>>())?;
-    bar.finish_and_clear();
+    bar.finish();
 
     if let Some(index) = index_of(&plan, &cuts, &names, total) {
         std::fs::write(tmp.path().join(INDEX), index).map_err(|e| format!("{INDEX}: {e}"))?;
@@ -256,22 +255,12 @@ pub(crate) fn index_of(
     Some(index_json(total, &weight_map))
 }
 
-/// The progress bar of a conversion: bytes, throughput, time left.
-pub(crate) fn progress_bar(total: u64, show: bool) -> ProgressBar {
-    let bar = if show { ProgressBar::new(total) } else { ProgressBar::hidden() };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
-}
-
 /// A local DST must not exist, or be an empty directory.
-pub(crate) fn refuse_non_empty(dst: &Path) -> Result<(), String> {
+pub(crate) fn refuse_non_empty(dst: &Path) -> Result<(), MoeError> {
     if dst.exists() {
         let empty = dst.is_dir() && std::fs::read_dir(dst).map(|mut d| d.next().is_none()).unwrap_or(false);
         if !empty {
-            return Err(format!("{}: exists and is not an empty directory: refusing to overwrite", dst.display()));
+            return Err(MoeError::DstNotEmpty { dst: dst.to_path_buf() });
         }
     }
     Ok(())
@@ -382,7 +371,7 @@ fn start_writeback(file: &File, offset: u64, len: u64) {
     let _ = rustix::fs::fadvise(file, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::DontNeed);
 }
 
-fn write_shard(path: &Path, tensors: &[OutTensor], inputs: &[PathBuf], bar: &ProgressBar) -> Result<(), String> {
+fn write_shard(path: &Path, tensors: &[OutTensor], inputs: &[PathBuf], bar: &dyn Progress) -> Result<(), String> {
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
     let file = File::create(path).map_err(io)?;
     // Submitting a range for writeback takes a few ms of kernel time per
@@ -407,7 +396,7 @@ fn copy_tensors(
     output: &mut Output<'_>,
     tensors: &[OutTensor],
     inputs: &[PathBuf],
-    bar: &ProgressBar,
+    bar: &dyn Progress,
     path: &Path,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
@@ -441,7 +430,7 @@ fn copy_tensors(
                     output.advance(transposed.len() as u64);
                 }
             }
-            bar.inc(piece.len());
+            bar.advance(piece.len());
         }
     }
     Ok(())
@@ -651,11 +640,6 @@ pub(crate) fn mismatch(shard: &str, tensor: &str, base: u64, want: &[u8], got: &
     )
 }
 
-/// Whether to draw a progress bar.
-pub fn stderr_is_terminal() -> bool {
-    std::io::stderr().is_terminal()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,7 +670,7 @@ mod tests {
             pieces: vec![Piece::Range { shard: 0, offset: 2, len: 4 }],
         }];
         let out = dir.path().join("model.safetensors");
-        write_shard(&out, &tensors, std::slice::from_ref(&input), &ProgressBar::hidden()).unwrap();
+        write_shard(&out, &tensors, std::slice::from_ref(&input), &patchgen_core::progress::Silent).unwrap();
         verify_shard(&out, "model.safetensors", &tensors, std::slice::from_ref(&input)).unwrap();
         let h = crate::header::read_header(&out).unwrap();
         assert_eq!(h.metadata, vec![("format".to_string(), "pt".to_string())]);
@@ -747,7 +731,7 @@ mod tests {
         assert!(total > 3 * WRITEBACK_CHUNK);
         let tensors = vec![OutTensor { name: "w".into(), dtype: "U8".into(), shape: vec![total], pieces }];
         let out = dir.path().join("model.safetensors");
-        write_shard(&out, &tensors, &inputs, &ProgressBar::hidden()).unwrap();
+        write_shard(&out, &tensors, &inputs, &patchgen_core::progress::Silent).unwrap();
         let written = std::fs::read(&out).unwrap();
         let header = header_bytes(&tensors);
         assert_eq!(&written[..header.len()], &header[..]);

@@ -20,8 +20,8 @@ use super::recipes::{ExpertNaming, RecipeKind, Recipes};
 pub enum UpstreamArg {
     /// `--upstream DIR|WHEEL|VERSION`, resolved by the caller.
     Given(patchgen_core::survey::source::Upstream),
-    /// Look for `transformers` on PYTHONPATH / the virtualenv.
-    FromEnv,
+    /// Look for `transformers` on PYTHONPATH / the virtualenv of this environment.
+    FromEnv(patchgen_core::settings::Env),
 }
 
 #[derive(Serialize)]
@@ -160,9 +160,9 @@ pub fn report(
             Ok(r) => (Some(fact(&r, mt, &u.version)), None),
             Err(e) => (None, Some(e.to_string())),
         },
-        (Some(mt), UpstreamArg::FromEnv) => {
+        (Some(mt), UpstreamArg::FromEnv(env)) => {
             let root = patchgen_core::project::Project::find(cwd).map(|p| p.root).unwrap_or_else(|_| cwd.to_path_buf());
-            let search = patchgen_core::upstream::SearchPath::from_env(&root, cwd, cwd);
+            let search = patchgen_core::upstream::SearchPath::from_env(&env, &root, cwd, cwd);
             match Recipes::load(&search) {
                 Ok(r) => (Some(fact(&r, mt, &search.transformers_version())), None),
                 Err(_) => (

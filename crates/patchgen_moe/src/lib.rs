@@ -14,6 +14,10 @@
 //! - `inspect`: the `moe inspect` report; `plan` + `convert`: `moe convert`;
 //! - `error`: `MoeError`, what can go wrong on local files, by kind;
 //! - `remote`: both on `hf://`, `s3://`, `gs://`, `az://`, `http(s)://`.
+
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod cancel;
 pub mod checkpoint;
 pub mod config;

@@ -30,7 +30,8 @@ pub struct FusedExperts {
 /// assign `self.gate_up_proj` an `nn.Parameter`. `Err` is a syntax error
 /// with its 1-based line.
 pub fn fused_expert_classes(text: &str) -> Result<Vec<FusedExperts>, (usize, String)> {
-    let line_of = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
+    let index = patchgen_diagnostics::LineIndex::new(text);
+    let line_of = |offset: usize| index.line_of(offset.min(text.len()));
     let parsed = ruff_python_parser::parse_module(text)
         .map_err(|e| (line_of(e.location.start().into()), e.error.to_string()))?;
     Ok(fused_expert_classes_in(&parsed.syntax().body, &line_of))

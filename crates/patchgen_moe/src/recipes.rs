@@ -219,8 +219,8 @@ impl Recipes {
 
     /// Parse the text of a `conversion_mapping.py`.
     pub fn parse(origin: PathBuf, text: &str) -> Result<Recipes, RecipeError> {
-        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset);
+        let index = patchgen_diagnostics::LineIndex::new(text);
+        let line_of = |offset: usize| index.line_of(offset);
         let err = |line: usize, message: String| RecipeError { origin: origin.clone(), line, message };
         let parsed = ruff_python_parser::parse_module(text)
             .map_err(|e| err(line_of(e.location.start().into()), format!("not valid Python: {}", e.error)))?;

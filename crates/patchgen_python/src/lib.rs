@@ -17,6 +17,9 @@
 //! reading the files it is asked to parse, never prints, never reads the
 //! environment.
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod diff;
 pub mod merge;
 pub mod pysource;

@@ -40,7 +40,7 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     };
     let mut args = opts.args.clone();
     args.dry_run = false;
-    let result = super::run(&Options { args, cwd: inner_cwd });
+    let result = super::run(&Options { args, cwd: inner_cwd, env: opts.env.clone() });
     let map = |s: &str| s.replace(&copy.display().to_string(), &root.display().to_string());
     let result = match result {
         Ok(mut r) => {
@@ -48,8 +48,9 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
             r.dry_run = true;
             Ok(r)
         }
-        Err(NewError::Usage(m)) => Err(NewError::Usage(map(&m))),
-        Err(NewError::Failed(m)) => Err(NewError::Failed(map(&m))),
+        // The copy's paths in the message become the project's.
+        Err(e) if e.is_usage() => Err(NewError::Usage(map(&e.to_string()))),
+        Err(e) => Err(NewError::Failed(map(&e.to_string()))),
     };
     drop(tmp);
     result

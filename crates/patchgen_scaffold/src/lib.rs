@@ -23,6 +23,9 @@
 //! lint errors in unpatched upstream code), and `pg301_copy` (a template
 //! forward with an inherited PG301 copied and fixed instead of reused).
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod companions;
 mod configs;
 pub mod configuration;
@@ -87,6 +90,8 @@ pub struct Request {
 pub struct Options {
     pub args: Request,
     pub cwd: PathBuf,
+    /// The environment (the binary's snapshot): settings, the search path, ruff's.
+    pub env: patchgen_core::settings::Env,
 }
 
 /// A failure: usage (exit 2) or a run that could not finish (exit 1).
@@ -138,11 +143,12 @@ pub fn run(opts: &Options) -> Result<Report, NewError> {
     let last_lint = prune::all(
         &scan.project,
         &opts.cwd,
+        &opts.env,
         &mut report,
         template.facts.as_ref(),
         facts,
         scan.configuration_file.as_ref(),
     );
-    report::finish(&mut report, &scan, &companions, last_lint, &opts.cwd);
+    report::finish(&mut report, &scan, &companions, last_lint, &opts.cwd, &opts.env);
     Ok(report)
 }

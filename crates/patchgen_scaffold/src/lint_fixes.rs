@@ -177,7 +177,7 @@ fn non_custom_init(file: &ParsedFile, class: &str, rt: &Retargeted) -> Option<Up
 
 /// The 1-based row of `offset` in `text`.
 fn row_of(text: &str, offset: TextSize) -> usize {
-    text[..offset.to_usize()].bytes().filter(|b| *b == b'\n').count() + 1
+    patchgen_diagnostics::LineIndex::new(text).line_of(offset.to_usize())
 }
 
 /// The override of the upstream method at `site` answering `flags`, and

@@ -13,6 +13,7 @@ use std::path::Path;
 use patchgen_config::PatchType;
 use patchgen_core::pipeline::Context;
 use patchgen_core::project::Project;
+use patchgen_core::settings::Env;
 
 use crate::facts::ModelFacts;
 use crate::report::{BackendPlan, GenerationResult, Report};
@@ -23,6 +24,7 @@ use crate::{lint_fixes, pg301_copy, render, retarget, ruff_findings};
 pub(crate) fn all(
     project: &Project,
     cwd: &Path,
+    env: &Env,
     report: &mut Report,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
@@ -30,7 +32,7 @@ pub(crate) fn all(
 ) -> Option<patchgen_lint::LintReport> {
     let mut last_lint = None;
     for i in 0..report.backends.len() {
-        let (result, lint) = generate_pruning(project, cwd, &mut report.backends[i], template, new, configuration);
+        let (result, lint) = generate_pruning(project, cwd, env, &mut report.backends[i], template, new, configuration);
         report.backends[i].retargeted.settle_decisions(&new.prefix);
         report.generation.push(result);
         last_lint = lint;
@@ -48,9 +50,15 @@ pub(crate) fn all(
 pub(crate) fn lint_modules(
     modules: Vec<String>,
     cwd: &Path,
+    env: &Env,
 ) -> Result<patchgen_lint::LintReport, patchgen_core::error::RunError> {
-    let opts =
-        patchgen_lint::Options { modules, no_download: true, no_cache: true, ..patchgen_lint::Options::default() };
+    let opts = patchgen_lint::Options {
+        modules,
+        no_download: true,
+        no_cache: true,
+        env: env.clone(),
+        ..patchgen_lint::Options::default()
+    };
     patchgen_lint::lint(&opts, cwd)
 }
 
@@ -189,6 +197,7 @@ const MAX_ROUNDS: usize = 8;
 fn generate_pruning(
     project: &Project,
     cwd: &Path,
+    env: &Env,
     plan: &mut BackendPlan,
     template: Option<&ModelFacts>,
     new: &ModelFacts,
@@ -199,7 +208,7 @@ fn generate_pruning(
     // The template's own lint report, once, when the new config has errors.
     let mut template_lint: Option<Option<patchgen_lint::LintReport>> = None;
     for round in 0..MAX_ROUNDS {
-        let ctx = Context::new(project.clone(), cwd, None);
+        let ctx = Context::new(project.clone(), cwd, None, env);
         // Round 0: `run` wrote this very text, normalised, already.
         if round > 0 {
             plan.retargeted.fall_back();
@@ -222,7 +231,7 @@ fn generate_pruning(
                 if let Err(e) = written {
                     return fail(&plan.module, format!("{}: cannot write: {e}", g.py_path.display()));
                 }
-                let lint = lint_modules(vec![plan.module.clone()], cwd).ok();
+                let lint = lint_modules(vec![plan.module.clone()], cwd, env).ok();
                 // Errors in upstream code a rule names the fix for: the
                 // scaffold writes that fix (`lint_fixes`); the rest may drop
                 // reuses.
@@ -256,7 +265,8 @@ fn generate_pruning(
                     .as_ref()
                     .is_some_and(|r| r.diagnostics.iter().any(|d| d.severity == patchgen_diagnostics::Severity::Error));
                 if has_errors && template_lint.is_none() {
-                    template_lint = Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd).ok()));
+                    template_lint =
+                        Some(plan.template_config.clone().and_then(|t| lint_modules(vec![t], cwd, env).ok()));
                 }
                 let template_report = template_lint.as_ref().and_then(|t| t.as_ref());
                 let rejected = template.is_some()

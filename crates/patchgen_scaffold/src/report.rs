@@ -82,6 +82,7 @@ pub(crate) fn finish(
     companions: &Companions,
     last_lint: Option<patchgen_lint::LintReport>,
     cwd: &Path,
+    env: &patchgen_core::settings::Env,
 ) {
     // The TODOs of what was finally written (pruning rounds add, reword
     // and drop them).
@@ -112,7 +113,7 @@ pub(crate) fn finish(
     let single = report.backends.len() == 1 && report.generation.iter().all(|g| g.ok);
     report.lint = match last_lint.filter(|_| single) {
         Some(r) => lint_summary(&r),
-        None => lint_written(report, cwd),
+        None => lint_written(report, cwd, env),
     };
     for b in &report.backends {
         for ext in ["py", "diff"] {
@@ -136,13 +137,13 @@ pub(crate) fn finish(
 
 /// `patchgen lint` over the configs just written: a one-line summary, the
 /// findings listed after it.
-fn lint_written(report: &Report, cwd: &Path) -> String {
+fn lint_written(report: &Report, cwd: &Path, env: &patchgen_core::settings::Env) -> String {
     let modules: Vec<String> =
         report.backends.iter().zip(&report.generation).filter(|(_, g)| g.ok).map(|(b, _)| b.module.clone()).collect();
     if modules.is_empty() {
         return "not run (nothing generated)".into();
     }
-    match crate::prune::lint_modules(modules, cwd) {
+    match crate::prune::lint_modules(modules, cwd, env) {
         Ok(r) => lint_summary(&r),
         Err(e) => format!("not run: {e}"),
     }

@@ -85,7 +85,7 @@ impl Site {
 
 /// 1-based row of byte offset `at`.
 fn row_of(text: &str, at: usize) -> usize {
-    text[..at].bytes().filter(|b| *b == b'\n').count() + 1
+    patchgen_diagnostics::LineIndex::new(text).line_of(at)
 }
 
 /// The function or method (outermost within its class) holding `row`.

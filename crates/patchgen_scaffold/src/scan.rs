@@ -56,7 +56,7 @@ impl Scan {
     pub(crate) fn read(opts: &Options) -> Result<Scan, NewError> {
         let args = &opts.args;
         let project = Project::find(&opts.cwd).map_err(|e| NewError::usage(e.to_string()))?;
-        let ctx = Context::new(project.clone(), &opts.cwd, None);
+        let ctx = Context::new(project.clone(), &opts.cwd, None, &opts.env);
         let version = version_of(&ctx, &project, &opts.cwd);
         let m = args.model.as_str();
         let facts = ModelFacts::read(&version, &args.package, m).map_err(|e| {
@@ -195,7 +195,7 @@ fn model_names(search: &SearchPath, package: &str) -> Vec<String> {
 }
 
 fn version_of(ctx: &Context, project: &Project, cwd: &Path) -> Version {
-    let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
+    let search = SearchPath::from_env(&ctx.ruff.env, &project.root, cwd, &project.package_root());
     let location = search.entries.first().map(|e| e.path().to_path_buf()).unwrap_or_default();
     Version::new(Upstream {
         arg: "search path".into(),

@@ -52,7 +52,13 @@ pub fn module_name(package_root: &Path, path: &Path) -> Option<String> {
 
 /// Check the config at `path` (its text is in `overlay`); `None` when the
 /// file is not a module of a patchgen project (nothing to say about it).
-pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -> Option<Checked> {
+pub fn check(
+    path: &Path,
+    overlay: Overlay,
+    links: &DocLinks,
+    with_ruff: bool,
+    env: patchgen_core::settings::Env,
+) -> Option<Checked> {
     let started = std::time::Instant::now();
     let text = overlay.get(path).map(str::to_string).or_else(|| {
         patchgen_cache::bounded::read_to_string(path, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE).ok()
@@ -64,6 +70,7 @@ pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -
         project: Some(project.root.clone()),
         no_cache: true,
         jobs: Some(1),
+        env,
         ..Options::default()
     };
     let lsp = |d: &Diagnostic| to_lsp(d, path, &text, &overlay, links);
@@ -74,9 +81,14 @@ pub fn check(path: &Path, overlay: Overlay, links: &DocLinks, with_ruff: bool) -
                 let all = r.errors.iter().chain(&r.diagnostics).chain(&found.generation);
                 (all.map(lsp).collect(), found.files.iter().map(|f| resolve(f)).collect(), found.generated)
             }
-            // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of the file.
+            // The run could not start (a bad `[tool.patchgen.lint]` selector, ...): said at the top of
+            // the file, with the place at fault (the pyproject's line) as related information.
             Err(e) => {
-                let d = patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
+                let mut d =
+                    patchgen_diagnostics::codes::PROJECT_ERROR.diagnostic(e.to_string()).at(Location::file(path));
+                if let Some(at) = e.location() {
+                    d = d.related(at, "the setting at fault");
+                }
                 (vec![lsp(&d)], vec![resolve(path)], Vec::new())
             }
         };

@@ -48,10 +48,10 @@ pub fn is_generated(path: &Path) -> bool {
 
 /// Map the config that generates `path` (a generated `.py`/`.diff`), or
 /// the config `path` itself. `Err` says why not, for the editor's log.
-pub fn map(path: &Path) -> Result<GenMap, String> {
+pub(crate) fn map(path: &Path, env: &patchgen_core::settings::Env) -> Result<GenMap, String> {
     let project = Project::find(path.parent().ok_or("no parent directory")?).map_err(|e| e.to_string())?;
     let base = project.root.clone();
-    let ctx = Context::new(project, &base, None);
+    let ctx = Context::new(project, &base, None, env);
     let module = if is_config(path) {
         module_name(&ctx.project.package_root(), path).ok_or("not a module of the project's package")?
     } else {

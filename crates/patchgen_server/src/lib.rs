@@ -21,6 +21,9 @@
 //! `patchgen check` starts it. The library never prints: the protocol
 //! is its only output (`window/logMessage` for the log).
 
+// Libraries return what they have to say; the binary prints it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod actions;
 pub mod check;
 pub mod docs;
@@ -51,6 +54,9 @@ pub struct ServerOptions {
     /// A directory for what the server writes for the editor to open:
     /// wheel members (go to definition) and the rule docs (links).
     pub scratch: PathBuf,
+    /// The environment checks run in (settings, the upstream search path,
+    /// ruff's): the binary's snapshot; the default is empty.
+    pub env: patchgen_core::settings::Env,
 }
 
 impl Default for ServerOptions {
@@ -59,6 +65,7 @@ impl Default for ServerOptions {
             debounce: Duration::from_millis(50),
             with_ruff: true,
             scratch: std::env::temp_dir().join(format!("patchgen-server-{}", env!("CARGO_PKG_VERSION"))),
+            env: patchgen_core::settings::Env::default(),
         }
     }
 }

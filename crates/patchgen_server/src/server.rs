@@ -324,6 +324,7 @@ impl Server {
         }
         let links = self.links.clone();
         let with_ruff = self.options.with_ruff;
+        let env = self.options.env.clone();
         let tx = self.events.0.clone();
         self.running.insert(uri.clone());
         // The command line's stack: the parser and the evaluator recurse on
@@ -333,7 +334,7 @@ impl Server {
             .stack_size(patchgen_core::workers::STACK_SIZE)
             .spawn(move || {
                 let result =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff)))
+                    std::panic::catch_unwind(AssertUnwindSafe(|| check::check(&path, overlay, &links, with_ruff, env)))
                         .unwrap_or_else(|_| Some(check::internal_error()));
                 let _ = tx.send(Event::Checked { uri, version, result });
             });
@@ -387,7 +388,7 @@ impl Server {
         if let Some(u) = self.upstreams.get(&project.root) {
             return Some(u.clone());
         }
-        let search = SearchPath::from_env(&project.root, &project.root, &project.package_root());
+        let search = SearchPath::from_env(&self.options.env, &project.root, &project.root, &project.package_root());
         let u = Arc::new(Upstreams::new(search, self.options.scratch.join("upstream")));
         self.upstreams.insert(project.root.clone(), u.clone());
         Some(u)
@@ -578,8 +579,9 @@ impl Server {
             return;
         }
         let tx = self.events.0.clone();
+        let env = self.options.env.clone();
         let spawned = std::thread::Builder::new().name("patchgen-map".into()).spawn(move || {
-            let map = std::panic::catch_unwind(AssertUnwindSafe(|| generated::map(&path)))
+            let map = std::panic::catch_unwind(AssertUnwindSafe(|| generated::map(&path, &env)))
                 .ok()
                 .and_then(Result::ok)
                 .map(Arc::new);
@@ -723,7 +725,7 @@ impl Server {
                 let map = self.maps.get(&uri)?.clone();
                 let project = Project::find(map.config.parent()?).ok()?;
                 let root = project.root.clone();
-                let ctx = patchgen_core::pipeline::Context::new(project, &root, None);
+                let ctx = patchgen_core::pipeline::Context::new(project, &root, None, &self.options.env);
                 let written = ctx
                     .generate(&map.module, "config", None)
                     .map_err(|e| e.to_string())

@@ -3,59 +3,28 @@
 //! default encoding); patchgen's locations are 1-based lines and 1-based
 //! columns counting characters (`patchgen_diagnostics`), byte offsets
 //! inside the program. Lines break at `\n`; a `\r` before it is not part of
-//! the line. Out-of-range positions are clamped, never a panic.
+//! the line (`patchgen_diagnostics::LineIndex`, the workspace's one line
+//! index). Out-of-range positions are clamped, never a panic.
 
 use lsp_types::{Position, Range};
-use patchgen_diagnostics::Location;
-
-/// The `\n`-separated lines of `text`, each without its `\r\n` / `\n`.
-fn line_text(text: &str, line: usize) -> Option<(usize, &str)> {
-    let mut start = 0usize;
-    for (i, l) in text.split('\n').enumerate() {
-        if i == line {
-            return Some((start, l.strip_suffix('\r').unwrap_or(l)));
-        }
-        start += l.len() + 1;
-    }
-    None
-}
+use patchgen_diagnostics::{LineIndex, Location};
 
 /// The byte offset of an LSP position (a character past the line's end is
 /// its end; a line past the text's end is the end of the text).
 pub fn offset_of(text: &str, pos: Position) -> usize {
-    let Some((start, line)) = line_text(text, pos.line as usize) else { return text.len() };
-    let mut units = 0u32;
-    for (i, c) in line.char_indices() {
-        if units >= pos.character {
-            return start + i;
-        }
-        units += c.len_utf16() as u32;
-    }
-    start + line.len()
+    LineIndex::new(text).utf16_offset(text, pos.line, pos.character)
 }
 
 /// The LSP position of a byte offset (inside a character: its start).
 pub fn position_of(text: &str, offset: usize) -> Position {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count();
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let character: usize = before[line_start..].chars().map(char::len_utf16).sum();
-    Position { line: line as u32, character: character as u32 }
+    let (line, character) = LineIndex::new(text).utf16_position(text, offset);
+    Position { line, character }
 }
 
 /// The UTF-16 column of 1-based character column `column` on 0-based `line`.
-fn utf16_column(text: &str, line: usize, column: usize) -> u32 {
-    let Some((_, l)) = line_text(text, line) else { return 0 };
+fn utf16_column(index: &LineIndex, text: &str, line: usize, column: usize) -> u32 {
+    let Some(l) = index.line_text(text, line + 1) else { return 0 };
     l.chars().take(column.saturating_sub(1)).map(|c| c.len_utf16() as u32).sum()
-}
-
-/// The UTF-16 length of 0-based `line`.
-fn line_len(text: &str, line: usize) -> u32 {
-    line_text(text, line).map_or(0, |(_, l)| l.encode_utf16().count() as u32)
 }
 
 /// A patchgen location in `text` (the file it names, as the buffer holds
@@ -66,20 +35,23 @@ pub fn range_of(text: &str, loc: &Location) -> Range {
     if loc.line == 0 {
         return Range::default();
     }
+    let index = LineIndex::new(text);
     let line = loc.line - 1;
+    let line_len = |line: usize| index.utf16_line_len(text, line as u32);
     if loc.column == 0 {
-        let indent = line_text(text, line)
-            .map_or(0, |(_, l)| l.chars().take_while(|c| c.is_whitespace()).map(char::len_utf16).sum::<usize>());
-        let end = line_len(text, line);
+        let indent = index
+            .line_text(text, line + 1)
+            .map_or(0, |l| l.chars().take_while(|c| c.is_whitespace()).map(char::len_utf16).sum::<usize>());
+        let end = line_len(line);
         return Range::new(Position::new(line as u32, (indent as u32).min(end)), Position::new(line as u32, end));
     }
-    let start = Position::new(line as u32, utf16_column(text, line, loc.column));
+    let start = Position::new(line as u32, utf16_column(&index, text, line, loc.column));
     let end = match loc.end {
         Some((l, c)) if l >= loc.line => {
-            let end = Position::new((l - 1) as u32, utf16_column(text, l - 1, c));
+            let end = Position::new((l - 1) as u32, utf16_column(&index, text, l - 1, c));
             if end > start { end } else { start }
         }
-        _ => Position::new(line as u32, line_len(text, line).max(start.character)),
+        _ => Position::new(line as u32, line_len(line).max(start.character)),
     };
     Range::new(start, end)
 }

@@ -141,8 +141,8 @@ struct Mirror {
 }
 
 impl Mirror {
-    fn build(root: &Path, files: &[(&Path, &str)]) -> std::io::Result<Mirror> {
-        let dir = temp_dir()?;
+    fn build(root: &Path, files: &[(&Path, &str)], env: &crate::settings::Env) -> std::io::Result<Mirror> {
+        let dir = temp_dir(env)?;
         let top = dir.path();
         // Directories that must be real in the mirror, and the entries of
         // each that are ours (sub-directories on a path, or targets).
@@ -206,10 +206,10 @@ impl Mirror {
 /// The directory is removed when dropped, also when a panic unwinds. A
 /// process killed outright (ctrl-c) cannot remove it, so its name carries
 /// the process id and later runs remove mirrors whose process is gone.
-fn temp_dir() -> std::io::Result<tempfile::TempDir> {
+fn temp_dir(env: &crate::settings::Env) -> std::io::Result<tempfile::TempDir> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if cfg!(target_os = "linux") {
-        if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        if let Some(run) = env.var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
             && run.is_absolute()
         {
             candidates.push(run);
@@ -325,7 +325,7 @@ impl Ruff {
         jobs: usize,
     ) -> Result<Vec<String>, BatchFailed> {
         let fail = |what: &str, e: &dyn std::fmt::Display| BatchFailed(format!("{what}: {e}"));
-        let mirror = Mirror::build(root, files).map_err(|e| fail("cannot build the mirror", &e))?;
+        let mirror = Mirror::build(root, files, &self.env).map_err(|e| fail("cannot build the mirror", &e))?;
         crate::timings::mark("mirror built");
         let paths: Vec<PathBuf> = files.iter().map(|(rel, _)| mirror.path().join(rel)).collect();
         for step in ["check", "format"] {
@@ -388,7 +388,7 @@ mod tests {
         std::fs::write(root.join("pkg/sub/generated/out.py"), "old\n").unwrap();
         std::fs::write(root.join("pkg/sub/generated/out.diff"), "d\n").unwrap();
         let rel = Path::new("pkg/sub/generated/out.py");
-        let m = Mirror::build(root, &[(rel, "new\n")]).unwrap();
+        let m = Mirror::build(root, &[(rel, "new\n")], &crate::settings::Env::default()).unwrap();
         let top = m.path();
         assert!(std::fs::symlink_metadata(top.join("pyproject.toml")).unwrap().file_type().is_symlink());
         assert!(std::fs::symlink_metadata(top.join("other")).unwrap().file_type().is_symlink());

@@ -28,6 +28,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Ruff;
+use crate::settings::Env;
 use patchgen_cache::{Input, Probe, Prober};
 
 const SETTINGS_NAMES: [&str; 3] = [".ruff.toml", "ruff.toml", "pyproject.toml"];
@@ -42,7 +43,8 @@ impl Ruff {
         let found = if self.program.components().count() > 1 || self.program.is_absolute() {
             Some(self.program.clone())
         } else {
-            std::env::var_os("PATH")
+            self.env
+                .var_os("PATH")
                 .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(&self.program)).find(|p| p.is_file()))
         };
         found.map(|p| p.canonicalize().unwrap_or(p))
@@ -56,7 +58,7 @@ impl Ruff {
         let resolved = self.resolved_program();
         let shown = resolved.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         out.push(Input::value(RUFF_PATH, &shown));
-        out.push(Input::value(RUFF_ENV, &ruff_environment()));
+        out.push(Input::value(RUFF_ENV, &ruff_environment(&self.env)));
         if let Some(path) = resolved {
             if !is_native_executable(&path) {
                 // A wrapper (a shell script, a shim) exec'ing another binary:
@@ -99,12 +101,12 @@ impl Ruff {
                         out.push(Input::new("ruff settings", Probe::Content { path: path.clone() }, unreadable()));
                     }
                     if path.is_file() {
-                        extend_chain(&path, prober, &mut out, &mut settings_dirs);
+                        extend_chain(&path, prober, &mut out, &mut settings_dirs, &self.env);
                     }
                 }
             }
         }
-        for dir in user_config_dirs() {
+        for dir in user_config_dirs(&self.env) {
             for name in SETTINGS_NAMES {
                 out.extend(prober.input("ruff user settings", Probe::Content { path: dir.join(name) }));
             }
@@ -188,11 +190,8 @@ pub const RUFF_WRAPPED_VERSION: &str = "ruff --version (wrapper script)";
 /// Every environment variable whose name starts with `RUFF_` (ruff reads
 /// several: `RUFF_OUTPUT_FORMAT`, `RUFF_CACHE_DIR`, `RUFF_NO_CACHE`, …;
 /// all of them count, so a new one is not missed), sorted, one per line.
-fn ruff_environment() -> String {
-    let mut vars: Vec<String> = std::env::vars_os()
-        .filter(|(k, _)| k.to_string_lossy().starts_with("RUFF_"))
-        .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
-        .collect();
+fn ruff_environment(env: &Env) -> String {
+    let mut vars: Vec<String> = env.with_prefix_lossy("RUFF_").map(|(k, v)| format!("{k}={v}")).collect();
     vars.sort();
     vars.join("\n")
 }
@@ -218,7 +217,7 @@ fn unreadable() -> patchgen_cache::Digest {
 
 /// Follow `file`'s `extend` chain, recording each file and each settings
 /// file's directory (for its `src` roots) and its `src` entries.
-fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut Vec<PathBuf>) {
+fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut Vec<PathBuf>, env: &Env) {
     let mut current = file.to_path_buf();
     for _ in 0..MAX_EXTEND {
         let Some(table) = ruff_table(&current) else { return };
@@ -228,7 +227,7 @@ fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut V
         }
         if let Some(toml::Value::Array(src)) = table.get("src") {
             for s in src.iter().filter_map(|v| v.as_str()) {
-                let p = dir.join(expand(s));
+                let p = dir.join(expand(s, env));
                 let found = if s.contains(['*', '?', '[']) { src_glob(&p, prober, out) } else { vec![p] };
                 for p in found {
                     if !dirs.contains(&p) {
@@ -238,7 +237,7 @@ fn extend_chain(file: &Path, prober: &Prober, out: &mut Vec<Input>, dirs: &mut V
             }
         }
         let Some(extend) = table.get("extend").and_then(|v| v.as_str()) else { return };
-        let next = dir.join(expand(extend));
+        let next = dir.join(expand(extend, env));
         let input =
             prober.input("ruff settings (extended)", Probe::Content { path: next.clone() }).unwrap_or_else(|| {
                 Input::new("ruff settings (extended)", Probe::Content { path: next.clone() }, unreadable())
@@ -327,13 +326,13 @@ fn ruff_table(file: &Path) -> Option<std::sync::Arc<toml::Table>> {
 }
 
 /// `~` and `$VAR`/`${VAR}` expanded, as ruff expands paths in settings.
-fn expand(s: &str) -> PathBuf {
+fn expand(s: &str, env: &Env) -> PathBuf {
     let mut out = String::new();
     let mut rest = s;
     if let Some(tail) = rest.strip_prefix('~')
         && (tail.is_empty() || tail.starts_with('/'))
     {
-        out.push_str(&std::env::var("HOME").unwrap_or_default());
+        out.push_str(env.var("HOME").unwrap_or_default());
         rest = tail;
     }
     while let Some(i) = rest.find('$') {
@@ -348,19 +347,19 @@ fn expand(s: &str) -> PathBuf {
             let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
             (&after[..end], &after[end..])
         };
-        out.push_str(&std::env::var(name).unwrap_or_default());
+        out.push_str(env.var(name).unwrap_or_default());
         rest = tail;
     }
     out.push_str(rest);
     PathBuf::from(out)
 }
 
-fn user_config_dirs() -> Vec<PathBuf> {
+fn user_config_dirs(env: &Env) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|x| !x.is_empty()) {
+    if let Some(x) = env.var_os("XDG_CONFIG_HOME").filter(|x| !x.is_empty()) {
         dirs.push(PathBuf::from(x).join("ruff"));
     }
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+    if let Some(home) = env.var_os("HOME").filter(|h| !h.is_empty()) {
         let d = PathBuf::from(home).join(".config").join("ruff");
         if !dirs.contains(&d) {
             dirs.push(d);
@@ -425,7 +424,7 @@ mod tests {
         std::fs::write(root.join("shared/base.toml"), "extend = \"deeper.toml\"\n").unwrap();
         std::fs::write(root.join("proj/pkg/__init__.py"), "").unwrap();
         std::fs::write(root.join("proj/pkg/generated/__init__.py"), "").unwrap();
-        let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false };
+        let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false, env: Env::capture() };
         let prober = Prober::new(HashMap::new());
         let target = root.join("proj/pkg/generated/out.py");
         let inputs = ruff.settings_inputs("import os\nfrom mylib.sub import x\n", &target, &root.join("proj"), &prober);
@@ -469,7 +468,7 @@ mod tests {
         std::fs::write(root.join("libs/notadir"), "").unwrap();
         std::fs::create_dir_all(root.join("pkg")).unwrap();
         std::fs::write(root.join("pyproject.toml"), "[tool.ruff]\nsrc = [\"libs/*\", \"odd/[ab]\"]\n").unwrap();
-        let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false };
+        let ruff = Ruff { program: PathBuf::from("ruff"), extra_ignore: vec![], isolated: false, env: Env::capture() };
         let target = root.join("pkg/out.py");
         let inputs = ruff.settings_inputs("import torch\n", &target, &root, &Prober::new(HashMap::new()));
         let seen = probes(&inputs);
@@ -508,12 +507,17 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh\necho 'ruff 1.2.3'\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let wrapped = Ruff { program: script, extra_ignore: vec![], isolated: false };
+        let wrapped = Ruff { program: script, extra_ignore: vec![], isolated: false, env: Env::capture() };
         let inputs = wrapped.binary_inputs(&Prober::new(HashMap::new()));
         let version = inputs.iter().find(|i| i.what == RUFF_WRAPPED_VERSION).expect("version asked");
         assert_eq!(version.digest, Input::value("", "exit status: 0 ruff 1.2.3 ").digest);
         assert!(inputs.iter().any(|i| i.what == RUFF_ENV));
-        let native = Ruff { program: std::env::current_exe().unwrap(), extra_ignore: vec![], isolated: false };
+        let native = Ruff {
+            program: std::env::current_exe().unwrap(),
+            extra_ignore: vec![],
+            isolated: false,
+            env: Env::capture(),
+        };
         let inputs = native.binary_inputs(&Prober::new(HashMap::new()));
         assert!(!inputs.iter().any(|i| i.what == RUFF_WRAPPED_VERSION));
     }
@@ -527,9 +531,11 @@ mod tests {
 
     #[test]
     fn expands_home_and_variables() {
-        let home = std::env::var("HOME").unwrap_or_default();
-        assert_eq!(expand("~/x.toml"), PathBuf::from(format!("{home}/x.toml")));
-        assert_eq!(expand("a/${HOME}/b"), PathBuf::from(format!("a/{home}/b")));
-        assert_eq!(expand("plain.toml"), PathBuf::from("plain.toml"));
+        let env = Env::from_pairs([("HOME", "/home/u"), ("SUB", "s")]);
+        let home = "/home/u";
+        assert_eq!(expand("$SUB/${MISSING}x", &env), PathBuf::from("s/x"));
+        assert_eq!(expand("~/x.toml", &env), PathBuf::from(format!("{home}/x.toml")));
+        assert_eq!(expand("a/${HOME}/b", &env), PathBuf::from(format!("a/{home}/b")));
+        assert_eq!(expand("plain.toml", &env), PathBuf::from("plain.toml"));
     }
 }

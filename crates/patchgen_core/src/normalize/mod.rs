@@ -38,6 +38,10 @@ pub struct Ruff {
     pub program: PathBuf,
     pub extra_ignore: Vec<String>,
     pub isolated: bool,
+    /// The environment ruff is found in and reads (`PATH`, `HOME`,
+    /// `XDG_*`, `RUFF_*`, `$VAR` in its settings; `PATCHGEN_RUFF_MODE`):
+    /// the binary's snapshot, never the process's behind its back.
+    pub env: crate::settings::Env,
 }
 
 /// Why ruff could not normalise a generated file (the file is the
@@ -187,7 +191,7 @@ impl Ruff {
     /// [`Ruff::normalize`] returns for it. At most `jobs` files go through
     /// the per-file path at a time.
     pub fn normalize_many(&self, items: &[(&str, &Path)], jobs: usize) -> Vec<Result<String, RuffError>> {
-        self.normalize_many_with(items, jobs, crate::settings::ruff_mode(&crate::settings::process_env))
+        self.normalize_many_with(items, jobs, crate::settings::ruff_mode(&self.env))
     }
 
     /// [`Ruff::normalize_many`] with the mode given rather than read from
@@ -286,7 +290,7 @@ impl Ruff {
         if self.program.components().count() > 1 || self.program.is_absolute() {
             return runnable(&self.program);
         }
-        match std::env::var_os("PATH") {
+        match self.env.var_os("PATH") {
             Some(path) => std::env::split_paths(&path).any(|dir| runnable(&dir.join(&self.program))),
             None => self.version().is_some(),
         }

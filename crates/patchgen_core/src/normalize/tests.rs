@@ -14,7 +14,9 @@ fn ruff() -> Option<Ruff> {
         std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("ruff")).find(|f| f.is_file()))
     });
     match program {
-        Some(program) => Some(Ruff { program, extra_ignore: Vec::new(), isolated: false }),
+        Some(program) => {
+            Some(Ruff { program, extra_ignore: Vec::new(), isolated: false, env: crate::settings::Env::capture() })
+        }
         None => {
             eprintln!("note: no ruff (set PATCHGEN_TEST_RUFF); batch/per-file equivalence not tested");
             None

@@ -380,7 +380,7 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         let project = Project::find(dir.path()).unwrap();
-        let ctx = Context::new(project, dir.path(), None);
+        let ctx = Context::new(project, dir.path(), None, &crate::settings::Env::capture());
         (dir, ctx)
     }
 

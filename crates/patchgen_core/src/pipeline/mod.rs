@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::codegen;
 use crate::normalize::{Ruff, RuffError};
 use crate::project::Project;
+use crate::settings::Env;
 use crate::upstream::{SearchPath, UpstreamError};
 use patchgen_cache::{Input, Inputs, Prober};
 use patchgen_config::{self as config, EvalError, PatchPlan, ProjectLoader, Warning, loader::Recording};
@@ -279,23 +280,21 @@ pub fn default_output_dir(config_path: &Path) -> PathBuf {
 
 impl Context {
     /// A context whose ruff is `ruff_override`, else what the settings say
-    /// (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value is
-    /// ignored here: commands resolve settings first and report it).
-    pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>) -> Context {
-        let ruff = crate::settings::ruff(ruff_override.as_deref(), &crate::settings::process_env, &project)
-            .unwrap_or_else(|_| {
-                crate::settings::ruff(ruff_override.as_deref(), &|_| None, &project).expect("no environment, no error")
-            });
+    /// in `env` (`crate::settings::ruff`; an invalid `PATCHGEN_RUFF_*` value
+    /// is ignored here: commands resolve settings first and report it).
+    pub fn new(project: Project, cwd: &Path, ruff_override: Option<PathBuf>, env: &Env) -> Context {
+        let ruff = crate::settings::ruff_or_default(ruff_override.as_deref(), env, &project);
         Context::with_ruff(project, cwd, ruff)
     }
 
-    /// A context running `ruff` (resolved by `crate::settings`).
+    /// A context running `ruff` (resolved by `crate::settings`); upstream
+    /// modules are searched for in the environment it was resolved in.
     pub fn with_ruff(project: Project, cwd: &Path, ruff: Ruff) -> Context {
         let mut loader = ProjectLoader::new(vec![project.package_root(), cwd.to_path_buf()]);
         if let Some(bytes) = project.settings.max_file_size {
             loader.set_max_file_size(bytes);
         }
-        let search = SearchPath::from_env(&project.root, cwd, &project.package_root());
+        let search = SearchPath::from_env(&ruff.env, &project.root, cwd, &project.package_root());
         Context {
             project,
             loader,
@@ -341,15 +340,17 @@ impl Context {
     pub fn select_modules(&self, requested: &[String], flag: &str) -> Result<Vec<String>, crate::error::RunError> {
         use crate::error::RunError;
         if requested.is_empty() {
-            let configs = self.project.discover().map_err(|e| RunError::Usage(e.to_string()))?;
+            let configs = self.project.discover()?;
             return Ok(configs.into_iter().map(|c| c.module).collect());
         }
         let modules: Vec<String> = requested.iter().map(|m| self.project.normalize_module(m)).collect();
         if let Some(m) = modules.iter().find(|m| self.loader.find(m).is_none()) {
-            return Err(RunError::Usage(format!(
-                "{flag}{m}: no such module under {}\n  help: `patchgen --list` shows the config modules",
-                self.project.package_root().display()
-            )));
+            let flag = flag.trim().trim_start_matches('-');
+            return Err(RunError::NoSuchModule {
+                flag: (!flag.is_empty()).then(|| flag.to_string()),
+                module: m.clone(),
+                package_root: self.project.package_root(),
+            });
         }
         Ok(modules)
     }

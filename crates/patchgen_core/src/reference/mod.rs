@@ -57,6 +57,10 @@ pub struct Options {
     pub cwd: PathBuf,
     /// `None`: `${PATCHGEN_CACHE:-<project root>/.cache}/wheels`.
     pub cache_dir: Option<PathBuf>,
+    /// The environment (`PATCHGEN_CACHE`, `PATCHGEN_RUFF*`, the Python search path).
+    pub env: crate::settings::Env,
+    /// Told when a version is fetched.
+    pub reporter: crate::progress::Reporter,
 }
 
 /// A file written (or found already equal).
@@ -304,11 +308,12 @@ pub fn run(opts: &Options) -> Result<Report, ReferenceError> {
     let args = &opts.args;
     let project = Project::find(&opts.cwd).ok();
     let root = project.as_ref().map(|p| p.root.clone()).unwrap_or_else(|| opts.cwd.clone());
-    let resolved = model::resolve(&args.model, project.as_ref(), &opts.cwd, &args.package)?;
+    let resolved = model::resolve(&args.model, project.as_ref(), &opts.cwd, &args.package, &opts.env)?;
     let cache = WheelCache {
-        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&opts.env, &root)),
         package: args.package.clone(),
         download: !args.no_download,
+        reporter: opts.reporter.clone(),
     };
     let base = project
         .as_ref()
@@ -337,7 +342,7 @@ pub fn run(opts: &Options) -> Result<Report, ReferenceError> {
     } else {
         let pin = match &args.pin {
             Some(v) => Pin { version: v.clone(), source: "--pin".into() },
-            None => find_pin(project.as_ref(), &opts.cwd, resolved.model_dir.as_deref(), &args.package)?,
+            None => find_pin(project.as_ref(), &opts.cwd, resolved.model_dir.as_deref(), &args.package, &opts.env)?,
         };
         let fetched = fetch(&cache, &pin.version, &resolved.name, &args.also, &mut warnings)?;
         report.versions.push(write_version(&fetched, &base.join(format!("v{}", pin.version)))?);
@@ -355,6 +360,7 @@ fn find_pin(
     cwd: &Path,
     model_dir: Option<&Path>,
     package: &str,
+    env: &crate::settings::Env,
 ) -> Result<Pin, ReferenceError> {
     if let Some(p) = project
         && let Some(pin) = pin::project_pin(&p.pyproject, &p.settings.search_root, model_dir, package)
@@ -362,8 +368,8 @@ fn find_pin(
         return Ok(pin);
     }
     let search = match project {
-        Some(p) => crate::upstream::SearchPath::from_env(&p.root, cwd, &p.package_root()),
-        None => crate::upstream::SearchPath::from_env(cwd, cwd, cwd),
+        Some(p) => crate::upstream::SearchPath::from_env(env, &p.root, cwd, &p.package_root()),
+        None => crate::upstream::SearchPath::from_env(env, cwd, cwd, cwd),
     };
     if let Ok(init) = search.find_module(&format!("{package}.__init__"))
         && let Some(version) = crate::upstream::parse_version(&init.text)

@@ -53,11 +53,17 @@ pub fn configs_in(project: &Project, dir: &Path) -> Vec<String> {
     found.into_iter().map(|c| c.module).collect()
 }
 
-pub fn resolve(arg: &str, project: Option<&Project>, cwd: &Path, package: &str) -> Result<Resolved, ReferenceError> {
+pub fn resolve(
+    arg: &str,
+    project: Option<&Project>,
+    cwd: &Path,
+    package: &str,
+    env: &crate::settings::Env,
+) -> Result<Resolved, ReferenceError> {
     let Some(project) = project else {
         return Ok(Resolved { name: arg.to_string(), how: "module name".into(), model_dir: None });
     };
-    let ctx = || Context::new(project.clone(), cwd, None);
+    let ctx = || Context::new(project.clone(), cwd, None, env);
     if arg.contains('.') {
         let module = project.normalize_module(arg);
         let ctx = ctx();

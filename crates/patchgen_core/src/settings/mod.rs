@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::normalize::Ruff;
 use crate::project::Project;
 
+mod env;
+pub use env::Env;
+
 /// `[tool.patchgen]` as written in `pyproject.toml`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -100,17 +103,17 @@ pub const LINT_KEYS: [&str; 9] = [
 /// The output format before a project is found (errors need it too): the
 /// flag, else a valid `PATCHGEN_OUTPUT_FORMAT`, else text. Once the project
 /// is known, [`resolve`] decides it for good (and rejects a bad value).
-pub fn early_format(flag: Option<patchgen_diagnostics::Format>) -> patchgen_diagnostics::Format {
-    flag.or_else(|| process_env("PATCHGEN_OUTPUT_FORMAT").and_then(|v| v.parse().ok())).unwrap_or_default()
+pub fn early_format(flag: Option<patchgen_diagnostics::Format>, env: &Env) -> patchgen_diagnostics::Format {
+    flag.or_else(|| env.value("PATCHGEN_OUTPUT_FORMAT").and_then(|v| v.parse().ok())).unwrap_or_default()
 }
 
 /// The output format: the flag, else `PATCHGEN_OUTPUT_FORMAT` (an
 /// invalid value is an error), else text.
 pub fn output_format(
     flag: Option<patchgen_diagnostics::Format>,
-    env: Env,
+    env: &Env,
 ) -> Result<patchgen_diagnostics::Format, SettingsError> {
-    match (flag, env("PATCHGEN_OUTPUT_FORMAT")) {
+    match (flag, env.value("PATCHGEN_OUTPUT_FORMAT")) {
         (Some(f), _) => Ok(f),
         (None, Some(v)) => v.parse().map_err(|_| SettingsError::Env {
             name: "PATCHGEN_OUTPUT_FORMAT",
@@ -122,8 +125,8 @@ pub fn output_format(
 }
 
 /// Where version wheels are cached: `${PATCHGEN_CACHE:-<project root>/.cache}/wheels`.
-pub fn wheel_cache_dir(env: Env, project_root: &Path) -> PathBuf {
-    match env("PATCHGEN_CACHE") {
+pub fn wheel_cache_dir(env: &Env, project_root: &Path) -> PathBuf {
+    match env.value("PATCHGEN_CACHE") {
         Some(c) => PathBuf::from(c).join("wheels"),
         None => project_root.join(".cache").join("wheels"),
     }
@@ -132,16 +135,16 @@ pub fn wheel_cache_dir(env: Env, project_root: &Path) -> PathBuf {
 /// How ruff runs over many files: `PATCHGEN_RUFF_MODE=per-file` forces one
 /// ruff pair per file (for measurements and as an escape hatch; deliberately
 /// not a flag), else batches.
-pub fn ruff_mode(env: Env) -> crate::normalize::Mode {
-    match env("PATCHGEN_RUFF_MODE").as_deref() {
+pub fn ruff_mode(env: &Env) -> crate::normalize::Mode {
+    match env.value("PATCHGEN_RUFF_MODE").as_deref() {
         Some("per-file") => crate::normalize::Mode::PerFile,
         _ => crate::normalize::Mode::Batch,
     }
 }
 
 /// A whole-number variable (`None` when unset).
-fn whole_number(env: Env, name: &'static str) -> Result<Option<u64>, SettingsError> {
-    match env(name) {
+fn whole_number(env: &Env, name: &'static str) -> Result<Option<u64>, SettingsError> {
+    match env.value(name) {
         None => Ok(None),
         Some(v) => v.trim().parse().map(Some).map_err(|_| SettingsError::Env {
             name,
@@ -152,12 +155,12 @@ fn whole_number(env: Env, name: &'static str) -> Result<Option<u64>, SettingsErr
 }
 
 /// `PATCHGEN_REMOTE_TIMEOUT`: seconds before a remote checkpoint request gives up (`moe`).
-pub fn remote_timeout_secs(env: Env) -> Result<Option<u64>, SettingsError> {
+pub fn remote_timeout_secs(env: &Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_TIMEOUT")
 }
 
 /// `PATCHGEN_REMOTE_RETRIES`: how often a failed remote request is retried (`moe`).
-pub fn remote_retries(env: Env) -> Result<Option<u64>, SettingsError> {
+pub fn remote_retries(env: &Env) -> Result<Option<u64>, SettingsError> {
     whole_number(env, "PATCHGEN_REMOTE_RETRIES")
 }
 
@@ -165,8 +168,8 @@ pub fn remote_retries(env: Env) -> Result<Option<u64>, SettingsError> {
 /// directory holding `rules/` and `diagnostics.md`, ending in `/`; one is
 /// added when missing). The `sarif` report's rules link there (`helpUri`);
 /// without it they carry their documentation inline only.
-pub fn docs_url(env: Env) -> Option<String> {
-    env("PATCHGEN_DOCS_URL").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).map(|mut v| {
+pub fn docs_url(env: &Env) -> Option<String> {
+    env.value("PATCHGEN_DOCS_URL").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).map(|mut v| {
         if !v.ends_with('/') {
             v.push('/');
         }
@@ -175,8 +178,8 @@ pub fn docs_url(env: Env) -> Option<String> {
 }
 
 /// `PATCHGEN_TIMINGS=1`: print phase timings on stderr (`crate::timings`).
-pub fn timings_enabled(env: Env) -> bool {
-    env("PATCHGEN_TIMINGS").is_some_and(|v| v != "0")
+pub fn timings_enabled(env: &Env) -> bool {
+    env.value("PATCHGEN_TIMINGS").is_some_and(|v| v != "0")
 }
 
 /// A problem with the settings (exit code 2).
@@ -204,7 +207,7 @@ struct Tool {
 
 /// 1-based line of byte `offset` in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+    patchgen_diagnostics::LineIndex::new(text).line_of(offset.min(text.len()))
 }
 
 impl Options {
@@ -277,14 +280,6 @@ pub struct Overrides {
     pub no_cache: bool,
 }
 
-/// The environment, as a lookup (tests pass a map).
-pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-/// The process environment; empty values count as unset.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
 /// Settings every command runs with.
 #[derive(Clone, Debug)]
 pub struct Resolved {
@@ -319,21 +314,31 @@ fn from_root(root: &Path, p: &str) -> PathBuf {
 /// `[tool.patchgen]` (a relative path with a `/` from the pyproject's
 /// directory), else `ruff` on `PATH`; its flags from `PATCHGEN_RUFF_*` or
 /// the reference's keys.
-pub fn ruff(cli: Option<&Path>, env: Env, project: &Project) -> Result<Ruff, SettingsError> {
+pub fn ruff(cli: Option<&Path>, env: &Env, project: &Project) -> Result<Ruff, SettingsError> {
     let program = cli
         .map(Path::to_path_buf)
-        .or_else(|| env("PATCHGEN_RUFF").map(PathBuf::from))
+        .or_else(|| env.value("PATCHGEN_RUFF").map(PathBuf::from))
         .or_else(|| project.settings.ruff.clone())
         .unwrap_or_else(|| PathBuf::from("ruff"));
-    let isolated = match env("PATCHGEN_RUFF_ISOLATED") {
+    let isolated = match env.value("PATCHGEN_RUFF_ISOLATED") {
         Some(v) => env_bool("PATCHGEN_RUFF_ISOLATED", v)?,
         None => project.settings.ruff_isolated,
     };
-    let extra_ignore = match env("PATCHGEN_RUFF_EXTRA_IGNORE") {
+    let extra_ignore = match env.value("PATCHGEN_RUFF_EXTRA_IGNORE") {
         Some(v) => v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect(),
         None => project.settings.ruff_extra_ignore.clone(),
     };
-    Ok(Ruff { program, extra_ignore, isolated })
+    Ok(Ruff { program, extra_ignore, isolated, env: env.clone() })
+}
+
+/// [`ruff`], with invalid `PATCHGEN_RUFF*` values ignored (the variables
+/// unset) rather than an error: for contexts made after the command has
+/// resolved and reported the settings.
+pub fn ruff_or_default(cli: Option<&Path>, env: &Env, project: &Project) -> Ruff {
+    ruff(cli, env, project).unwrap_or_else(|_| {
+        let unset = env.without(&["PATCHGEN_RUFF", "PATCHGEN_RUFF_ISOLATED", "PATCHGEN_RUFF_EXTRA_IGNORE"]);
+        ruff(cli, &unset, project).expect("no PATCHGEN_RUFF_*, no error")
+    })
 }
 
 impl Resolved {
@@ -347,8 +352,8 @@ impl Resolved {
         }
     }
 
-    pub fn resolve(cli: &Overrides, env: Env, project: &Project) -> Result<Resolved, SettingsError> {
-        let jobs = match (cli.jobs, env("PATCHGEN_JOBS")) {
+    pub fn resolve(cli: &Overrides, env: &Env, project: &Project) -> Result<Resolved, SettingsError> {
+        let jobs = match (cli.jobs, env.value("PATCHGEN_JOBS")) {
             (Some(j), _) => Some(j),
             (None, Some(v)) => Some(v.parse().map_err(|_| SettingsError::Env {
                 name: "PATCHGEN_JOBS",
@@ -358,13 +363,14 @@ impl Resolved {
             (None, None) => None,
         };
         let format = output_format(cli.format, env)?;
-        let cache_dir = env("PATCHGEN_CACHE_DIR").map(PathBuf::from).or_else(|| project.settings.cache_dir.clone());
+        let cache_dir =
+            env.value("PATCHGEN_CACHE_DIR").map(PathBuf::from).or_else(|| project.settings.cache_dir.clone());
         let no_cache = cli.no_cache
-            || match env("PATCHGEN_NO_CACHE") {
+            || match env.value("PATCHGEN_NO_CACHE") {
                 Some(v) => env_bool("PATCHGEN_NO_CACHE", v)?,
                 None => false,
             };
-        let max_file_size = match env("PATCHGEN_MAX_FILE_SIZE") {
+        let max_file_size = match env.value("PATCHGEN_MAX_FILE_SIZE") {
             Some(v) => v.parse().map_err(|_| SettingsError::Env {
                 name: "PATCHGEN_MAX_FILE_SIZE",
                 value: v.clone(),
@@ -412,9 +418,10 @@ pub struct LintFlags {
 /// `PATCHGEN_LINT_SELECT` replaces `select`; `PATCHGEN_LINT_EXTEND_SELECT`
 /// and `PATCHGEN_LINT_IGNORE` add to `extend-select` and `ignore`
 /// (comma-separated codes, prefixes or names).
-fn lint_from_env(env: Env, file: &LintOptions) -> LintOptions {
+fn lint_from_env(env: &Env, file: &LintOptions) -> LintOptions {
     let list = |name: &str| {
-        env(name).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>())
+        env.value(name)
+            .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>())
     };
     let mut lint = file.clone();
     if let Some(select) = list("PATCHGEN_LINT_SELECT") {

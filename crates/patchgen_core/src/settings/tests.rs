@@ -1,4 +1,3 @@
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::*;
@@ -16,9 +15,8 @@ fn project(extra: &str) -> Project {
     Project { pyproject: "/p/pyproject.toml".into(), root: "/p".into(), settings }
 }
 
-fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    move |k| map.get(k).cloned()
+fn env(pairs: &[(&str, &str)]) -> Env {
+    Env::from_pairs(pairs.iter().copied())
 }
 
 #[test]

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use crate::error::RunError;
 use crate::pipeline::{Context, Failure};
 use crate::project::Project;
+use crate::settings::Env;
 use modules::Version;
 use report::{ConfigReport, Report, VersionLabel};
 use source::WheelCache;
@@ -47,10 +48,14 @@ pub struct Options {
     /// Fetch missing version wheels with pip.
     pub download: bool,
     pub jobs: Option<usize>,
+    /// The environment (`PATCHGEN_CACHE`, `PATCHGEN_RUFF*`, the Python search path).
+    pub env: Env,
+    /// Told when a version is fetched.
+    pub reporter: crate::progress::Reporter,
 }
 
 impl Options {
-    pub fn new(from: &str, to: &str, project_dir: PathBuf) -> Options {
+    pub fn new(from: &str, to: &str, project_dir: PathBuf, env: Env) -> Options {
         Options {
             from: from.to_string(),
             to: to.to_string(),
@@ -61,24 +66,27 @@ impl Options {
             package: "transformers".into(),
             download: true,
             jobs: None,
+            env,
+            reporter: Default::default(),
         }
     }
 }
 
 /// Run a survey: every selected config against both upstream versions.
 pub fn survey(opts: &Options) -> Result<Report, RunError> {
-    let project = Project::find(&opts.project_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let project = Project::find(&opts.project_dir)?;
     let cache = WheelCache {
-        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&project.root)),
+        dir: opts.cache_dir.clone().unwrap_or_else(|| WheelCache::default_dir(&opts.env, &project.root)),
         package: opts.package.clone(),
         download: opts.download,
+        reporter: opts.reporter.clone(),
     };
-    let resolve = |flag: &str, arg: &str| {
-        source::resolve(arg, &opts.project_dir, &cache).map_err(|e| RunError::Usage(format!("--{flag} {e}")))
+    let resolve = |flag: &'static str, arg: &str| {
+        source::resolve(arg, &opts.project_dir, &cache).map_err(|source| RunError::Upstream { flag, source })
     };
     let from = Version::new(resolve("from", &opts.from)?);
     let to = Version::new(resolve("to", &opts.to)?);
-    let ctx = Context::new(project, &opts.project_dir, None);
+    let ctx = Context::new(project, &opts.project_dir, None, &opts.env);
     let modules = ctx.select_modules(&opts.configs, "--config ")?;
     let explicit = !opts.configs.is_empty();
     let pool = crate::workers::pool(opts.jobs)?;

@@ -30,12 +30,14 @@ pub struct WheelCache {
     pub package: String,
     /// Run pip when a version is not cached.
     pub download: bool,
+    /// Told when pip runs (it can take a while).
+    pub reporter: crate::progress::Reporter,
 }
 
 impl WheelCache {
-    /// `${PATCHGEN_CACHE:-<project root>/.cache}/wheels`.
-    pub fn default_dir(project_root: &Path) -> PathBuf {
-        crate::settings::wheel_cache_dir(&crate::settings::process_env, project_root)
+    /// `${PATCHGEN_CACHE:-<project root>/.cache}/wheels` (`PATCHGEN_CACHE` of `env`).
+    pub fn default_dir(env: &crate::settings::Env, project_root: &Path) -> PathBuf {
+        crate::settings::wheel_cache_dir(env, project_root)
     }
 
     /// The cached wheel of `version`, if any (the first in name order).
@@ -66,7 +68,7 @@ impl WheelCache {
             return Err(SourceError::NotCached { requirement, dir: self.dir.clone() });
         }
         std::fs::create_dir_all(&self.dir).map_err(|source| SourceError::CacheDir { dir: self.dir.clone(), source })?;
-        eprintln!("fetching {requirement} into {} (pip download)", self.dir.display());
+        self.reporter.note(&format!("fetching {requirement} into {} (pip download)", self.dir.display()));
         let output = Command::new("python3")
             .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", &requirement, "-d"])
             .arg(&self.dir)
@@ -178,7 +180,12 @@ mod tests {
         for name in ["toy_lib-1.0-py3-none-any.whl", "toy_lib-1.0.1-py3-none-any.whl", "other-1.0-py3-none-any.whl"] {
             std::fs::write(dir.path().join(name), b"").unwrap();
         }
-        let cache = WheelCache { dir: dir.path().to_path_buf(), package: "toy-lib".into(), download: false };
+        let cache = WheelCache {
+            dir: dir.path().to_path_buf(),
+            package: "toy-lib".into(),
+            download: false,
+            reporter: Default::default(),
+        };
         assert_eq!(cache.find("1.0").unwrap().file_name().unwrap(), "toy_lib-1.0-py3-none-any.whl");
         assert!(cache.find("2.0").is_none());
         assert!(cache.wheel("2.0").unwrap_err().to_string().contains("no wheel of toy-lib==2.0"));

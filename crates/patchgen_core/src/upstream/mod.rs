@@ -118,20 +118,20 @@ impl SearchPath {
         self.digests = false;
     }
 
-    /// The search path for a project: `PYTHONPATH`, `VIRTUAL_ENV`, the
-    /// project's `.venv`, the working directory, then the project's package
-    /// root (so a `source_module` inside the project itself is found from
-    /// any subdirectory).
-    pub fn from_env(project_root: &Path, cwd: &Path, package_root: &Path) -> Self {
+    /// The search path for a project: `PYTHONPATH` and `VIRTUAL_ENV` of
+    /// `env`, the project's `.venv`, the working directory, then the
+    /// project's package root (so a `source_module` inside the project
+    /// itself is found from any subdirectory).
+    pub fn from_env(env: &crate::settings::Env, project_root: &Path, cwd: &Path, package_root: &Path) -> Self {
         let mut paths = Vec::new();
-        if let Some(pp) = std::env::var_os("PYTHONPATH") {
+        if let Some(pp) = env.var_os("PYTHONPATH") {
             for p in std::env::split_paths(&pp) {
                 if !p.as_os_str().is_empty() {
                     paths.push(if p.is_absolute() { p } else { cwd.join(p) });
                 }
             }
         }
-        if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
+        if let Some(venv) = env.var_os("VIRTUAL_ENV") {
             paths.extend(site_packages(Path::new(&venv)));
         }
         paths.extend(site_packages(&project_root.join(".venv")));

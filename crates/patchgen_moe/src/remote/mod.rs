@@ -23,6 +23,8 @@ pub mod url;
 
 use std::path::{Path, PathBuf};
 
+use patchgen_core::settings::Env;
+
 pub use error::RemoteError;
 pub use store::Remote;
 pub use url::RemoteUrl;
@@ -37,28 +39,28 @@ pub enum Location {
 }
 
 /// Whether the Hub's offline switch is on.
-fn hub_offline_env() -> bool {
-    std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "True" | "yes"))
+fn hub_offline_env(env: &Env) -> bool {
+    env.var("HF_HUB_OFFLINE").is_some_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "True" | "yes"))
 }
 
 /// Resolve a command-line argument: a local path, or a remote store
-/// (no request is made).
-pub fn locate(arg: &Path, offline: bool) -> Result<Location, RemoteError> {
+/// configured from `env` (no request is made).
+pub fn locate(arg: &Path, offline: bool, env: &Env) -> Result<Location, RemoteError> {
     let Some(text) = arg.to_str() else { return Ok(Location::Local(arg.to_path_buf())) };
     let url = match RemoteUrl::parse(text) {
         Ok(Some(u)) => u,
         Ok(None) => return Ok(Location::Local(arg.to_path_buf())),
         Err(e) => return Err(RemoteError::Other { url: e.url, message: e.message }),
     };
-    let offline = offline || (hub_offline_env() && matches!(url.place, url::Place::Hub { .. }));
+    let offline = offline || (hub_offline_env(env) && matches!(url.place, url::Place::Hub { .. }));
     if offline {
-        return hub_cache(&url).map(Location::Local);
+        return hub_cache(&url, env).map(Location::Local);
     }
-    Ok(Location::Remote(Box::new(Remote::connect(&url)?)))
+    Ok(Location::Remote(Box::new(Remote::connect(&url, env)?)))
 }
 
 /// The snapshot directory of an `hf://` address in the local Hub cache.
-fn hub_cache(url: &RemoteUrl) -> Result<PathBuf, RemoteError> {
+fn hub_cache(url: &RemoteUrl, env: &Env) -> Result<PathBuf, RemoteError> {
     let url::Place::Hub { repo, revision, subdir } = &url.place else {
         return Err(RemoteError::Offline {
             url: url.to_string(),
@@ -66,7 +68,7 @@ fn hub_cache(url: &RemoteUrl) -> Result<PathBuf, RemoteError> {
                 .into(),
         });
     };
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| env.var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let cache = env("HF_HUB_CACHE")
         .or_else(|| env("HF_HOME").map(|h| h.join("hub")))
         .unwrap_or_else(|| env("HOME").unwrap_or_default().join(".cache").join("huggingface").join("hub"));

@@ -5,11 +5,13 @@
 //! (2 worker threads) that callers reach through [`block_on`]; nothing
 //! async leaks out of `moe::remote`.
 //!
-//! Environment: the Hub's `HF_ENDPOINT` (default `https://huggingface.co`),
+//! Environment (the [`Env`] snapshot the caller passes; nothing here reads
+//! the process's): the Hub's `HF_ENDPOINT` (default `https://huggingface.co`),
 //! `HF_TOKEN`, else the file `HF_TOKEN_PATH`, else `$HF_HOME/token`, else
 //! `~/.cache/huggingface/token` (sent as `Authorization: Bearer`); the
-//! stores' own variables as `object_store`'s `from_env` reads them
-//! (`AWS_*`, `GOOGLE_*`, `AZURE_*`); `PATCHGEN_REMOTE_TIMEOUT` (seconds per
+//! stores' own variables as `object_store`'s `from_env` would read them
+//! (`AWS_*`, `GOOGLE_*` and `SERVICE_ACCOUNT`, `AZURE_*` and
+//! `IDENTITY_ENDPOINT`; [`from_snapshot`]); `PATCHGEN_REMOTE_TIMEOUT` (seconds per
 //! request, default 120) and `PATCHGEN_REMOTE_RETRIES` (default 10, with
 //! exponential backoff from 100 ms) for 5xx answers, dropped connections
 //! and timeouts.
@@ -31,6 +33,7 @@ use object_store::{
 use super::error::{Credential, RemoteError, classify};
 use super::hub::{self, HubRepo};
 use super::url::{Bucket, Place, RemoteUrl};
+use patchgen_core::settings::Env;
 
 /// The process-wide runtime of remote transfers.
 fn runtime() -> Result<&'static tokio::runtime::Runtime, RemoteError> {
@@ -73,20 +76,37 @@ pub struct Remote {
     pub stats: Arc<Stats>,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// A variable of `env` that is set to something other than blanks.
+fn var(env: &Env, name: &str) -> Option<String> {
+    env.var(name).filter(|v| !v.trim().is_empty()).map(str::to_string)
 }
 
 /// A whole-number `PATCHGEN_REMOTE_*` setting, read through the settings.
 fn setting(
-    read: fn(patchgen_core::settings::Env) -> Result<Option<u64>, patchgen_core::settings::SettingsError>,
+    read: fn(&Env) -> Result<Option<u64>, patchgen_core::settings::SettingsError>,
+    env: &Env,
 ) -> Result<Option<u64>, RemoteError> {
-    read(&patchgen_core::settings::process_env)
-        .map_err(|e| RemoteError::Other { url: String::new(), message: e.to_string() })
+    read(env).map_err(|e| RemoteError::Other { url: String::new(), message: e.to_string() })
+}
+
+/// A store builder configured as its `from_env()` configures it from the
+/// process environment, from `env` instead: every `<prefix>*` variable
+/// whose lower-cased name is one of the store's config keys.
+pub(crate) fn from_snapshot<B, K: std::str::FromStr>(
+    builder: B,
+    env: &Env,
+    prefix: &str,
+    with: impl Fn(B, K, &str) -> B,
+) -> B {
+    env.with_prefix(prefix).fold(builder, |b, (name, value)| match name.to_ascii_lowercase().parse() {
+        Ok(key) => with(b, key, value),
+        Err(_) => b,
+    })
 }
 
 /// The Hub token and where it came from.
-fn hub_token() -> (Option<String>, Credential) {
+fn hub_token(env: &Env) -> (Option<String>, Credential) {
+    let env = |name: &str| var(env, name);
     if let Some(t) = env("HF_TOKEN") {
         return (Some(t), Credential::Env(vec!["HF_TOKEN".into()]));
     }
@@ -106,25 +126,26 @@ fn hub_token() -> (Option<String>, Credential) {
 }
 
 /// Which of `vars` are set, as the credential a bucket store read.
-fn env_credential(vars: &[&str], help: &str) -> Credential {
-    let set: Vec<String> = vars.iter().filter(|v| env(v).is_some()).map(|v| v.to_string()).collect();
+fn env_credential(env: &Env, vars: &[&str], help: &str) -> Credential {
+    let set: Vec<String> = vars.iter().filter(|v| var(env, v).is_some()).map(|v| v.to_string()).collect();
     if set.is_empty() { Credential::None { help: help.into() } } else { Credential::Env(set) }
 }
 
 impl Remote {
-    /// A store for `url` (no request is made).
-    pub fn connect(url: &RemoteUrl) -> Result<Remote, RemoteError> {
+    /// A store for `url` (no request is made), configured and
+    /// authenticated from `env`.
+    pub fn connect(url: &RemoteUrl, env: &Env) -> Result<Remote, RemoteError> {
         runtime()?;
         let dir = url.dir();
         let bad = |e: object_store::Error| RemoteError::Other { url: dir.clone(), message: e.to_string() };
-        let timeout = Duration::from_secs(setting(patchgen_core::settings::remote_timeout_secs)?.unwrap_or(120));
+        let timeout = Duration::from_secs(setting(patchgen_core::settings::remote_timeout_secs, env)?.unwrap_or(120));
         let retry = RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
                 max_backoff: Duration::from_secs(15),
                 base: 2.0,
             },
-            max_retries: setting(patchgen_core::settings::remote_retries)?.unwrap_or(10) as usize,
+            max_retries: setting(patchgen_core::settings::remote_retries, env)?.unwrap_or(10) as usize,
             retry_timeout: Duration::from_secs(180).max(timeout),
         };
         // Buckets keep the client settings `from_env` read (AWS_ALLOW_HTTP,
@@ -134,11 +155,11 @@ impl Remote {
         let mut hub_repo = None;
         let (store, prefix, credential): (Arc<dyn ObjectStore>, String, Credential) = match &url.place {
             Place::Hub { repo, revision, subdir } => {
-                let endpoint = env("HF_ENDPOINT")
+                let endpoint = var(env, "HF_ENDPOINT")
                     .unwrap_or_else(|| "https://huggingface.co".into())
                     .trim_end_matches('/')
                     .to_string();
-                let (token, credential) = hub_token();
+                let (token, credential) = hub_token(env);
                 let mut headers = http::HeaderMap::new();
                 if let Some(t) = token {
                     let mut v =
@@ -173,21 +194,28 @@ impl Remote {
                 (Arc::new(store), String::new(), Credential::None { help: "plain HTTP sends no credential".into() })
             }
             Place::Bucket { kind: Bucket::S3, bucket, prefix } => {
-                let store = object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), &secs)
-                    .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
-                    .with_retry(retry)
-                    .build()
-                    .map_err(bad)?;
+                let store = from_snapshot(object_store::aws::AmazonS3Builder::new(), env, "AWS_", |b, k, v| {
+                    b.with_config(k, v)
+                })
+                .with_bucket_name(bucket)
+                .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), &secs)
+                .with_config(object_store::aws::AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
+                .with_retry(retry)
+                .build()
+                .map_err(bad)?;
                 let cred = env_credential(
+                    env,
                     &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"],
                     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or run where an instance role applies)",
                 );
                 (Arc::new(store), prefix.clone(), cred)
             }
             Place::Bucket { kind: Bucket::Gcs, bucket, prefix } => {
-                let store = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                let mut builder = object_store::gcp::GoogleCloudStorageBuilder::new();
+                if let Some(path) = env.var("SERVICE_ACCOUNT") {
+                    builder = builder.with_service_account_path(path);
+                }
+                let store = from_snapshot(builder, env, "GOOGLE_", |b, k, v| b.with_config(k, v))
                     .with_bucket_name(bucket)
                     .with_config(object_store::gcp::GoogleConfigKey::Client(ClientConfigKey::Timeout), &secs)
                     .with_config(object_store::gcp::GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
@@ -195,13 +223,21 @@ impl Remote {
                     .build()
                     .map_err(bad)?;
                 let cred = env_credential(
+                    env,
                     &["GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_APPLICATION_CREDENTIALS"],
                     "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT)",
                 );
                 (Arc::new(store), prefix.clone(), cred)
             }
             Place::Bucket { kind: Bucket::Azure, bucket, prefix } => {
-                let store = object_store::azure::MicrosoftAzureBuilder::from_env()
+                let mut builder =
+                    from_snapshot(object_store::azure::MicrosoftAzureBuilder::new(), env, "AZURE_", |b, k, v| {
+                        b.with_config(k, v)
+                    });
+                if let Some(endpoint) = env.var("IDENTITY_ENDPOINT") {
+                    builder = builder.with_msi_endpoint(endpoint);
+                }
+                let store = builder
                     .with_container_name(bucket)
                     .with_config(object_store::azure::AzureConfigKey::Client(ClientConfigKey::Timeout), &secs)
                     .with_config(object_store::azure::AzureConfigKey::Client(ClientConfigKey::ConnectTimeout), "10s")
@@ -209,6 +245,7 @@ impl Remote {
                     .build()
                     .map_err(bad)?;
                 let cred = env_credential(
+                    env,
                     &[
                         "AZURE_STORAGE_ACCOUNT_KEY",
                         "AZURE_STORAGE_SAS_KEY",

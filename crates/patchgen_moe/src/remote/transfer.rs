@@ -27,8 +27,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use indicatif::ProgressBar;
 use object_store::WriteMultipart;
+use patchgen_core::progress::Progress;
 use rayon::prelude::*;
 
 use super::error::RemoteError;
@@ -39,7 +39,7 @@ use crate::checkpoint::{Checkpoint, INDEX};
 use crate::config::MoeDims;
 use crate::convert::{
     ConvertOptions, ConvertReport, Prepared, check_written_entry, check_written_header, commit, header_bytes, index_of,
-    is_weight_file, mismatch, prepare, progress_bar, refuse_non_empty, temporary_dir, transpose,
+    is_weight_file, mismatch, prepare, refuse_non_empty, temporary_dir, transpose,
 };
 use crate::plan::{OutTensor, Piece};
 
@@ -238,7 +238,7 @@ async fn write_shard(
     src: &Reader,
     tensors: &[OutTensor],
     mut sink: Sink<'_>,
-    bar: &ProgressBar,
+    bar: &dyn Progress,
 ) -> Result<(), RemoteError> {
     let result = async {
         sink.write(&header_bytes(tensors)).await?;
@@ -255,7 +255,7 @@ async fn write_shard(
             let chunks = chunks.map_err(|e| RemoteError::Checkpoint(format!("a read task failed: {e}")))?;
             for b in chunks? {
                 sink.write(&b).await?;
-                bar.inc(b.len() as u64);
+                bar.advance(b.len() as u64);
             }
         }
         Ok::<(), RemoteError>(())
@@ -452,7 +452,7 @@ impl Dest<'_> {
 fn open_dest<'a>(src: &Location, dst: &'a Location, dst_arg: &Path) -> Result<Dest<'a>, RemoteError> {
     match dst {
         Location::Local(p) => {
-            refuse_non_empty(p).map_err(RemoteError::Checkpoint)?;
+            refuse_non_empty(p).map_err(RemoteError::from)?;
             let dst_abs = patchgen_core::project::resolve(p);
             if let Location::Local(s) = src {
                 let src_abs = patchgen_core::project::resolve(s);
@@ -566,13 +566,14 @@ fn write_all(
         dest.put(&name, bytes)?;
     }
 
-    let bar = progress_bar(total, opts.progress);
+    let bar = &*opts.progress;
+    bar.start(total);
     let write_one = |k: usize| -> Result<(), RemoteError> {
         let sink = dest.sink(&names[k])?;
-        block_on(write_shard(&source.reader, &plan.tensors[cuts[k].clone()], sink, &bar))?
+        block_on(write_shard(&source.reader, &plan.tensors[cuts[k].clone()], sink, bar))?
     };
     pool.install(|| (0..n).into_par_iter().map(write_one).collect::<Result<Vec<()>, RemoteError>>())?;
-    bar.finish_and_clear();
+    bar.finish();
 
     if opts.verify {
         pool.install(|| {

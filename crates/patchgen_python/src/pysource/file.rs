@@ -294,12 +294,10 @@ impl ParsedFile {
     }
 }
 
-/// Byte offsets where the lines of `text` start (after each `\n`).
+/// Byte offsets where the lines of `text` start (after each `\n`): the
+/// workspace's one line index, `patchgen_diagnostics::LineIndex`.
 pub fn line_starts(text: &str) -> Vec<u32> {
-    let mut starts = Vec::with_capacity(text.len() / 32 + 1);
-    starts.push(0u32);
-    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| (i + 1) as u32));
-    starts
+    patchgen_diagnostics::LineIndex::new(text).into_starts()
 }
 
 /// Python's `lineno` of a `def`/`class` statement: the line of its keyword

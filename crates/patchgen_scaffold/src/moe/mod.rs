@@ -205,9 +205,8 @@ pub struct MoeInput<'a> {
 }
 
 pub fn analyse(input: &MoeInput<'_>) -> MoeNeeds {
-    let line_of = |offset: usize| {
-        input.module_text[..offset.min(input.module_text.len())].bytes().filter(|&b| b == b'\n').count() + 1
-    };
+    let index = patchgen_diagnostics::LineIndex::new(input.module_text);
+    let line_of = |offset: usize| index.line_of(offset.min(input.module_text.len()));
     let fused = fused_expert_classes_in(input.module_body, &line_of);
     let per_expert: Vec<String> =
         input.experts_classes.iter().filter(|c| !fused.iter().any(|f| &f.class == *c)).cloned().collect();

@@ -232,8 +232,8 @@ fn parse(path: &Path) -> Result<Option<(String, Parsed)>, TestRowsError> {
     };
     let (file, tokens) = patchgen_python::pysource::ParsedFile::parse_with_tokens(path.to_path_buf(), &raw)
         .map_err(|p| TestRowsError::Parse { path: path.to_path_buf(), line: p.line, message: p.message })?;
-    let mut line_starts = vec![0];
-    line_starts.extend(file.text.match_indices('\n').map(|(i, _)| i + 1));
+    // The file's own line index, without the empty line after a final `\n`.
+    let mut line_starts: Vec<usize> = (1..=file.line_count()).map(|l| file.line_start(l)).collect();
     if line_starts.last() == Some(&file.text.len()) && line_starts.len() > 1 {
         line_starts.pop();
     }
