@@ -64,22 +64,46 @@ pub struct Labels<'a> {
 /// without their line endings: they are compared as they are).
 ///
 /// The diffs are git's (Myers, changes slid as git slides them). Where
-/// repeated lines make that alignment end in a conflict, two others are
-/// tried (Myers from the other end, patience) and the one with the fewest
-/// conflicts wins: never more conflicts than git's alignment, sometimes
-/// fewer.
+/// repeated lines make that alignment end in a conflict, others are tried
+/// for each side independently (Myers from the other end, patience, a
+/// plain LCS) and the pair with the fewest conflicts wins: never more
+/// conflicts than git's alignment, sometimes fewer.
 pub fn merge3<T: AsRef<str>>(base: &[T], ours: &[T], theirs: &[T]) -> Merge {
     let base: Vec<&str> = base.iter().map(AsRef::as_ref).collect();
     let ours: Vec<&str> = ours.iter().map(AsRef::as_ref).collect();
     let theirs: Vec<&str> = theirs.iter().map(AsRef::as_ref).collect();
-    let mut best = merge_aligned(&base, &ours, &theirs, Alignment::Myers);
-    for alignment in [Alignment::MyersReversed, Alignment::Patience] {
-        if best.is_clean() {
-            break;
-        }
-        let other = merge_aligned(&base, &ours, &theirs, alignment);
-        if other.conflicts().count() < best.conflicts().count() {
-            best = other;
+    let blocks = |side: &[&str], a: Alignment| matching_blocks(&base, side, a);
+    let (first_ours, first_theirs) = (blocks(&ours, Alignment::GitMyers), blocks(&theirs, Alignment::GitMyers));
+    let mut best = merge_blocks(&base, &ours, &theirs, &first_ours, &first_theirs);
+    if best.is_clean() {
+        return best;
+    }
+    // Each side's diff aligned independently: git's alignment of one side
+    // and another of the other can be the pair that merges cleanly.
+    let mut ours_alignments = vec![first_ours];
+    let mut theirs_alignments = vec![first_theirs];
+    for a in [
+        Alignment::GitMyersReversed,
+        Alignment::Myers,
+        Alignment::MyersReversed,
+        Alignment::Patience,
+        Alignment::Lcs,
+    ] {
+        ours_alignments.push(blocks(&ours, a));
+        theirs_alignments.push(blocks(&theirs, a));
+    }
+    'search: for (i, o) in ours_alignments.iter().enumerate() {
+        for (j, t) in theirs_alignments.iter().enumerate() {
+            if i == 0 && j == 0 {
+                continue;
+            }
+            let other = merge_blocks(&base, &ours, &theirs, o, t);
+            if other.conflicts().count() < best.conflicts().count() {
+                best = other;
+                if best.is_clean() {
+                    break 'search;
+                }
+            }
         }
     }
     best
@@ -88,23 +112,25 @@ pub fn merge3<T: AsRef<str>>(base: &[T], ours: &[T], theirs: &[T]) -> Merge {
 /// How the two diffs of a merge line the texts up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Alignment {
-    /// Myers, changes slid as git slides them: what `git merge-file` does.
+    /// imara-diff's Myers, with git's preprocessing and heuristics (which
+    /// of several equally short alignments it picks follows xdiff), changes
+    /// slid as git slides them: what `git merge-file` does.
+    GitMyers,
+    /// imara-diff's Myers over the reversed texts.
+    GitMyersReversed,
+    /// `similar`'s plain Myers (another pick among equally short ones).
     Myers,
     /// Myers over the reversed texts (where repeated lines make several
     /// alignments equally short, it prefers the other end).
     MyersReversed,
     /// Patience: unique lines first.
     Patience,
+    /// A longest common subsequence (another tie-break among repeated lines).
+    Lcs,
 }
 
-fn merge_aligned(base: &[&str], ours: &[&str], theirs: &[&str], alignment: Alignment) -> Merge {
-    let syncs = sync_regions(
-        &matching_blocks(base, ours, alignment),
-        &matching_blocks(base, theirs, alignment),
-        base,
-        ours,
-        theirs,
-    );
+fn merge_blocks(base: &[&str], ours: &[&str], theirs: &[&str], to_ours: &[Block], to_theirs: &[Block]) -> Merge {
+    let syncs = sync_regions(to_ours, to_theirs, base, ours, theirs);
     let mut chunks = Vec::new();
     let (mut iz, mut ia, mut ib) = (0, 0, 0);
     for s in syncs {
@@ -256,12 +282,19 @@ fn matching_blocks(a: &[&str], b: &[&str], alignment: Alignment) -> Vec<Block> {
     let mut ca = vec![false; a.len()];
     let mut cb = vec![false; b.len()];
     let ops = match alignment {
+        Alignment::GitMyers => imara_ops(a, b),
         Alignment::Myers => capture_diff_slices(Algorithm::Myers, a, b),
         Alignment::Patience => capture_diff_slices(Algorithm::Patience, a, b),
-        Alignment::MyersReversed => {
+        Alignment::Lcs => capture_diff_slices(Algorithm::Lcs, a, b),
+        Alignment::MyersReversed | Alignment::GitMyersReversed => {
             let ra: Vec<&str> = a.iter().rev().copied().collect();
             let rb: Vec<&str> = b.iter().rev().copied().collect();
-            capture_diff_slices(Algorithm::Myers, &ra, &rb)
+            let reversed = if alignment == Alignment::MyersReversed {
+                capture_diff_slices(Algorithm::Myers, &ra, &rb)
+            } else {
+                imara_ops(&ra, &rb)
+            };
+            reversed
                 .into_iter()
                 .map(|op| {
                     let (_, old, new) = op.as_tag_tuple();
@@ -315,6 +348,40 @@ fn matching_blocks(a: &[&str], b: &[&str], alignment: Alignment) -> Vec<Block> {
         }
     }
     out
+}
+
+/// The diff of `a` and `b` by imara-diff's Myers, as `similar`'s ops.
+fn imara_ops(a: &[&str], b: &[&str]) -> Vec<DiffOp> {
+    use imara_diff::intern::Token;
+    fn tokens<'t>(lines: &[&'t str], ids: &mut std::collections::HashMap<&'t str, u32>) -> Vec<Token> {
+        lines
+            .iter()
+            .map(|l| {
+                let n = ids.len() as u32;
+                Token(*ids.entry(*l).or_insert(n))
+            })
+            .collect()
+    }
+    let mut ids = std::collections::HashMap::new();
+    let before = tokens(a, &mut ids);
+    let after = tokens(b, &mut ids);
+    let mut ops = Vec::new();
+    imara_diff::diff_with_tokens(
+        imara_diff::Algorithm::Myers,
+        &before,
+        &after,
+        ids.len() as u32,
+        |old: Range<u32>, new: Range<u32>| {
+            let (old, new) = (old.start as usize..old.end as usize, new.start as usize..new.end as usize);
+            ops.push(DiffOp::Replace {
+                old_index: old.start,
+                old_len: old.len(),
+                new_index: new.start,
+                new_len: new.len(),
+            });
+        },
+    );
+    ops
 }
 
 /// A run of changed lines of one side of a diff (`start == end`: a place
