@@ -19,6 +19,7 @@
 //! Pure: texts in, a text and its hunks out. `bump` ports every patch of a
 //! project; `new` ports a sibling's patch onto a new model's upstream.
 
+mod signature;
 #[cfg(test)]
 mod tests;
 
@@ -118,29 +119,47 @@ pub fn port(req: &PortRequest<'_>) -> Ported {
     let patch = normalize_patch(req.patch, req.patch_name, req.target_name);
     let old = upstream_lines(req.old);
     let new = upstream_lines(req.new);
-    let m = merge3(&old, &patch.body, &new);
-    let merged = m.render(&old, &patch.body, &new, req.labels, "\n");
     let held = patch.held.len();
-    let hunks = m
-        .chunks
-        .iter()
-        .zip(m.output_ranges(req.labels.is_some()))
-        .filter_map(|(c, r)| {
-            let status = match c.kind {
-                ChunkKind::Unchanged | ChunkKind::Ours => return None,
-                ChunkKind::Theirs => HunkStatus::Carried,
-                ChunkKind::Same => HunkStatus::AlreadyInPatch,
-                ChunkKind::Conflict => HunkStatus::Conflict,
-            };
-            Some(PortHunk {
+    // Both sides changed the signature: merged parameter by parameter, the
+    // bodies line by line.
+    let signature = signature::merge(&old, &patch.body, &new).filter(|s| {
+        let base = &old[..s.base_lines];
+        base != &new[..s.theirs_lines] && base != &patch.body[..s.ours_lines]
+    });
+    let (skip, mut merged, mut hunks) = match &signature {
+        Some(s) => {
+            let status =
+                if s.lines == patch.body[..s.ours_lines] { HunkStatus::AlreadyInPatch } else { HunkStatus::Carried };
+            let hunk = PortHunk {
                 status,
-                old: c.base.clone(),
-                new: c.theirs.clone(),
-                patch: c.ours.start + held..c.ours.end + held,
-                result: r.start + held..r.end + held,
-            })
+                old: 0..s.base_lines,
+                new: 0..s.theirs_lines,
+                patch: held..held + s.ours_lines,
+                result: held..held + s.lines.len(),
+            };
+            ((s.base_lines, s.ours_lines, s.theirs_lines), s.lines.concat(), vec![hunk])
+        }
+        None => ((0, 0, 0), String::new(), Vec::new()),
+    };
+    let (old_body, ours_body, new_body) = (&old[skip.0..], &patch.body[skip.1..], &new[skip.2..]);
+    let m = merge3(old_body, ours_body, new_body);
+    let result_offset = held + merged.lines().count();
+    merged.push_str(&m.render(old_body, ours_body, new_body, req.labels, "\n"));
+    hunks.extend(m.chunks.iter().zip(m.output_ranges(req.labels.is_some())).filter_map(|(c, r)| {
+        let status = match c.kind {
+            ChunkKind::Unchanged | ChunkKind::Ours => return None,
+            ChunkKind::Theirs => HunkStatus::Carried,
+            ChunkKind::Same => HunkStatus::AlreadyInPatch,
+            ChunkKind::Conflict => HunkStatus::Conflict,
+        };
+        Some(PortHunk {
+            status,
+            old: c.base.start + skip.0..c.base.end + skip.0,
+            new: c.theirs.start + skip.2..c.theirs.end + skip.2,
+            patch: c.ours.start + held + skip.1..c.ours.end + held + skip.1,
+            result: r.start + result_offset..r.end + result_offset,
         })
-        .collect();
+    }));
     let mut text: String = patch.held.concat();
     for line in merged.split_inclusive('\n') {
         let line = rename_definition(line, req.target_name, req.patch_name);

@@ -173,6 +173,25 @@ fn patch_of(body: &[&str]) -> String {
     format!("@config.override_method(\"T.forward\")\n@dec\ndef forward_patched(self, x):\n{}", body.concat())
 }
 
+/// Both sides added `max_seqlen` (the patch on its own line, upstream on
+/// the `def` line, beside `**kwargs`): git merges the lines cleanly into a
+/// signature naming it twice; the port merges parameters and carries the
+/// body's change.
+#[test]
+fn a_parameter_both_sides_added_is_named_once() {
+    let old = "    def forward(self, x, mask=None):\n        y = self.norm(x)\n        y = self.dropout(y)\n        return self.attn(y, mask)\n";
+    let new = "    def forward(self, x, mask=None, max_seqlen=None, **kwargs):\n        y = self.norm(x)\n        y = self.dropout(y)\n        return self.attn(y, mask, **kwargs)\n";
+    let patch = "@config.override_method(\"T.forward\")\ndef forward_patched(\n    self,\n    x,\n    mask=None,\n    max_seqlen=None,\n):\n    y = sp_gather(self.norm(x), max_seqlen)\n    y = self.dropout(y)\n    return self.attn(y, mask)\n";
+    let (git, _) = git_merge(&as_git_sees(patch), &upstream_lines(old).concat(), &upstream_lines(new).concat());
+    assert_eq!(git.matches("max_seqlen=None").count(), 2, "git names it twice:\n{git}");
+    let got = port(&request(patch, old, new));
+    assert_eq!(got.conflicts(), 0);
+    assert_eq!(
+        got.text,
+        "@config.override_method(\"T.forward\")\ndef forward_patched(\n    self,\n    x,\n    mask=None,\n    max_seqlen=None,\n    **kwargs,\n):\n    y = sp_gather(self.norm(x), max_seqlen)\n    y = self.dropout(y)\n    return self.attn(y, mask, **kwargs)\n"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 

@@ -63,28 +63,29 @@ pub struct Labels<'a> {
 /// Merge `ours` and `theirs`, two descendants of `base` (lines, with or
 /// without their line endings: they are compared as they are).
 ///
-/// The diffs are git's (Myers, changes slid as git slides them). Where
-/// repeated lines make that alignment end in a conflict, others are tried
-/// for each side independently (Myers from the other end, patience, a
-/// plain LCS) and the pair with the fewest conflicts wins: never more
-/// conflicts than git's alignment, sometimes fewer.
+/// The diffs are Myers', changes slid as git slides them. Where repeated
+/// lines make that alignment end in a conflict, others are tried for each
+/// side independently (imara-diff's Myers, which follows git's xdiff
+/// heuristics, from either end; Myers from the other end; patience; a
+/// plain LCS) and the pair with the fewest lines in conflict wins.
 pub fn merge3<T: AsRef<str>>(base: &[T], ours: &[T], theirs: &[T]) -> Merge {
     let base: Vec<&str> = base.iter().map(AsRef::as_ref).collect();
     let ours: Vec<&str> = ours.iter().map(AsRef::as_ref).collect();
     let theirs: Vec<&str> = theirs.iter().map(AsRef::as_ref).collect();
     let blocks = |side: &[&str], a: Alignment| matching_blocks(&base, side, a);
-    let (first_ours, first_theirs) = (blocks(&ours, Alignment::GitMyers), blocks(&theirs, Alignment::GitMyers));
+    let (first_ours, first_theirs) = (blocks(&ours, Alignment::Myers), blocks(&theirs, Alignment::Myers));
     let mut best = merge_blocks(&base, &ours, &theirs, &first_ours, &first_theirs);
     if best.is_clean() {
         return best;
     }
-    // Each side's diff aligned independently: git's alignment of one side
-    // and another of the other can be the pair that merges cleanly.
+    // Each side's diff aligned independently: one alignment of one side and
+    // another of the other can be the pair that merges cleanly (git's own
+    // pick among equally short alignments is among them).
     let mut ours_alignments = vec![first_ours];
     let mut theirs_alignments = vec![first_theirs];
     for a in [
+        Alignment::GitMyers,
         Alignment::GitMyersReversed,
-        Alignment::Myers,
         Alignment::MyersReversed,
         Alignment::Patience,
         Alignment::Lcs,
@@ -92,14 +93,16 @@ pub fn merge3<T: AsRef<str>>(base: &[T], ours: &[T], theirs: &[T]) -> Merge {
         ours_alignments.push(blocks(&ours, a));
         theirs_alignments.push(blocks(&theirs, a));
     }
+    let mut best_cost = best.conflict_cost();
     'search: for (i, o) in ours_alignments.iter().enumerate() {
         for (j, t) in theirs_alignments.iter().enumerate() {
             if i == 0 && j == 0 {
                 continue;
             }
             let other = merge_blocks(&base, &ours, &theirs, o, t);
-            if other.conflicts().count() < best.conflicts().count() {
-                best = other;
+            let cost = other.conflict_cost();
+            if cost < best_cost {
+                (best, best_cost) = (other, cost);
                 if best.is_clean() {
                     break 'search;
                 }
@@ -112,13 +115,12 @@ pub fn merge3<T: AsRef<str>>(base: &[T], ours: &[T], theirs: &[T]) -> Merge {
 /// How the two diffs of a merge line the texts up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Alignment {
-    /// imara-diff's Myers, with git's preprocessing and heuristics (which
-    /// of several equally short alignments it picks follows xdiff), changes
-    /// slid as git slides them: what `git merge-file` does.
+    /// imara-diff's Myers, with git's preprocessing and heuristics (its
+    /// pick among equally short alignments is closer to xdiff's).
     GitMyers,
     /// imara-diff's Myers over the reversed texts.
     GitMyersReversed,
-    /// `similar`'s plain Myers (another pick among equally short ones).
+    /// `similar`'s Myers: the first alignment tried.
     Myers,
     /// Myers over the reversed texts (where repeated lines make several
     /// alignments equally short, it prefers the other end).
@@ -171,6 +173,14 @@ impl Merge {
     }
 
     /// Whether every region merged without a conflict.
+    /// Lines in conflict (in the three texts), then conflicts: what the
+    /// choice among alignments minimises (one large conflict is not better
+    /// than two small ones beside a carried change).
+    fn conflict_cost(&self) -> (usize, usize) {
+        let lines = self.conflicts().map(|c| c.base.len() + c.ours.len() + c.theirs.len()).sum();
+        (lines, self.conflicts().count())
+    }
+
     pub fn is_clean(&self) -> bool {
         self.conflicts().next().is_none()
     }

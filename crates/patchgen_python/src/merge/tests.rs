@@ -82,7 +82,10 @@ fn same_change_on_both_sides_is_no_conflict() {
 fn output_ranges_locate_each_chunk() {
     let (base, ours, theirs) = (lines("x\na\ny\nz\n"), lines("x\nb\ny\nz\n"), lines("x\nc\ny\nZ\nW\n"));
     eprintln!("imara {:?}", imara_ops(&base, &ours));
-    eprintln!("blocks {:?}", matching_blocks(&base, &ours, Alignment::GitMyers).iter().map(|b| (b.a, b.b, b.len)).collect::<Vec<_>>());
+    eprintln!(
+        "blocks {:?}",
+        matching_blocks(&base, &ours, Alignment::Myers).iter().map(|b| (b.a, b.b, b.len)).collect::<Vec<_>>()
+    );
     let m = merge3(&base, &ours, &theirs);
     let text = m.render(&base, &ours, &theirs, Some(LABELS), "\n");
     let out = lines(&text);
@@ -139,7 +142,7 @@ proptest! {
         let (git_text, git_conflicts) = git_merge(&base, &ours, &theirs);
         if git_conflicts == 0 {
             prop_assert_eq!(conflicts, 0, "git merged cleanly:\n{}", git_text);
-            if merge3(&lines(&base), &lines(&ours), &lines(&theirs)) == merge_blocks(&lines(&base), &lines(&ours), &lines(&theirs), &matching_blocks(&lines(&base), &lines(&ours), Alignment::GitMyers), &matching_blocks(&lines(&base), &lines(&theirs), Alignment::GitMyers)) {
+            if merge3(&lines(&base), &lines(&ours), &lines(&theirs)) == merge_blocks(&lines(&base), &lines(&ours), &lines(&theirs), &matching_blocks(&lines(&base), &lines(&ours), Alignment::Myers), &matching_blocks(&lines(&base), &lines(&theirs), Alignment::Myers)) {
                 prop_assert_eq!(text, git_text);
             }
         }
@@ -152,4 +155,3 @@ proptest! {
         prop_assert_eq!(ours_merge(&base, &base, &theirs), (theirs.clone(), 0));
     }
 }
-
