@@ -190,3 +190,61 @@ fn survey_places_each_upstream_hunk_in_the_patch() {
     assert!(config.lines().nth(line - 2).unwrap().contains("attention_mask: Optional[torch.Tensor] = None,"));
     assert!(f["next"].as_str().unwrap().contains("patchgen bump"));
 }
+
+/// The mechanical fixes of `lint --fix` run inside the bump, at the new
+/// upstream (the `fixes` lint fixture, upstream v1 → v2): the renamed
+/// class retargeted, the stale drops and the shadowing placeholder gone;
+/// linting the result at v2 finds none of them again.
+#[test]
+fn applies_the_lint_fixes_a_bump_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/fixes"), &root);
+    let module = "pkg.mini.mini_gpu_patch_gen_config";
+    let env = TestEnv::get();
+    // `--conflicts leave`: the indexer override conflicts (a config holding markers gets no fix).
+    let args = [
+        "bump",
+        "--from",
+        "upstream/v1",
+        "--to",
+        "upstream/v2",
+        "--allow-dirty",
+        "--conflicts",
+        "leave",
+        "--format",
+        "json",
+        module,
+    ];
+    let out = env.patchgen(&root, "upstream/v1", &args);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let config = &doc["configs"][0];
+    let mut codes: Vec<&str> =
+        config["fixes"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    codes.sort();
+    // PG101 twice: the renamed MoE class, and `MiniMlp` (a misspelt `MiniMLP`, in both versions).
+    assert_eq!(codes, ["PG101", "PG101", "PG107", "PG107", "PG107", "PG108"], "{}", out.stdout);
+    let moe =
+        config["targets"].as_array().unwrap().iter().find(|t| t["target"] == "MiniNaiveMoe").expect("the moe target");
+    assert_eq!(moe["status"], "retargeted");
+    let text = read(&root, "pkg/mini/mini_gpu_patch_gen_config.py");
+    assert!(text.contains("@config.replace_class(\"MiniExperts\")"), "{text}");
+    assert!(
+        !text.contains("gone_name") && !text.contains("never_imported") && !text.contains("fast_conv = None"),
+        "{text}"
+    );
+    let lint = env.patchgen(
+        &root,
+        "upstream/v2",
+        &["lint", "--upstream", "upstream/v2", "--select", "PG101,PG107,PG108", "--format", "json", module],
+    );
+    let after: serde_json::Value = serde_json::from_str(&lint.stdout).unwrap();
+    let left: Vec<(String, String)> = after["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["message"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -62,9 +62,12 @@ pub struct BumpArgs {
     /// Also write the report as markdown (for the pull request and the upgrade notes).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Port the configs only: neither regenerate nor lint.
+    /// Port the configs only: neither fix, regenerate nor lint.
     #[arg(long)]
     pub no_regenerate: bool,
+    /// Do not apply `lint --fix`'s bump fixes (PG101, PG107, PG108, PG303, PG306) before regenerating.
+    #[arg(long)]
+    pub no_fix: bool,
     /// Write the three texts of every merge here (N.base, N.ours, N.theirs), to compare with `git merge-file`.
     #[arg(long, value_name = "DIR", hide = true)]
     pub dump_merges: Option<PathBuf>,
@@ -118,6 +121,7 @@ pub fn run(cli: &BumpArgs) -> ExitStatus {
             ConflictsArg::Leave => ConflictStyle::Leave,
         },
         regenerate: !cli.no_regenerate,
+        fix: !cli.no_fix,
         dump_merges: cli.dump_merges.as_ref().map(|d| cwd.join(d)),
         reporter: session.reporter(),
         ..Options::new(&from_cwd(&cli.to), project_dir, session.env.clone())

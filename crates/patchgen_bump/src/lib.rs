@@ -11,7 +11,9 @@
 //!   configs share (the one in the config that defines it);
 //! - `splice`: the three-way port of each patch (`patchgen_core::port`)
 //!   written back over exactly the patch's own lines of its config;
-//! - `fixes`: the mechanical fixes of `lint --fix` (a seam: none yet);
+//! - `fixes`: the mechanical fixes of `lint --fix` (retarget, stale drops,
+//!   shadowing placeholders, docstring entries, the `__init__` override),
+//!   applied at the new upstream before regeneration;
 //! - `regenerate`: every config generated against the new upstream, its
 //!   files written when they changed, and lint at the new pin;
 //! - `report`: the per-config, per-target outcome (text, JSON, markdown).
@@ -82,6 +84,8 @@ pub struct Options {
     pub conflicts: ConflictStyle,
     /// Regenerate every config against the new upstream (and lint it).
     pub regenerate: bool,
+    /// Apply `lint --fix`'s bump fixes (`fixes::RULES`) before regenerating.
+    pub fix: bool,
     pub ruff: Option<PathBuf>,
     /// Write the three texts of every merge into this directory (for a
     /// comparison with `git merge-file`; `--dump-merges`, hidden).
@@ -108,6 +112,7 @@ impl Options {
             mode: Mode::Write,
             conflicts: ConflictStyle::Markers,
             regenerate: true,
+            fix: true,
             ruff: None,
             dump_merges: None,
             env,
@@ -159,6 +164,9 @@ pub fn bump(opts: &Options) -> Result<BumpReport, RunError> {
         }
     };
     report.port_seconds = started.elapsed().as_secs_f64();
+    if opts.fix && opts.regenerate && opts.mode == Mode::Write {
+        report.record_fixes(fixes::apply(opts, &modules, &to)?);
+    }
     if opts.regenerate && opts.mode == Mode::Write {
         let regenerated = Instant::now();
         // A fresh context: the configs on disk changed.

@@ -114,6 +114,8 @@ pub struct BumpReport {
     /// Reading, merging and writing the configs.
     pub port_seconds: f64,
     pub regenerate_seconds: Option<f64>,
+    /// Fixes `lint --fix` made to files that are no config (modules the configs import).
+    pub other_fixes: Vec<crate::fixes::Applied>,
 }
 
 fn patch_kind(t: PatchType) -> &'static str {
@@ -165,7 +167,7 @@ impl BumpReport {
                     module: c.module.clone(),
                     path: c.path.clone(),
                     targets,
-                    fixes: crate::fixes::apply(&c.path),
+                    fixes: Vec::new(),
                     generation: Generation::Skipped("not regenerated".into()),
                     lint: Vec::new(),
                     error: c.error.clone(),
@@ -184,6 +186,31 @@ impl BumpReport {
             generated_written: 0,
             port_seconds: 0.0,
             regenerate_seconds: None,
+            other_fixes: Vec::new(),
+        }
+    }
+
+    /// Record the fixes `lint --fix` applied: each with the config whose
+    /// file it edited; a PG101 fix retargets the removed target registered
+    /// at or above its line. Fixes of files that are no config are kept in
+    /// `other_fixes`.
+    pub fn record_fixes(&mut self, applied: Vec<crate::fixes::Applied>) {
+        for a in applied {
+            let Some(c) = self.configs.iter_mut().find(|c| crate::fixes::same_file(&c.path, &a.path)) else {
+                self.other_fixes.push(a);
+                continue;
+            };
+            if a.fix.code == "PG101" {
+                let target = c
+                    .targets
+                    .iter_mut()
+                    .filter(|t| t.line <= a.fix.line && t.status == Status::Removed)
+                    .max_by_key(|t| t.line);
+                if let Some(t) = target {
+                    t.status = Status::Retargeted;
+                }
+            }
+            c.fixes.push(a.fix);
         }
     }
 
@@ -237,6 +264,10 @@ impl BumpReport {
             s,
             "; {hunks} upstream hunk(s): {carried} carried, {already} already in the patch, {conflicts} in conflict"
         );
+        let fixes = self.configs.iter().map(|c| c.fixes.len()).sum::<usize>() + self.other_fixes.len();
+        if fixes > 0 {
+            let _ = write!(s, "; {fixes} fix(es) applied");
+        }
         let gen_of = |k: &str| self.configs.iter().filter(|c| c.generation.as_str() == k).count();
         let _ =
             write!(s, "; generation: {} ok, {} failed, {} skipped", gen_of("ok"), gen_of("failed"), gen_of("skipped"));
@@ -335,6 +366,11 @@ pub fn json_fields(report: &BumpReport) -> serde_json::Map<String, Value> {
     }
 }
 
+/// `PG303 line 40, PG107 line 12`.
+fn fixes_list(fixes: &[Fix]) -> String {
+    fixes.iter().map(|f| format!("{} line {}", f.code, f.line)).collect::<Vec<_>>().join(", ")
+}
+
 fn worth_showing(t: &TargetBump) -> bool {
     !matches!(t.status, Status::Unchanged | Status::AddedByConfig)
 }
@@ -370,7 +406,7 @@ pub fn text(report: &BumpReport) -> String {
     for c in &report.configs {
         let shown: Vec<&TargetBump> = c.targets.iter().filter(|t| worth_showing(t)).collect();
         let generation_note = !matches!(c.generation, Generation::Ok | Generation::Skipped(_));
-        if shown.is_empty() && c.error.is_none() && !generation_note && c.lint.is_empty() {
+        if shown.is_empty() && c.error.is_none() && !generation_note && c.lint.is_empty() && c.fixes.is_empty() {
             continue;
         }
         let _ = writeln!(out, "\n{} ({})", c.module, c.path.display());
@@ -379,6 +415,9 @@ pub fn text(report: &BumpReport) -> String {
         }
         for t in shown {
             let _ = writeln!(out, "{}", target_line(t));
+        }
+        if !c.fixes.is_empty() {
+            let _ = writeln!(out, "  fixed: {}", fixes_list(&c.fixes));
         }
         match &c.generation {
             Generation::Ok => {}
@@ -421,7 +460,12 @@ pub fn markdown(report: &BumpReport) -> String {
         format!("## {} {} → {} (`patchgen bump`)\n\n{}\n", report.package, report.from, report.to, report.summary());
     for c in &report.configs {
         let shown: Vec<&TargetBump> = c.targets.iter().filter(|t| worth_showing(t)).collect();
-        if shown.is_empty() && c.error.is_none() && matches!(c.generation, Generation::Ok) && c.lint.is_empty() {
+        if shown.is_empty()
+            && c.error.is_none()
+            && matches!(c.generation, Generation::Ok)
+            && c.lint.is_empty()
+            && c.fixes.is_empty()
+        {
             continue;
         }
         let _ = writeln!(out, "\n### `{}`\n\nGeneration: {}.", c.module, c.generation.as_str());
@@ -450,6 +494,9 @@ pub fn markdown(report: &BumpReport) -> String {
                     left
                 );
             }
+        }
+        if !c.fixes.is_empty() {
+            let _ = writeln!(out, "\nFixed by `lint --fix`: {}.", fixes_list(&c.fixes));
         }
         if !c.lint.is_empty() {
             let _ = writeln!(out, "\nLint at {}:\n", report.to);

@@ -133,6 +133,16 @@ pub struct Reverted {
     pub reason: String,
 }
 
+/// One fix a run applied: its rule and where its first edit starts (the
+/// line in the text the fix was made on).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedFix {
+    pub code: String,
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: usize,
+}
+
 /// What `--fix`, `--diff` or `--add-noqa` did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixOutcome {
@@ -144,6 +154,9 @@ pub struct FixOutcome {
     pub rounds: usize,
     pub files: Vec<FixedFile>,
     pub reverted: Vec<Reverted>,
+    /// The fixes applied, in order, in the files kept (not with `--add-noqa`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub applied: Vec<AppliedFix>,
 }
 
 /// Whether a rule offers fixes: what its documentation says.
@@ -338,6 +351,7 @@ pub fn run(args: &Options, cwd: &Path, mode: Mode, selection: Selection) -> Resu
     let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
     // Fixes applied, by the file of their first edit.
     let mut fixed_in: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut applied_fixes: Vec<AppliedFix> = Vec::new();
     let mut rounds = 0;
     let mut noqa_added = 0;
     let first = (mode == Mode::Diff).then(|| report.clone());
@@ -345,12 +359,16 @@ pub fn run(args: &Options, cwd: &Path, mode: Mode, selection: Selection) -> Resu
         (texts, noqa_added) = noqa_texts(&report.diagnostics, &disk);
     } else {
         while rounds < MAX_ROUNDS {
-            let fixes: Vec<&Fix> = selected(&report.diagnostics, selection).collect();
-            if fixes.is_empty() {
+            let coded: Vec<(&str, &Fix)> = report
+                .diagnostics
+                .iter()
+                .filter_map(|d| Some((d.code.as_str(), d.the_fix().filter(|f| selection.admits(f.applicability))?)))
+                .collect();
+            if coded.is_empty() {
                 break;
             }
             let before = texts.clone();
-            let applied = apply_round(fixes, &mut texts, &disk);
+            let applied = apply_round(coded.iter().map(|&(_, f)| f), &mut texts, &disk);
             rounds += 1;
             if texts == before {
                 break;
@@ -358,6 +376,8 @@ pub fn run(args: &Options, cwd: &Path, mode: Mode, selection: Selection) -> Resu
             for f in applied {
                 if let Some(e) = f.edits.first() {
                     *fixed_in.entry(e.path.clone()).or_default() += 1;
+                    let code = coded.iter().find(|&&(_, c)| std::ptr::eq(c, f)).map_or("", |&(c, _)| c);
+                    applied_fixes.push(AppliedFix { code: code.to_string(), path: e.path.clone(), line: e.start.line });
                 }
             }
             report = lint(None, &texts, false)?.report;
@@ -418,7 +438,9 @@ pub fn run(args: &Options, cwd: &Path, mode: Mode, selection: Selection) -> Resu
             }
         }
     }
-    report.fixed = Some(FixOutcome { mode, selection, fixed, rounds, files, reverted });
+    applied_fixes.retain(|f| texts.contains_key(&f.path));
+    let applied = applied_fixes;
+    report.fixed = Some(FixOutcome { mode, selection, fixed, rounds, files, reverted, applied });
     report.unsafe_fixes = args.unsafe_fixes;
     Ok(report)
 }
