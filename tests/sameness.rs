@@ -52,13 +52,12 @@ const TARGETS: &[(&str, bool)] = &[
 ];
 
 fn version(wheel: &Path) -> Version {
-    let cache =
-        WheelCache {
-            dir: wheel.parent().unwrap().to_path_buf(),
-            package: "transformers".into(),
-            download: false,
-            reporter: Default::default(),
-        };
+    let cache = WheelCache {
+        dir: wheel.parent().unwrap().to_path_buf(),
+        package: "transformers".into(),
+        download: false,
+        reporter: Default::default(),
+    };
     Version::new(resolve(wheel.to_str().unwrap(), Path::new("/"), &cache).unwrap())
 }
 

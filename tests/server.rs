@@ -885,3 +885,88 @@ fn read_frame(reader: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
     std::io::Read::read_exact(reader, &mut body).ok()?;
     Some(body)
 }
+
+/// A target registered twice: the generated code is the second
+/// registration's, so its lens counts the hunk and the first one's says
+/// "no effect" (the lens once matched hunks by target alone and gave both
+/// the count).
+#[test]
+fn a_target_registered_twice_credits_the_registration_that_wins() {
+    let Some(wheel) = wheel("5.9.0") else { return };
+    let env = TestEnv::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let config_rel = "pkg/models/qwen3/qwen3_gpu_patch_gen_config.py";
+    let config = r#"from patchgen import PatchConfig
+
+config = PatchConfig(
+    source_module="transformers.models.qwen3.modeling_qwen3",
+    target_file="patched_modeling_qwen3_gpu.py",
+)
+
+
+@config.override_method("Qwen3MLP.forward")
+def mlp_first(self, x):
+    return self.down_proj(x)
+
+
+@config.override_method("Qwen3MLP.forward")
+def mlp_second(self, x):
+    return self.down_proj(self.up_proj(x) * 2)
+"#;
+    write_files(
+        &dir,
+        &[
+            ("pyproject.toml", PYPROJECT),
+            ("pkg/__init__.py", ""),
+            ("pkg/models/__init__.py", ""),
+            ("pkg/models/qwen3/__init__.py", ""),
+            (config_rel, config),
+        ],
+    );
+    let pythonpath = wheel.display().to_string();
+    let generated = env.patchgen(&dir, &pythonpath, &["generate", "--all", "--diff"]);
+    assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
+    let config_uri = Url::from_file_path(dir.join(config_rel)).unwrap();
+    let mut client = Client::start(&dir, &wheel);
+    let _: lsp_types::InitializeResult = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": Url::from_file_path(&dir).unwrap(), "capabilities": {}}),
+    );
+    client.notify("initialized", json!({}));
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": config_uri, "languageId": "python", "version": 1, "text": config}}),
+    );
+    next_matching(&mut client, |m| match m {
+        Message::Request(req) if req.method == "workspace/codeLens/refresh" => Some(()),
+        _ => None,
+    });
+    let lenses: Vec<lsp_types::CodeLens> =
+        client.result("textDocument/codeLens", json!({"textDocument": {"uri": config_uri}}));
+    let titles: Vec<(u32, String)> =
+        lenses.iter().map(|l| (l.range.start.line, l.command.as_ref().unwrap().title.clone())).collect();
+    let at = |needle: &str| config.lines().position(|l| l.starts_with(needle)).unwrap() as u32;
+    let second = config.lines().enumerate().filter(|(_, l)| l.starts_with("@config.")).nth(1).unwrap().0 as u32;
+    // What `explain` attributes to the target: every hunk, from the second registration's lines.
+    let module = "pkg.models.qwen3.qwen3_gpu_patch_gen_config";
+    let out = env.patchgen(&dir, &pythonpath, &["explain", module, "--format", "json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let causes: Vec<&Value> = doc["files"][0]["hunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["causes"].as_array().unwrap().iter().find(|c| c["target"] == "Qwen3MLP.forward"))
+        .collect();
+    assert!(!causes.is_empty() && causes.iter().all(|c| c["line"].as_u64().unwrap() > u64::from(second)));
+    let n = causes.len();
+    assert_eq!(
+        titles,
+        [
+            (at("@config.override_method"), "no effect".to_string()),
+            (second, format!("{n} hunk{} in patched_modeling_qwen3_gpu.diff", if n == 1 { "" } else { "s" }))
+        ]
+    );
+    client.shutdown();
+    let _ = client.child.wait();
+}

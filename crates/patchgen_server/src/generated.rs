@@ -217,7 +217,9 @@ impl GenMap {
                     .hunks
                     .iter()
                     .filter(|h| {
-                        h.causes.iter().any(|c| c.kind == Kind::Patch && c.target.as_deref() == Some(&p.target))
+                        h.causes
+                            .iter()
+                            .any(|c| c.kind == Kind::Patch && c.target.as_deref() == Some(&p.target) && made_by(c, p))
                     })
                     .map(|h| h.first_changed)
                     .collect();
@@ -225,6 +227,19 @@ impl GenMap {
             })
             .collect()
     }
+}
+
+/// Whether a patch line's origin `c` comes from registration `p` (a
+/// target registered twice: only the registration that made the line
+/// counts it): a line of its replacement's source, or its registration line.
+fn made_by(c: &Origin, p: &patchgen_config::plan::Patch) -> bool {
+    let Some(line) = c.line else { return true };
+    let in_source = p.replacement.as_ref().is_some_and(|r| {
+        let lines = r.source.lines().count().max(1);
+        c.path.as_deref().is_some_and(|path| resolve(path) == resolve(&r.defined_at.path))
+            && (r.first_line..r.first_line + lines).contains(&line)
+    });
+    in_source || line == p.registered_at.line
 }
 
 /// One patch registration and the hunks of the `.diff` it causes.

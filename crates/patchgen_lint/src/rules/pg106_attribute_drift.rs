@@ -45,8 +45,9 @@
 //!
 //! ## Fix
 //! Unsafe: when exactly one attribute is a candidate (a sub-module
-//! defining the name, or one near name), every `self.X` read of the
-//! replacement is rewritten to it. Unsafe because a near name may mean
+//! defining the name, or one near name the replacement does not already
+//! read: `skip_topk` beside `next_skip_topk` is another attribute), every
+//! `self.X` read of the replacement is rewritten to it. Unsafe because a near name may mean
 //! something else: read the upstream change first.
 
 use std::collections::BTreeSet;
@@ -217,11 +218,15 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             continue;
         }
         let Some(class_attrs) = ClassAttrs::of(ctx, class) else { continue };
-        for (name, at) in reads {
+        for (name, &at) in &reads {
+            let name = name.clone();
             if known(&name) || class_attrs.provided.contains_key(&name) {
                 continue;
             }
-            let candidates = class_attrs.candidates(ctx, &name);
+            // A name the body reads too is another attribute it uses, not
+            // what this one became (`next_skip_topk` beside `skip_topk`).
+            let candidates: Vec<String> =
+                class_attrs.candidates(ctx, &name).into_iter().filter(|c| !reads.contains_key(c)).collect();
             let mut message = format!(
                 "`{}` reads `self.{name}`, which `{class}` does not define at transformers {}",
                 p.target, ctx.shared.upstream.upstream.version
