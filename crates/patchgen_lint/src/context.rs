@@ -251,7 +251,7 @@ impl<'a> LintContext<'a> {
         let config = shared.pipeline.loader.parse_file(&job.config_path).map_err(|e| {
             Failure::Eval(patchgen_config::EvalError::new(Loc::line(job.config_path.clone(), 0), format!("{e:?}")))
         })?;
-        let origins = genmap::origins(&job.plan, &generated, &config.text);
+        let origins = genmap::origins(&job.plan, &generated, &trace, &job.upstream_origin);
         Ok(LintContext {
             shared,
             module: module.to_string(),
@@ -306,7 +306,7 @@ impl<'a> LintContext<'a> {
                     let signature = def.map(|f| Signature::of(&f.parameters, &self.generated.text));
                     let def_at = def.and_then(|f| {
                         let line = self.generated.line_of(ruff_text_size::Ranged::start(&f.name));
-                        self.origin_of_line(line).map(|o| Loc::line(o.config_path.clone(), o.config_line_of(line)))
+                        self.config_location_of_line(line).map(|l| Loc::line(l.path, l.line))
                     });
                     (qual, Overridden { replacement, signature, def_at })
                 })

@@ -1,10 +1,21 @@
-//! Which parts of a generated module came from which config definition:
-//! a replaced class, an overriding method, a replacing function, a helper,
-//! a post-import block. A generated line inside one maps to the config line
-//! that produced it (the replacement's text is copied line for line, so the
-//! offset from the `def`/`class` keyword is kept).
+//! The regions of a generated module that config code wrote — a replaced
+//! class, an overriding method, a replacing function, a helper, a
+//! post-import block — by their generated names, for the rules that ask
+//! "is this def patched, and by which registration".
+//!
+//! Where a region comes from is not computed here: codegen's trace
+//! (`provenance::raw`) says it for every generated line, and
+//! `provenance::map::Resolver` turns that into a config location — the one
+//! provenance mechanism `explain`, the server and lint's locations share.
+//! A region's `config_line` is the resolved origin of its `def`/`class`
+//! line (a block's: the `add_post_import_block` call); a def the trace
+//! does not attribute to config code falls back to where the replacement
+//! is defined.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use patchgen_core::provenance::map::{Resolver, SourceMap};
+use patchgen_core::provenance::raw::{RawOrigin, RawTrace};
 
 use ruff_python_ast::Stmt;
 use ruff_text_size::Ranged;
@@ -40,13 +51,6 @@ pub struct Origin {
     pub patch: Option<usize>,
 }
 
-impl Origin {
-    /// The config line of generated line `line` (inside the region).
-    pub fn config_line_of(&self, line: usize) -> usize {
-        self.config_line + line.saturating_sub(self.gen_start).min(self.gen_end - self.gen_start)
-    }
-}
-
 /// The last registration of `target` for `patch_type` (the one codegen uses).
 fn last_patch(plan: &PatchPlan, patch_type: PatchType, target: &str) -> Option<usize> {
     plan.patches.iter().rposition(|p| p.patch_type == patch_type && p.target == target && p.replacement.is_some())
@@ -61,26 +65,43 @@ fn def_lines(file: &ParsedFile, stmt: &Stmt) -> Option<(usize, usize)> {
     Some((keyword_line(file, name.start()), file.line_of(stmt.end())))
 }
 
-fn origin(
-    qualname: String,
-    kind: OriginKind,
-    lines: (usize, usize),
-    object: &SourceObject,
-    patch: Option<usize>,
-) -> Origin {
-    Origin {
-        qualname,
-        kind,
-        gen_start: lines.0,
-        gen_end: lines.1.max(lines.0),
-        config_path: object.defined_at.path.clone(),
-        config_line: object.defined_at.line,
-        patch,
+/// Resolves generated lines to config locations through codegen's trace.
+struct Lines<'a> {
+    trace: &'a RawTrace,
+    resolver: Resolver<'a>,
+}
+
+impl Lines<'_> {
+    /// The config location generated line `line` (1-based) came from, when
+    /// config code wrote it.
+    fn config_of(&self, line: usize) -> Option<(PathBuf, usize)> {
+        let raw = *self.trace.lines.get(line.checked_sub(1)?)?;
+        if !matches!(raw, RawOrigin::Patch { .. } | RawOrigin::Helper { .. } | RawOrigin::Block { .. }) {
+            return None;
+        }
+        let o = self.resolver.raw(raw);
+        Some((o.path?, o.line?))
+    }
+
+    fn origin(
+        &self,
+        qualname: String,
+        kind: OriginKind,
+        lines: (usize, usize),
+        object: &SourceObject,
+        patch: Option<usize>,
+    ) -> Origin {
+        let (config_path, config_line) =
+            self.config_of(lines.0).unwrap_or_else(|| (object.defined_at.path.clone(), object.defined_at.line));
+        Origin { qualname, kind, gen_start: lines.0, gen_end: lines.1.max(lines.0), config_path, config_line, patch }
     }
 }
 
 /// The regions of `generated` that came from `plan`'s config code.
-pub fn origins(plan: &PatchPlan, generated: &ParsedFile, config_text: &str) -> Vec<Origin> {
+/// `trace` is codegen's, line for line with `generated`.
+pub fn origins(plan: &PatchPlan, generated: &ParsedFile, trace: &RawTrace, upstream_path: &Path) -> Vec<Origin> {
+    let map = SourceMap::default();
+    let lines = Lines { trace, resolver: Resolver::new(plan, upstream_path, &map) };
     let mut out = Vec::new();
     let helpers: Vec<&SourceObject> = plan
         .helpers
@@ -94,14 +115,14 @@ pub fn origins(plan: &PatchPlan, generated: &ParsedFile, config_text: &str) -> V
                 let name = c.name.id.as_str();
                 if let Some(i) = last_patch(plan, PatchType::ClassReplacement, name) {
                     let object = plan.patches[i].replacement.as_ref().expect("has a replacement");
-                    if let Some(lines) = def_lines(generated, stmt) {
-                        out.push(origin(name.to_string(), OriginKind::Replacement, lines, object, Some(i)));
+                    if let Some(at) = def_lines(generated, stmt) {
+                        out.push(lines.origin(name.to_string(), OriginKind::Replacement, at, object, Some(i)));
                     }
                     continue;
                 }
                 if let Some(object) = helpers.iter().find(|h| h.name == name) {
-                    if let Some(lines) = def_lines(generated, stmt) {
-                        out.push(origin(name.to_string(), OriginKind::Helper, lines, object, None));
+                    if let Some(at) = def_lines(generated, stmt) {
+                        out.push(lines.origin(name.to_string(), OriginKind::Helper, at, object, None));
                     }
                     continue;
                 }
@@ -114,8 +135,8 @@ pub fn origins(plan: &PatchPlan, generated: &ParsedFile, config_text: &str) -> V
                         continue;
                     };
                     let object = plan.patches[i].replacement.as_ref().expect("has a replacement");
-                    if let Some(lines) = def_lines(generated, member) {
-                        out.push(origin(qual, OriginKind::Replacement, lines, object, Some(i)));
+                    if let Some(at) = def_lines(generated, member) {
+                        out.push(lines.origin(qual, OriginKind::Replacement, at, object, Some(i)));
                     }
                 }
             }
@@ -129,38 +150,45 @@ pub fn origins(plan: &PatchPlan, generated: &ParsedFile, config_text: &str) -> V
                     )),
                     None => helpers.iter().find(|h| h.name == name).map(|h| (*h, None, OriginKind::Helper)),
                 };
-                if let (Some((object, patch, kind)), Some(lines)) = (found, def_lines(generated, stmt)) {
-                    out.push(origin(name.to_string(), kind, lines, object, patch));
+                if let (Some((object, patch, kind)), Some(at)) = (found, def_lines(generated, stmt)) {
+                    out.push(lines.origin(name.to_string(), kind, at, object, patch));
                 }
             }
             _ => {}
         }
     }
-    // Post-import blocks: found verbatim in the generated text, and their
-    // first line in the config file.
-    for block in &plan.post_import_blocks {
-        let Some(first) = block.lines().find(|l| !l.trim().is_empty()) else {
+    // Post-import blocks: the runs of lines the trace gives to one.
+    let mut i = 0;
+    while i < trace.lines.len() {
+        let RawOrigin::Block { index } = trace.lines[i] else {
+            i += 1;
             continue;
         };
-        let Some(at) = generated.text.find(block.trim_start_matches('\n')) else {
-            continue;
-        };
-        let gen_start = generated.line_of((at as u32).into());
-        let gen_end = gen_start + block.trim_matches('\n').lines().count().saturating_sub(1);
-        let Some(config_line) = line_containing(config_text, first.trim()) else {
-            continue;
-        };
+        let start = i;
+        while i < trace.lines.len() && trace.lines[i] == (RawOrigin::Block { index }) {
+            i += 1;
+        }
+        // Blank lines around a block are the generator's.
+        let text_lines: Vec<usize> = (start..i).filter(|&l| !generated_line_is_blank(generated, l + 1)).collect();
+        let (Some(&first), Some(&last)) = (text_lines.first(), text_lines.last()) else { continue };
+        let Some((config_path, config_line)) = lines.config_of(first + 1) else { continue };
         out.push(Origin {
             qualname: String::new(),
             kind: OriginKind::Block,
-            gen_start,
-            gen_end,
-            config_path: plan.config_path.clone(),
+            gen_start: first + 1,
+            gen_end: last + 1,
+            config_path,
             config_line,
             patch: None,
         });
     }
     out
+}
+
+fn generated_line_is_blank(generated: &ParsedFile, line: usize) -> bool {
+    let start = generated.line_start(line);
+    let end = if line < generated.line_count() { generated.line_start(line + 1) } else { generated.text.len() };
+    generated.text.get(start..end).is_none_or(|t| t.trim().is_empty())
 }
 
 /// The first 1-based line of `text` containing `needle`.
