@@ -19,9 +19,11 @@
 //!   no file identity is too fresh to trust ([`probe::RACY`]). It writes a
 //!   temporary file in the cache and renames it over the entry: readers see
 //!   the old entry or the new one, never a mix, and two processes storing
-//!   the same entry at once leave one of the two whole. An entry carries a
-//!   BLAKE3 checksum of its body, so a torn write (a crash, a full disk) is
-//!   detected on read; no fsync is needed for correctness.
+//!   the same entry at once leave one of the two whole. An entry's header
+//!   records its body's length and BLAKE3 checksum: it is read only as a
+//!   regular file whose size is what its header says (a FIFO, a file grown
+//!   or truncated since, is not read), and a torn write (a crash, a full
+//!   disk) is detected on read; no fsync is needed for correctness.
 //! - The cache directory holds a `.gitignore` of `*` and a `CACHEDIR.TAG`.
 //!   [`Cache::open`] refuses a non-empty directory that has no such tag
 //!   and is not named `.patchgen_cache` (a mistyped `cache-dir` must not
@@ -62,7 +64,7 @@ pub use probe::{Change, Digest, Input, Probe, Prober};
 pub const DEFAULT_DIR: &str = ".patchgen_cache";
 
 /// The on-disk entry format; entries of another format are misses.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 const ENTRIES: &str = "entries";
 const GROUPS: &str = "groups";
@@ -305,7 +307,7 @@ impl Cache {
     /// The payload stored for `key`, if the entry is intact and every
     /// input has the same digest now.
     pub fn lookup<P: DeserializeOwned>(&self, key: &Key, prober: &Prober) -> Lookup<P> {
-        let bytes = match bounded::read(&self.path(key), MAX_ENTRY) {
+        let bytes = match read_entry(&self.path(key)) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss(Miss::NoEntry),
             Err(e) => return Lookup::Miss(Miss::Corrupt(e.to_string())),
@@ -359,7 +361,8 @@ impl Cache {
         let entry =
             Entry { patchgen: version().to_string(), key: key.clone(), inputs: inputs.own.clone(), groups, payload };
         let body = serde_json::to_vec(&entry).map_err(|e| NotStored::Io(std::io::Error::other(e)))?;
-        let mut bytes = format!("{MAGIC} {FORMAT} {}\n", probe::digest_parts([body.as_slice()]).hex()).into_bytes();
+        let mut bytes =
+            format!("{MAGIC} {FORMAT} {} {}\n", body.len(), probe::digest_parts([body.as_slice()]).hex()).into_bytes();
         bytes.extend_from_slice(&body);
         let path = self.path(key);
         match write_atomic(&path, &bytes) {
@@ -370,6 +373,40 @@ impl Cache {
             r => r.map_err(NotStored::Io),
         }
     }
+}
+
+/// The longest header an entry has: magic, format, length, checksum.
+const MAX_HEADER: u64 = 256;
+
+/// The bytes of the entry at `path`: a regular file (checked before it is
+/// opened: a FIFO would block), of at most [`MAX_ENTRY`] bytes, whose size
+/// is the header's line plus the body length the header records; read no
+/// further than that.
+fn read_entry(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{BufRead, Read};
+    bounded::check(&std::fs::metadata(path)?, MAX_ENTRY)?;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    bounded::check(&file.metadata()?, MAX_ENTRY)?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    (&mut reader).take(MAX_HEADER).read_until(b'\n', &mut bytes)?;
+    let recorded = std::str::from_utf8(&bytes)
+        .ok()
+        .filter(|h| h.ends_with('\n') && h.starts_with(MAGIC))
+        .and_then(|h| h.split(' ').nth(2)?.parse::<u64>().ok());
+    let Some(body) = recorded else {
+        // Not this format's header: `decode` says what it is.
+        return Ok(bytes);
+    };
+    if bytes.len() as u64 + body != size {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the entry is {size} bytes, its header records {}", bytes.len() as u64 + body),
+        ));
+    }
+    reader.take(body).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// An entry's body, if its header and checksum are right.
@@ -384,6 +421,10 @@ fn decode<P: DeserializeOwned>(bytes: &[u8]) -> Result<Entry<P>, Miss> {
     let format = fields.next().unwrap_or_default();
     if format != FORMAT.to_string() {
         return Err(Miss::Foreign(format!("cache format {format}")));
+    }
+    let len: Option<usize> = fields.next().and_then(|l| l.parse().ok());
+    if len != Some(body.len()) {
+        return Err(Miss::Corrupt("length differs from its header (truncated or altered)".into()));
     }
     let sum = fields.next().and_then(Digest::from_hex).ok_or_else(|| Miss::Corrupt("bad checksum field".into()))?;
     if fields.next().is_some() || sum != probe::digest_parts([body]) {

@@ -170,7 +170,9 @@ fn foreign_versions_and_formats_are_misses() {
     let (header, body) = text.split_once('\n').unwrap();
     let other_version = body.replace(&format!("\"patchgen\":\"{}\"", version()), "\"patchgen\":\"0.0.1-other\"");
     assert_ne!(other_version, body);
-    let resum = |body: &str| format!("{MAGIC} {FORMAT} {}\n{body}", probe::digest_parts([body.as_bytes()]).hex());
+    let resum = |body: &str| {
+        format!("{MAGIC} {FORMAT} {} {}\n{body}", body.len(), probe::digest_parts([body.as_bytes()]).hex())
+    };
     std::fs::write(&path, resum(&other_version)).unwrap();
     assert_eq!(cache.lookup::<Payload>(&key(), &prober()).miss(), Some(Miss::Foreign("patchgen 0.0.1-other".into())));
     std::fs::write(&path, header.replace(&format!(" {FORMAT} "), " 999 ") + "\n" + body).unwrap();
@@ -179,6 +181,25 @@ fn foreign_versions_and_formats_are_misses() {
     let other = Key::new("check", ["other".to_string()]);
     std::fs::write(cache.path(&other), resum(body)).unwrap();
     assert!(matches!(cache.lookup::<Payload>(&other, &prober()).miss(), Some(Miss::Corrupt(_))));
+}
+
+/// An entry is read only at the size its header records: one grown or
+/// truncated since (even with a matching checksum of what is there) is a
+/// miss, not a read of whatever the file now holds.
+#[test]
+fn an_entry_whose_size_is_not_its_record_is_not_read() {
+    let (_d, cache, input) = fixture();
+    cache.store(&key(), &inputs(&input), &payload(), &prober()).unwrap();
+    let path = cache.path(&key());
+    let good = std::fs::read(&path).unwrap();
+    assert!(matches!(cache.lookup::<Payload>(&key(), &prober()), Lookup::Hit(_)));
+    let mut grown = good.clone();
+    grown.extend_from_slice(b"trailing garbage");
+    std::fs::write(&path, &grown).unwrap();
+    let miss = cache.lookup::<Payload>(&key(), &prober()).miss();
+    assert!(matches!(&miss, Some(Miss::Corrupt(m)) if m.contains("its header records")), "{miss:?}");
+    std::fs::write(&path, &good[..good.len() - 3]).unwrap();
+    assert!(matches!(cache.lookup::<Payload>(&key(), &prober()).miss(), Some(Miss::Corrupt(_))));
 }
 
 #[test]
