@@ -277,3 +277,30 @@ fn add_noqa_silences_every_finding() {
     assert!(after.diagnostics.is_empty(), "{}", render_text(&after, root));
     assert_eq!(after.suppressed, 9);
 }
+
+/// PG306's fix of an `__init__` override the config already has, with two
+/// `AutoModel.from_config` calls (the same callee for the vision and the
+/// text model): each call gets the generated class of its own sub-config
+/// (it once gave both the first one's, found on VeOmni's qwen3_vl).
+#[test]
+fn pg306_fixes_each_call_of_a_config_override_by_its_sub_config() {
+    let tmp = copy("models");
+    let root = tmp.path();
+    let config = root.join("pkg/models/toyvl/toyvl_gpu_patch_gen_config.py");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n\n@config.override_method(\"ToyVLModel.__init__\", description=\"own constructor\")\ndef toyvl_model_init_patched(self, config):\n    super(ToyVLModel, self).__init__(config)\n    self.visual = AutoModel.from_config(config.vision_config)\n    self.language_model = AutoModel.from_config(config=config.text_config)\n",
+    );
+    std::fs::write(&config, &text).unwrap();
+    let mut a = args("upstream", Some(&["PG306"]), root);
+    a.unsafe_fixes = true;
+    let report = fix::run(&a, root, Mode::Write, Selection::SafeAndUnsafe).unwrap();
+    let outcome = report.fixed.as_ref().unwrap();
+    assert!(outcome.reverted.is_empty(), "{:?}", outcome.reverted);
+    let fixed = std::fs::read_to_string(&config).unwrap();
+    assert!(fixed.contains("    self.visual = ToyVLVisionModel._from_config(config.vision_config)\n"), "{fixed}");
+    assert!(
+        fixed.contains("    self.language_model = ToyVLTextModel._from_config(config=config.text_config)\n"),
+        "{fixed}"
+    );
+}

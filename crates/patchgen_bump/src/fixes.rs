@@ -73,3 +73,112 @@ pub fn apply(opts: &Options, modules: &[String], to: &Version) -> Result<Vec<App
 pub fn same_file(a: &Path, b: &Path) -> bool {
     a == b || patchgen_core::project::resolve(a) == patchgen_core::project::resolve(b)
 }
+
+/// After a regeneration: every config whose generation failed on names
+/// ruff calls undefined that the config itself imports gets their
+/// `add_import` (`import_fix`), recorded as `F821` fixes. Whether any
+/// config was written.
+pub fn add_missing_imports(report: &mut crate::BumpReport, config_name: &str) -> Result<bool, RunError> {
+    let mut wrote = false;
+    for c in &mut report.configs {
+        let crate::Generation::Failed(d) = &c.generation else { continue };
+        let names = undefined_names(&format!("{}\n{}", d.message, d.help.as_deref().unwrap_or_default()));
+        if names.is_empty() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&c.path) else { continue };
+        let Some((fixed, applied)) = import_fix(&text, config_name, &names) else { continue };
+        patchgen_core::atomic::write(&c.path, &fixed)
+            .map_err(|e| RunError::failed(format!("{}: cannot write the fixed config: {e}", c.path.display())))?;
+        c.fixes.extend(applied);
+        wrote = true;
+    }
+    Ok(wrote)
+}
+
+/// The names ruff's F821 says are undefined in a failed generation's
+/// message (`Undefined name `Optional``), each once.
+pub fn undefined_names(message: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in message.split("Undefined name `").skip(1) {
+        let Some((name, _)) = part.split_once('`') else { continue };
+        let is_name = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if is_name && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The fix of an undefined name the config itself imports (`from typing
+/// import Optional` at its top, while the patch body relied on the
+/// generated module's own import, which the new upstream dropped): a
+/// `config.add_import("typing", names=["Optional"])` after the config's
+/// `PatchConfig(...)` statement, one per name. `None` when the config
+/// binds none of the names by a plain `from M import X` at module level.
+pub fn import_fix(config_text: &str, config_name: &str, names: &[String]) -> Option<(String, Vec<Fix>)> {
+    use ruff_python_ast::Stmt;
+    use ruff_text_size::Ranged;
+    let parsed = ruff_python_parser::parse_module(config_text).ok()?;
+    let body = &parsed.syntax().body;
+    // `config = PatchConfig(...)`: where the additions go.
+    let created = body.iter().find(|s| match s {
+        Stmt::Assign(a) => {
+            a.targets.iter().any(|t| matches!(t, ruff_python_ast::Expr::Name(n) if n.id.as_str() == config_name))
+        }
+        _ => false,
+    })?;
+    let mut additions = Vec::new();
+    for name in names {
+        let module = body.iter().find_map(|s| match s {
+            Stmt::ImportFrom(i) if i.level == 0 => i
+                .names
+                .iter()
+                .any(|a| a.name.id.as_str() == name && a.asname.is_none())
+                .then(|| i.module.as_ref().map(|m| m.id.to_string()))
+                .flatten(),
+            _ => None,
+        });
+        if let Some(module) = module {
+            additions.push(format!("{config_name}.add_import({module:?}, names=[{name:?}])\n"));
+        }
+    }
+    if additions.is_empty() {
+        return None;
+    }
+    let end = created.end().to_usize();
+    let at = config_text[end..].find('\n').map_or(config_text.len(), |i| end + i + 1);
+    let line = config_text[..at].matches('\n').count() + 1;
+    let mut text = String::with_capacity(config_text.len() + 64);
+    text.push_str(&config_text[..at]);
+    text.push('\n');
+    let fixes = (0..additions.len()).map(|i| Fix { code: "F821".into(), line: line + 1 + i }).collect();
+    for a in &additions {
+        text.push_str(a);
+    }
+    text.push_str(&config_text[at..]);
+    Some((text, fixes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undefined_names_from_ruff_output() {
+        let m = "F821 Undefined name `Optional`\n  --> x.py:3:5\nF821 Undefined name `Optional`\nF821 Undefined name `torch_npu`";
+        assert_eq!(undefined_names(m), ["Optional", "torch_npu"]);
+    }
+
+    #[test]
+    fn an_import_the_config_has_becomes_an_add_import() {
+        let text = "from typing import Optional\n\nfrom patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\n\ndef f(x: Optional[int]):\n    pass\n";
+        let (fixed, fixes) = import_fix(text, "config", &["Optional".into(), "missing".into()]).unwrap();
+        assert_eq!(
+            fixed,
+            "from typing import Optional\n\nfrom patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\nconfig.add_import(\"typing\", names=[\"Optional\"])\n\n\ndef f(x: Optional[int]):\n    pass\n"
+        );
+        assert_eq!(fixes, [Fix { code: "F821".into(), line: 9 }]);
+        assert_eq!(import_fix(text, "config", &["missing".into()]), None);
+    }
+}

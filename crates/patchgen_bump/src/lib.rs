@@ -164,14 +164,21 @@ pub fn bump(opts: &Options) -> Result<BumpReport, RunError> {
         }
     };
     report.port_seconds = started.elapsed().as_secs_f64();
-    if opts.fix && opts.regenerate && opts.mode == Mode::Write {
+    // `--from V --to V` is a no-op: no fix of the pin's own findings either.
+    if opts.fix && opts.regenerate && opts.mode == Mode::Write && from_label != to_label {
         report.record_fixes(fixes::apply(opts, &modules, &to)?);
     }
     if opts.regenerate && opts.mode == Mode::Write {
         let regenerated = Instant::now();
         // A fresh context: the configs on disk changed.
-        let ctx = Context::new(project, &opts.project_dir, opts.ruff.clone(), &opts.env);
-        regenerate::regenerate(ctx, &to, &modules, opts, from_label == to_label, &mut report, &pool)?;
+        let fresh = || Context::new(project.clone(), &opts.project_dir, opts.ruff.clone(), &opts.env);
+        regenerate::regenerate(fresh(), &to, &modules, opts, from_label == to_label, &mut report, &pool)?;
+        // Names the patches relied on the old upstream module to import:
+        // imported by the config itself, they get their `add_import`, and
+        // the configs are generated once more.
+        if opts.fix && from_label != to_label && fixes::add_missing_imports(&mut report, &opts.config_name)? {
+            regenerate::regenerate(fresh(), &to, &modules, opts, false, &mut report, &pool)?;
+        }
         report.regenerate_seconds = Some(regenerated.elapsed().as_secs_f64());
     }
     Ok(report)

@@ -64,6 +64,7 @@ pub fn regenerate(
     });
     for (c, (g, wrote)) in report.configs.iter_mut().zip(results) {
         c.generation = g;
+        c.lint.clear();
         report.generated_written += usize::from(wrote);
     }
     let lint = patchgen_lint::run::lint(

@@ -14,7 +14,10 @@
 //! merges with `patchgen_python::merge` (`git merge-file --diff3`
 //! semantics) against the dedented targets without their decorators, then
 //! puts name, indentation and held-out lines back. A patch the merge
-//! leaves alone comes back byte for byte.
+//! leaves alone comes back byte for byte. A signature both sides changed
+//! is merged parameter by parameter (`signature`), the body line by line.
+//! Without conflict markers, a result that no longer parses is not
+//! written: the patch stays, its upstream changes listed as conflicts.
 //!
 //! Pure: texts in, a text and its hunks out. `bump` ports every patch of a
 //! project; `new` ports a sibling's patch onto a new model's upstream.
@@ -30,6 +33,7 @@ use patchgen_python::merge::{ChunkKind, Labels, merge3};
 use patchgen_python::pytext;
 
 use crate::codegen::text::paren_balance;
+use signature::Outcome;
 
 /// What to port: the patch as written in its config, and the two versions
 /// of its upstream target as `inspect.getsource` gives them (decorators
@@ -121,23 +125,52 @@ pub fn port(req: &PortRequest<'_>) -> Ported {
     let new = upstream_lines(req.new);
     let held = patch.held.len();
     // Both sides changed the signature: merged parameter by parameter, the
-    // bodies line by line.
-    let signature = signature::merge(&old, &patch.body, &new).filter(|s| {
-        let base = &old[..s.base_lines];
-        base != &new[..s.theirs_lines] && base != &patch.body[..s.ours_lines]
-    });
+    // bodies line by line. A signature that cannot be read parameter by
+    // parameter (comments in it) goes through the line merge, unless that
+    // names a parameter twice: then it is a conflict.
+    let signature = signature::merge(&old, &patch.body, &new)
+        .filter(|s| {
+            let base = &old[..s.base_lines];
+            base != &new[..s.theirs_lines] && base != &patch.body[..s.ours_lines]
+        })
+        .and_then(|s| match s.outcome {
+            Outcome::Lines
+                if !names_a_parameter_twice(&merge3(&old, &patch.body, &new).render(
+                    &old,
+                    &patch.body,
+                    &new,
+                    None,
+                    "\n",
+                )) =>
+            {
+                None
+            }
+            Outcome::Lines => Some(signature::Merged { outcome: Outcome::Conflict, ..s }),
+            _ => Some(s),
+        });
     let (skip, mut merged, mut hunks) = match &signature {
         Some(s) => {
-            let status =
-                if s.lines == patch.body[..s.ours_lines] { HunkStatus::AlreadyInPatch } else { HunkStatus::Carried };
+            let ours_sig = &patch.body[..s.ours_lines];
+            let (status, lines) = match &s.outcome {
+                Outcome::Merged(lines) if lines.as_slice() == ours_sig => (HunkStatus::AlreadyInPatch, lines.clone()),
+                Outcome::Merged(lines) => (HunkStatus::Carried, lines.clone()),
+                // A conflict over the whole signature, written as git writes one.
+                _ => (
+                    HunkStatus::Conflict,
+                    match req.labels {
+                        Some(l) => conflict_lines(l, ours_sig, &old[..s.base_lines], &new[..s.theirs_lines]),
+                        None => ours_sig.to_vec(),
+                    },
+                ),
+            };
             let hunk = PortHunk {
                 status,
                 old: 0..s.base_lines,
                 new: 0..s.theirs_lines,
                 patch: held..held + s.ours_lines,
-                result: held..held + s.lines.len(),
+                result: held..held + lines.len(),
             };
-            ((s.base_lines, s.ours_lines, s.theirs_lines), s.lines.concat(), vec![hunk])
+            ((s.base_lines, s.ours_lines, s.theirs_lines), lines.concat(), vec![hunk])
         }
         None => ((0, 0, 0), String::new(), Vec::new()),
     };
@@ -160,6 +193,22 @@ pub fn port(req: &PortRequest<'_>) -> Ported {
             result: r.start + result_offset..r.end + result_offset,
         })
     }));
+    // Without markers, a carried hunk beside a kept conflict can leave code
+    // that does not parse (upstream's `else:` after the patch's own): the
+    // patch then stays as it was, every upstream change of it listed.
+    if req.labels.is_none()
+        && hunks.iter().any(|h| h.status == HunkStatus::Carried)
+        && ruff_python_parser::parse_module(&merged).is_err()
+        && ruff_python_parser::parse_module(&patch.body.concat()).is_ok()
+    {
+        for h in &mut hunks {
+            if h.status == HunkStatus::Carried {
+                h.status = HunkStatus::Conflict;
+            }
+            h.result = h.patch.clone();
+        }
+        return Ported { text: req.patch.to_string(), hunks };
+    }
     let mut text: String = patch.held.concat();
     for line in merged.split_inclusive('\n') {
         let line = rename_definition(line, req.target_name, req.patch_name);
@@ -172,6 +221,28 @@ pub fn port(req: &PortRequest<'_>) -> Ported {
         text.pop();
     }
     Ported { text, hunks }
+}
+
+/// Whether the `def` the text begins with names a parameter twice (a line
+/// merge of two signatures that both added it).
+fn names_a_parameter_twice(text: &str) -> bool {
+    let Ok(parsed) = ruff_python_parser::parse_module(text) else { return false };
+    let Some(ruff_python_ast::Stmt::FunctionDef(def)) = parsed.suite().first() else { return false };
+    let mut seen = std::collections::HashSet::new();
+    !def.parameters.iter().all(|p| seen.insert(p.name().as_str()))
+}
+
+/// git's diff3 conflict: `<<<<<<< ours`, ours, `||||||| base`, base,
+/// `=======`, theirs, `>>>>>>> theirs`.
+fn conflict_lines(labels: Labels<'_>, ours: &[String], base: &[String], theirs: &[String]) -> Vec<String> {
+    let mut out = vec![format!("<<<<<<< {}\n", labels.ours)];
+    out.extend(ours.iter().cloned());
+    out.push(format!("||||||| {}\n", labels.base));
+    out.extend(base.iter().cloned());
+    out.push("=======\n".to_string());
+    out.extend(theirs.iter().cloned());
+    out.push(format!(">>>>>>> {}\n", labels.theirs));
+    out
 }
 
 fn normalize_patch<'a>(patch: &'a str, patch_name: &str, target_name: &str) -> Normalized<'a> {

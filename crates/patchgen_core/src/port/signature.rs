@@ -9,9 +9,12 @@
 //! version (added, removed, re-annotated, re-defaulted); a parameter both
 //! added the same way is kept once; the return annotation likewise. The
 //! result keeps the patch's order and layout (one parameter per line when
-//! the patch's signature spans lines). Anything else — both sides changed
-//! one parameter differently, a comment inside a signature, a body on the
-//! `def` line — gives `None`, and `port` falls back to the line merge.
+//! the patch's signature spans lines). Both sides changing one parameter
+//! differently (or adding the same name differently) is a conflict over
+//! the whole signature — never a signature naming a parameter twice. What
+//! this cannot read — a comment inside a signature, a body on the `def`
+//! line, `/` or a bare `*` — gives `None`, and `port` falls back to the
+//! line merge.
 //!
 //! Pure: the three dedented texts (definition at column 0) in, the merged
 //! signature lines out.
@@ -33,14 +36,28 @@ struct Signature {
     /// The indentation of the first parameter's line when the parameters
     /// start on their own line (`None`: on the `def` line).
     param_indent: Option<String>,
+    /// Whether `params` can be merged and rendered (no comment, marker or
+    /// shared line among them).
+    readable: bool,
 }
 
-/// The signatures of the three texts merged, when they can be: the merged
-/// signature's lines and how many lines the signature spans in each of
-/// (base, ours, theirs).
+/// What became of the signatures.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Merged parameter by parameter: the signature's lines.
+    Merged(Vec<String>),
+    /// Both sides changed one parameter differently.
+    Conflict,
+    /// Not readable parameter by parameter (a comment inside, `/`, a bare
+    /// `*`, several parameters on a line): the line merge decides.
+    Lines,
+}
+
+/// The signatures of the three texts merged, and how many lines the
+/// signature spans in each of (base, ours, theirs).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Merged {
-    pub lines: Vec<String>,
+    pub outcome: Outcome,
     pub base_lines: usize,
     pub ours_lines: usize,
     pub theirs_lines: usize,
@@ -50,6 +67,16 @@ pub struct Merged {
 /// (lines, each with its line break) begin with.
 pub fn merge(base: &[String], ours: &[String], theirs: &[String]) -> Option<Merged> {
     let (b, o, t) = (parse(base)?, parse(ours)?, parse(theirs)?);
+    let outcome = if b.readable && o.readable && t.readable {
+        merge_parsed(&b, &o, &t).map_or(Outcome::Conflict, Outcome::Merged)
+    } else {
+        Outcome::Lines
+    };
+    Some(Merged { outcome, base_lines: b.lines, ours_lines: o.lines, theirs_lines: t.lines })
+}
+
+/// The merged signature's lines; `None`: the two sides conflict.
+fn merge_parsed(b: &Signature, o: &Signature, t: &Signature) -> Option<Vec<String>> {
     let pick = |bv: &str, ov: &str, tv: &str| -> Option<String> {
         if ov == bv || ov == tv {
             Some(tv.to_string())
@@ -62,7 +89,7 @@ pub fn merge(base: &[String], ours: &[String], theirs: &[String]) -> Option<Merg
     let find = |s: &Signature, k: &str| s.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let mut params: Vec<(String, String)> = Vec::new();
     for (k, ov) in &o.params {
-        match (find(&b, k), find(&t, k)) {
+        match (find(b, k), find(t, k)) {
             (Some(bv), Some(tv)) => params.push((k.clone(), pick(&bv, ov, &tv)?)),
             // Upstream removed it: gone, unless the patch changed it.
             (Some(bv), None) if *ov == bv => {}
@@ -74,10 +101,10 @@ pub fn merge(base: &[String], ours: &[String], theirs: &[String]) -> Option<Merg
     }
     // Upstream's additions, after the parameter they follow upstream.
     for (i, (k, tv)) in t.params.iter().enumerate() {
-        if find(&b, k).is_some() || find(&o, k).is_some() {
+        if find(b, k).is_some() || find(o, k).is_some() {
             // Kept by upstream; or removed by the patch while upstream
             // changed it: a conflict.
-            if let (Some(bv), None) = (find(&b, k), find(&o, k)) {
+            if let (Some(bv), None) = (find(b, k), find(o, k)) {
                 if bv != *tv {
                     return None;
                 }
@@ -93,12 +120,7 @@ pub fn merge(base: &[String], ours: &[String], theirs: &[String]) -> Option<Merg
     }
     let tail = pick(&b.tail, &o.tail, &t.tail)?;
     let head = pick(&b.head, &o.head, &t.head)?;
-    Some(Merged {
-        lines: render(&head, &params, &tail, o.param_indent.as_deref()),
-        base_lines: b.lines,
-        ours_lines: o.lines,
-        theirs_lines: t.lines,
-    })
+    Some(render(&head, &params, &tail, o.param_indent.as_deref()))
 }
 
 fn render(head: &str, params: &[(String, String)], tail: &str, indent: Option<&str>) -> Vec<String> {
@@ -132,9 +154,8 @@ fn parse(lines: &[String]) -> Option<Signature> {
         return None;
     }
     let sig = &text[..sig_end];
-    if sig.contains('#') && has_comment(&parsed, TextRange::new(def.start(), (sig_end as u32).into())) {
-        return None;
-    }
+    let mut readable =
+        !(sig.contains('#') && has_comment(&parsed, TextRange::new(def.start(), (sig_end as u32).into())));
     let head = text[def.start().to_usize()..open + 1].to_string();
     let tail = text[close..sig_end].trim_end().to_string();
     let inner = &text[open + 1..close - 1];
@@ -159,10 +180,8 @@ fn parse(lines: &[String]) -> Option<Signature> {
         let first = def.parameters.kwonlyargs.first()?.start().to_usize();
         markers_at.push((first, "*"));
     }
-    if !markers_at.is_empty() {
-        // Markers make the order positional; merge only plain signatures.
-        return None;
-    }
+    // Markers make the order positional; merge only plain signatures.
+    readable &= markers_at.is_empty();
     let multiline = inner.contains('\n');
     let param_indent = if multiline {
         let first = inner.trim_start_matches([' ', '\t']).strip_prefix('\n').map(|rest| {
@@ -171,14 +190,12 @@ fn parse(lines: &[String]) -> Option<Signature> {
         });
         // Several parameters on a line: a layout this cannot keep.
         let per_line = inner.lines().filter(|l| !l.trim().is_empty()).count();
-        if first.is_none() || per_line != params.len() {
-            return None;
-        }
+        readable &= first.is_some() && per_line == params.len();
         first
     } else {
         None
     };
-    Some(Signature { head, params, tail, lines: sig.matches('\n').count(), param_indent })
+    Some(Signature { head, params, tail, lines: sig.matches('\n').count(), param_indent, readable })
 }
 
 /// Whether a comment token lies in `range` (a `#` inside a string is none).
@@ -193,6 +210,13 @@ fn has_comment(parsed: &ruff_python_parser::Parsed<ruff_python_ast::ModModule>, 
 mod tests {
     use super::*;
 
+    fn merged(m: Merged) -> String {
+        match m.outcome {
+            Outcome::Merged(lines) => lines.concat(),
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn lines(s: &str) -> Vec<String> {
         s.split_inclusive('\n').map(str::to_string).collect()
     }
@@ -204,11 +228,11 @@ mod tests {
             lines("def forward(\n    self,\n    x,\n    mask=None,\n    max_seqlen=None,\n):\n    return g(x)\n");
         let theirs = lines("def forward(self, x, mask=None, max_seqlen=None, **kwargs):\n    return x\n");
         let m = merge(&base, &ours, &theirs).unwrap();
+        assert_eq!((m.base_lines, m.ours_lines, m.theirs_lines), (1, 6, 1));
         assert_eq!(
-            m.lines.concat(),
+            merged(m),
             "def forward(\n    self,\n    x,\n    mask=None,\n    max_seqlen=None,\n    **kwargs,\n):\n"
         );
-        assert_eq!((m.base_lines, m.ours_lines, m.theirs_lines), (1, 6, 1));
     }
 
     #[test]
@@ -217,16 +241,21 @@ mod tests {
         let ours = lines("def f(self, a: int, cache_position=None, b=1, sp=False) -> int:\n    pass\n");
         let theirs = lines("def f(self, a: int | None, b=1) -> int | None:\n    pass\n");
         let m = merge(&base, &ours, &theirs).unwrap();
-        assert_eq!(m.lines.concat(), "def f(self, a: int | None, b=1, sp=False) -> int | None:\n");
+        assert_eq!(merged(m), "def f(self, a: int | None, b=1, sp=False) -> int | None:\n");
     }
 
     #[test]
-    fn a_parameter_both_changed_differently_is_no_merge() {
+    fn a_parameter_both_changed_differently_is_a_conflict() {
         let base = lines("def f(self, a=1):\n    pass\n");
         let ours = lines("def f(self, a=2):\n    pass\n");
         let theirs = lines("def f(self, a=3):\n    pass\n");
-        assert_eq!(merge(&base, &ours, &theirs), None);
+        assert_eq!(merge(&base, &ours, &theirs).unwrap().outcome, Outcome::Conflict);
+        // Both added `max_seqlen`, differently (VeOmni's vision encoders at 5.16.1).
+        let ours = lines("def f(self, a=1, max_seqlen: int = 0):\n    pass\n");
+        let theirs = lines("def f(self, max_seqlen: int | None = None):\n    pass\n");
+        assert_eq!(merge(&base, &ours, &theirs).unwrap().outcome, Outcome::Conflict);
         let commented = lines("def f(\n    self,\n    a=2,  # why\n):\n    pass\n");
-        assert_eq!(merge(&base, &commented, &lines("def f(self, a=1, b=2):\n    pass\n")), None);
+        let m = merge(&base, &commented, &lines("def f(self, a=1, b=2):\n    pass\n")).unwrap();
+        assert_eq!((m.outcome, m.ours_lines), (Outcome::Lines, 4));
     }
 }

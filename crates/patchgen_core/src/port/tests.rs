@@ -192,6 +192,49 @@ fn a_parameter_both_sides_added_is_named_once() {
     );
 }
 
+/// Both sides added `max_seqlen`, differently (VeOmni's vision encoders at
+/// 5.16.1): a conflict over the signature, never a signature naming it twice.
+#[test]
+fn a_parameter_both_sides_added_differently_is_a_signature_conflict() {
+    let old = "    def forward(self, x, cu_seqlens, rotary_pos_emb=None, **kwargs):\n        return self.blocks(x, cu_seqlens)\n";
+    let new = "    def forward(self, x, cu_seqlens, max_seqlen: int | None = None, **kwargs):\n        return self.blocks(x, cu_seqlens)\n";
+    let patch = "@config.override_method(\"T.forward\")\ndef forward_patched(self, x, cu_seqlens, max_seqlen: int, rotary_pos_emb=None, **kwargs):\n    return self.blocks(x, cu_seqlens)\n";
+    let got = port(&request(patch, old, new));
+    assert_eq!(got.conflicts(), 1);
+    assert!(got.text.contains("<<<<<<< config\ndef forward_patched(self, x, cu_seqlens, max_seqlen: int, rotary_pos_emb=None, **kwargs):\n||||||| transformers 1.0\n"), "{}", got.text);
+    let left = port(&PortRequest { labels: None, ..request(patch, old, new) });
+    assert_eq!((left.text.as_str(), left.conflicts()), (patch, 1));
+}
+
+/// Without markers, a carried hunk that cannot stand beside the patch's
+/// kept lines (a second `else:`) is not written: the patch stays as it was.
+#[test]
+fn leave_never_writes_code_that_does_not_parse() {
+    let old = "    def forward(self):\n        if a:\n            x = 1\n            v = 2\n        return x\n";
+    let new = "    def forward(self):\n        if c:\n            x = 1\n            v = 2\n        else:\n            v = 3\n        return x\n";
+    let patch = "@config.override_method(\"T.forward\")\ndef forward_patched(self):\n    if b:\n        x = 1\n    else:\n        x = 0\n        v = 2\n    return x\n";
+    let req = PortRequest { labels: None, ..request(patch, old, new) };
+    let got = port(&req);
+    assert_eq!(got.text, patch);
+    assert!(got.conflicts() >= 1 && got.carried() == 0, "{:?}", got.hunks);
+}
+
+/// The same with the patch's `# --- Patch.1 ---` comments inside its
+/// signature (VeOmni's `Qwen3VLVisionAttention.forward`): not readable
+/// parameter by parameter, the line merge would name `max_seqlen` twice, so
+/// the signature is a conflict.
+#[test]
+fn a_commented_signature_that_would_name_a_parameter_twice_is_a_conflict() {
+    let old = "    def forward(\n        self,\n        x,\n        cu_seqlens,\n        rotary_pos_emb=None,\n        position_embeddings=None,\n        **kwargs,\n    ):\n        return self.blocks(x, cu_seqlens)\n";
+    let new = "    def forward(\n        self,\n        x,\n        cu_seqlens,\n        position_embeddings=None,\n        max_seqlen: int | None = None,\n        **kwargs,\n    ):\n        return self.blocks(x, cu_seqlens)\n";
+    let patch = "@config.override_method(\"T.forward\")\ndef forward_patched(\n    self,\n    x,\n    cu_seqlens,\n    # --- Patch.1 ---\n    max_seqlen: int,\n    # --- Patch.1 ---\n    rotary_pos_emb=None,\n    position_embeddings=None,\n    **kwargs,\n):\n    return self.blocks(x, cu_seqlens)\n";
+    let (git, _) = git_merge(&as_git_sees(patch), &upstream_lines(old).concat(), &upstream_lines(new).concat());
+    assert_eq!(git.matches("max_seqlen:").count(), 2, "git names it twice:\n{git}");
+    let left = port(&PortRequest { labels: None, ..request(patch, old, new) });
+    assert_eq!(left.text.matches("max_seqlen:").count(), 1, "{}", left.text);
+    assert_eq!(left.conflicts(), 1);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 

@@ -221,16 +221,17 @@ fn bypass_fix(ctx: &LintContext, holder: &StmtClassDef, call: &ExprCall) -> Opti
         _ => None,
     })?;
     // Every call of the method, with the generated class it should build.
-    let mut rewrites: Vec<(TextRange, String)> = Vec::new();
+    // (callee range, rewritten callee, the sub-config attribute it builds from).
+    let mut rewrites: Vec<(TextRange, String, String)> = Vec::new();
     for (c, attr) in automodel_calls_in(&method.body) {
         let cc = ctx.upstream_configuration().and_then(|conf| sub_config_class(conf, &attr))?;
         let model = model_class_for_call(body, &cc, c).or_else(|| model_class_for(body, &cc))?;
-        rewrites.push((c.func.range(), format!("{}._from_config", model.name.id)));
+        rewrites.push((c.func.range(), format!("{}._from_config", model.name.id), attr));
     }
     let target = format!("{}.{}", holder.name.id, method.name.id);
     let message = format!(
         "Build the generated classes in `{target}` ({})",
-        rewrites.iter().map(|(_, r)| format!("`{r}`")).collect::<Vec<_>>().join(", ")
+        rewrites.iter().map(|(_, r, _)| format!("`{r}`")).collect::<Vec<_>>().join(", ")
     );
     let def_line = ctx.generated.line_of(method.name.start());
     if let Some(origin) = ctx.origin_of_line(def_line) {
@@ -238,9 +239,11 @@ fn bypass_fix(ctx: &LintContext, holder: &StmtClassDef, call: &ExprCall) -> Opti
         let file = ctx.shared.pipeline.loader.parse_file(&origin.config_path).ok()?;
         let func = pyfacts::function_on_line(&file, origin.config_line)?;
         let mut edits = Vec::new();
-        for (c, _) in automodel_calls_in(&func.body) {
+        // Each call by the sub-config it builds from (`AutoModel.from_config`
+        // is the same callee for the vision and the text model).
+        for (c, attr) in automodel_calls_in(&func.body) {
             let callee = &file.text[c.func.range()];
-            let generated = rewrites.iter().find(|(r, _)| &ctx.generated.text[*r] == callee)?;
+            let generated = rewrites.iter().find(|(r, _, a)| *a == attr && &ctx.generated.text[*r] == callee)?;
             edits.push(TextEdit { range: c.func.range(), content: generated.1.clone() });
         }
         return Some(crate::fix::of_text(Applicability::Unsafe, message, &file.path, &file.text, &edits));
@@ -250,8 +253,8 @@ fn bypass_fix(ctx: &LintContext, holder: &StmtClassDef, call: &ExprCall) -> Opti
     let end = method.end().to_usize();
     let mut text = ctx.generated.text[start..end].to_string();
     let mut sorted = rewrites.clone();
-    sorted.sort_by_key(|(r, _)| std::cmp::Reverse(r.start()));
-    for (r, to) in sorted {
+    sorted.sort_by_key(|(r, _, _)| std::cmp::Reverse(r.start()));
+    for (r, to, _) in sorted {
         let (a, b) = (r.start().to_usize() - start, r.end().to_usize() - start);
         text.replace_range(a..b, &to);
     }
