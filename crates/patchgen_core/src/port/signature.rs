@@ -104,10 +104,10 @@ fn merge_parsed(b: &Signature, o: &Signature, t: &Signature) -> Option<Vec<Strin
         if find(b, k).is_some() || find(o, k).is_some() {
             // Kept by upstream; or removed by the patch while upstream
             // changed it: a conflict.
-            if let (Some(bv), None) = (find(b, k), find(o, k)) {
-                if bv != *tv {
-                    return None;
-                }
+            if let (Some(bv), None) = (find(b, k), find(o, k))
+                && bv != *tv
+            {
+                return None;
             }
             continue;
         }
@@ -172,7 +172,7 @@ fn parse(lines: &[String]) -> Option<Signature> {
         }
         params.push((name, text[start..range.end().to_usize()].to_string()));
     }
-    if def.parameters.posonlyargs.first().is_some() {
+    if !def.parameters.posonlyargs.is_empty() {
         let last = def.parameters.posonlyargs.last()?.end().to_usize();
         markers_at.push((last, "/"));
     }
