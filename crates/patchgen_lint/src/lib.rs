@@ -78,6 +78,7 @@ pub mod cached;
 pub mod catalogue;
 pub mod context;
 pub mod docs;
+pub mod docstring;
 pub mod fix;
 mod genmap;
 pub mod init_weights;

@@ -7,9 +7,10 @@
 //! style (`name (`type`, *optional*):` and an indented description), added
 //! to the function's docstring or in a new `r"""…"""` one.
 //!
-//! Pure text in, text out. When `lint --fix` (PG303's safe fix) lands, this
-//! is the same edit and can call it.
+//! Pure text in, text out; the documented names are read as PG303 reads
+//! them (`patchgen_lint::docstring`).
 
+use patchgen_lint::docstring::documented_names;
 use patchgen_python::pysource::ParsedFile;
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
@@ -84,19 +85,6 @@ pub fn document_params(source: &str, params: &[String]) -> Option<String> {
         }
     }
     Some(out)
-}
-
-/// The names a docstring documents as transformers' `parse_docstring`
-/// finds them (PG303 reads them the same way): `name (type...):` lines.
-fn documented_names(doc: &str) -> Vec<&str> {
-    doc.lines()
-        .filter_map(|line| {
-            let t = line.trim_start();
-            let end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(t.len());
-            let rest = t[end..].trim_start();
-            (end > 0 && rest.starts_with('(') && rest.contains("):")).then(|| &t[..end])
-        })
-        .collect()
 }
 
 #[cfg(test)]
