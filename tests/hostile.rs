@@ -424,7 +424,7 @@ fn moe_destinations_and_addresses_are_checked_before_any_work() {
     per_expert_checkpoint(&d.path().join("ck"), 2, 4, 8);
     let before = snapshot(d.path());
     let r = run_limited(d.path(), &["moe", "convert", "ck", "ck/sub"], &[], None, MINUTE, None);
-    r.assert_code(1, "DST inside SRC");
+    r.assert_code(2, "DST inside SRC (a usage error)");
     assert!(r.stderr.contains("DST is SRC or inside it"), "{}", r.stderr);
     for (args, says) in [
         (&["moe", "inspect", "hf://../x"][..], "`..`"),

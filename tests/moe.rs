@@ -280,15 +280,15 @@ fn malformed_checkpoints_and_unsafe_destinations_are_errors() {
     let d = tmp.path();
     let src = d.join("q");
     make(&python, "qwen3_moe", &src, &["--shards", "2"]);
-    // DST == SRC, DST inside SRC, non-empty DST.
+    // DST == SRC, DST inside SRC, non-empty DST: usage errors (exit 2).
     let o = convert(d, &src, &src, &[]);
-    assert!(o.stderr.contains("DST is SRC or inside it"), "{}", o.stderr);
+    assert!(o.stderr.contains("DST is SRC or inside it") && o.code == 2, "{} {}", o.code, o.stderr);
     let o = convert(d, &src, &src.join("sub"), &[]);
-    assert!(o.stderr.contains("DST is SRC or inside it"), "{}", o.stderr);
+    assert!(o.stderr.contains("DST is SRC or inside it") && o.code == 2, "{} {}", o.code, o.stderr);
     std::fs::create_dir_all(d.join("full")).unwrap();
     std::fs::write(d.join("full/x"), "x").unwrap();
     let o = convert(d, &src, &d.join("full"), &[]);
-    assert!(o.stderr.contains("exists and is not an empty directory"), "{}", o.stderr);
+    assert!(o.stderr.contains("exists and is not an empty directory") && o.code == 2, "{} {}", o.code, o.stderr);
     // An empty DST is fine.
     std::fs::create_dir_all(d.join("empty")).unwrap();
     ok(&convert(d, &src, &d.join("empty"), &[]), "empty dst");

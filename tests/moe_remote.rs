@@ -692,9 +692,9 @@ fn s3_inspect_and_convert_in_every_direction() {
 
     // A non-empty destination and the source itself are refused.
     let o = patchgen(d, &["moe", "convert", "s3://models/qwen/src", "s3://models/qwen/s2s"], &env);
-    assert!(o.stderr.contains("s3://models/qwen/s2s: exists and is not empty"), "{}", o.stderr);
+    assert!(o.stderr.contains("s3://models/qwen/s2s: exists and is not empty") && o.code == 2, "{}", o.stderr);
     let o = patchgen(d, &["moe", "convert", "s3://models/qwen/src", "s3://models/qwen/src/out"], &env);
-    assert!(o.stderr.contains("DST is SRC or inside it"), "{}", o.stderr);
+    assert!(o.stderr.contains("DST is SRC or inside it") && o.code == 2, "{}", o.stderr);
 
     // A missing shard: a located error, and nothing left at DST.
     boto(&["put", src.to_str().unwrap(), "models", "qwen/broken"]);

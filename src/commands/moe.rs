@@ -195,10 +195,19 @@ fn run_convert(a: &ConvertArgs, session: &Session) -> Result<ConvertReport, RunE
     let src = remote::locate(&a.src, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
     let dst = remote::locate(&a.dst, a.offline, &session.env).map_err(|e| failed(e.to_string()))?;
     match (src, dst) {
-        (remote::Location::Local(s), remote::Location::Local(d)) => {
-            convert::convert(&s, &d, &opts).map_err(|e| failed(e.to_string()))
-        }
-        (s, d) => remote::transfer::convert(&s, &d, &a.src, &a.dst, &opts).map_err(|e| failed(e.to_string())),
+        // A request that cannot be carried out as asked (DST inside SRC, a
+        // DST in use) is a usage error, exit 2; a bad checkpoint fails, exit 1.
+        (remote::Location::Local(s), remote::Location::Local(d)) => convert::convert(&s, &d, &opts).map_err(|e| {
+            if e.side() == patchgen_moe::error::Side::Request {
+                RunError::usage(e.to_string())
+            } else {
+                failed(e.to_string())
+            }
+        }),
+        (s, d) => remote::transfer::convert(&s, &d, &a.src, &a.dst, &opts).map_err(|e| match e {
+            remote::RemoteError::Request(m) => RunError::usage(m),
+            e => failed(e.to_string()),
+        }),
     }
 }
 

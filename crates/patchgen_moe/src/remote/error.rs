@@ -49,6 +49,10 @@ pub enum RemoteError {
     Offline { url: String, why: String },
     #[error("{url}: {message}")]
     Other { url: String, message: String },
+    /// The request cannot be carried out as asked (DST inside SRC, a DST
+    /// in use, a read-only DST): a usage error, before any transfer.
+    #[error("{0}")]
+    Request(String),
     /// A checkpoint error once the bytes arrived (a malformed header, an
     /// index naming missing files, ...), already located.
     #[error("{0}")]

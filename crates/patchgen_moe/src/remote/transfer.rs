@@ -452,12 +452,12 @@ impl Dest<'_> {
 fn open_dest<'a>(src: &Location, dst: &'a Location, dst_arg: &Path) -> Result<Dest<'a>, RemoteError> {
     match dst {
         Location::Local(p) => {
-            refuse_non_empty(p).map_err(RemoteError::from)?;
+            refuse_non_empty(p).map_err(|e| RemoteError::Request(e.to_string()))?;
             let dst_abs = patchgen_core::project::resolve(p);
             if let Location::Local(s) = src {
                 let src_abs = patchgen_core::project::resolve(s);
                 if dst_abs == src_abs || dst_abs.starts_with(&src_abs) && s.is_dir() {
-                    return Err(RemoteError::Checkpoint(format!(
+                    return Err(RemoteError::Request(format!(
                         "{}: DST is SRC or inside it: refusing to write into the source",
                         dst_arg.display()
                     )));
@@ -469,10 +469,9 @@ fn open_dest<'a>(src: &Location, dst: &'a Location, dst_arg: &Path) -> Result<De
         Location::Remote(r) => {
             let url = r.url.to_string();
             if !matches!(r.url.place, Place::Bucket { .. }) || r.url.file.is_some() {
-                return Err(RemoteError::Other {
-                    url,
-                    message: "a conversion writes to a local directory or a bucket (s3://, gs://, az://); the Hub and plain HTTP are read-only here\n  help: convert to a local directory, then upload it (`hf upload REPO DIR`)".into(),
-                });
+                return Err(RemoteError::Request(format!(
+                    "{url}: a conversion writes to a local directory or a bucket (s3://, gs://, az://); the Hub and plain HTTP are read-only here\n  help: convert to a local directory, then upload it (`hf upload REPO DIR`)"
+                )));
             }
             if let Location::Remote(s) = src
                 && let (
@@ -483,20 +482,16 @@ fn open_dest<'a>(src: &Location, dst: &'a Location, dst_arg: &Path) -> Result<De
                 && b1 == b2
                 && (p1 == p2 || p1.is_empty() || p2.starts_with(&format!("{p1}/")))
             {
-                return Err(RemoteError::Other {
-                    url,
-                    message: "DST is SRC or inside it: refusing to write into the source".into(),
-                });
+                return Err(RemoteError::Request(format!(
+                    "{url}: DST is SRC or inside it: refusing to write into the source"
+                )));
             }
             let (files, dirs) = block_on(r.list())??;
             if !files.is_empty() || !dirs.is_empty() {
-                return Err(RemoteError::Other {
-                    url,
-                    message: format!(
-                        "exists and is not empty ({} object(s)): refusing to overwrite",
-                        files.len() + dirs.len()
-                    ),
-                });
+                return Err(RemoteError::Request(format!(
+                    "{url}: exists and is not empty ({} object(s)): refusing to overwrite",
+                    files.len() + dirs.len()
+                )));
             }
             Ok(Dest::Remote { r, written: Mutex::new(Vec::new()) })
         }
