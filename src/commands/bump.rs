@@ -65,7 +65,7 @@ pub struct BumpArgs {
     /// Port the configs only: neither fix, regenerate nor lint.
     #[arg(long)]
     pub no_regenerate: bool,
-    /// Do not apply `lint --fix`'s bump fixes (PG101, PG107, PG108, PG303, PG306) before regenerating.
+    /// Do not apply the bump's fixes: lint --fix's PG101, PG107, PG108, PG303, PG306, and the add_import of a name the config imports (F821)
     #[arg(long)]
     pub no_fix: bool,
     /// Write the three texts of every merge here (N.base, N.ours, N.theirs), to compare with `git merge-file`.

@@ -79,6 +79,7 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// `add_import` (`import_fix`), recorded as `F821` fixes. Whether any
 /// config was written.
 pub fn add_missing_imports(report: &mut crate::BumpReport, config_name: &str) -> Result<bool, RunError> {
+    let package = report.package.clone();
     let mut wrote = false;
     for c in &mut report.configs {
         let crate::Generation::Failed(d) = &c.generation else { continue };
@@ -87,7 +88,7 @@ pub fn add_missing_imports(report: &mut crate::BumpReport, config_name: &str) ->
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&c.path) else { continue };
-        let Some((fixed, applied)) = import_fix(&text, config_name, &names) else { continue };
+        let Some((fixed, applied)) = import_fix(&text, config_name, &package, &names) else { continue };
         patchgen_core::atomic::write(&c.path, &fixed)
             .map_err(|e| RunError::failed(format!("{}: cannot write the fixed config: {e}", c.path.display())))?;
         c.fixes.extend(applied);
@@ -116,7 +117,16 @@ pub fn undefined_names(message: &str) -> Vec<String> {
 /// `config.add_import("typing", names=["Optional"])` after the config's
 /// `PatchConfig(...)` statement, one per name. `None` when the config
 /// binds none of the names by a plain `from M import X` at module level.
-pub fn import_fix(config_text: &str, config_name: &str, names: &[String]) -> Option<(String, Vec<Fix>)> {
+/// A name imported from the bumped package itself (`package`, e.g.
+/// `transformers.models.qwen3_5.modeling_qwen3_5`) is left alone: the new
+/// upstream may well no longer define it there (a removed class), which is
+/// a change for a person to read, not an import to copy.
+pub fn import_fix(
+    config_text: &str,
+    config_name: &str,
+    package: &str,
+    names: &[String],
+) -> Option<(String, Vec<Fix>)> {
     use ruff_python_ast::Stmt;
     use ruff_text_size::Ranged;
     let parsed = ruff_python_parser::parse_module(config_text).ok()?;
@@ -139,7 +149,8 @@ pub fn import_fix(config_text: &str, config_name: &str, names: &[String]) -> Opt
                 .flatten(),
             _ => None,
         });
-        if let Some(module) = module {
+        let from_package = |m: &str| m == package || m.starts_with(&format!("{package}."));
+        if let Some(module) = module.filter(|m| !from_package(m)) {
             additions.push(format!("{config_name}.add_import({module:?}, names=[{name:?}])\n"));
         }
     }
@@ -172,13 +183,15 @@ mod tests {
 
     #[test]
     fn an_import_the_config_has_becomes_an_add_import() {
-        let text = "from typing import Optional\n\nfrom patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\n\ndef f(x: Optional[int]):\n    pass\n";
-        let (fixed, fixes) = import_fix(text, "config", &["Optional".into(), "missing".into()]).unwrap();
+        let text = "from typing import Optional\n\nfrom patchgen import PatchConfig\nfrom transformers.models.m.modeling_m import MCache\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\n\ndef f(x: Optional[int]):\n    pass\n";
+        let (fixed, fixes) =
+            import_fix(text, "config", "transformers", &["Optional".into(), "missing".into(), "MCache".into()]).unwrap();
         assert_eq!(
             fixed,
-            "from typing import Optional\n\nfrom patchgen import PatchConfig\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\nconfig.add_import(\"typing\", names=[\"Optional\"])\n\n\ndef f(x: Optional[int]):\n    pass\n"
+            "from typing import Optional\n\nfrom patchgen import PatchConfig\nfrom transformers.models.m.modeling_m import MCache\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\nconfig.add_import(\"typing\", names=[\"Optional\"])\n\n\ndef f(x: Optional[int]):\n    pass\n"
         );
-        assert_eq!(fixes, [Fix { code: "F821".into(), line: 9 }]);
-        assert_eq!(import_fix(text, "config", &["missing".into()]), None);
+        assert_eq!(fixes, [Fix { code: "F821".into(), line: 10 }]);
+        // Not from the bumped package (the new upstream may not define it).
+        assert_eq!(import_fix(text, "config", "transformers", &["MCache".into(), "missing".into()]), None);
     }
 }

@@ -47,7 +47,9 @@
 //! Unsafe: when exactly one attribute is a candidate (a sub-module
 //! defining the name, or one near name the replacement does not already
 //! read: `skip_topk` beside `next_skip_topk` is another attribute), every
-//! `self.X` read of the replacement is rewritten to it. Unsafe because a near name may mean
+//! `self.X` read of the replacement is rewritten to it — not when the
+//! candidate is only a part of the name (`skip_topk` of `next_skip_topk`:
+//! a suggestion, no edit). Unsafe because a near name may mean
 //! something else: read the upstream change first.
 
 use std::collections::BTreeSet;
@@ -247,8 +249,13 @@ fn check(ctx: &LintContext) -> Vec<Diagnostic> {
             let fallback = Some(&p.registered_at);
             let mut d = RULE.diagnostic(message).help(help).target(p.target.clone());
             d = ctx.at_generated(d, at, fallback);
+            // A name merely inside the missing one (`skip_topk` in
+            // `next_skip_topk`) is a suggestion, never an edit: dropping a
+            // prefix or suffix usually changes the meaning.
             let fix = match candidates.as_slice() {
-                [one] => rename_fix(ctx, &p.target, &name, one),
+                [one] if one.contains('.') || nearness(&name, one) != Some(Nearness::Inside) => {
+                    rename_fix(ctx, &p.target, &name, one)
+                }
                 _ => None,
             };
             out.push(d.with_fix(fix));
