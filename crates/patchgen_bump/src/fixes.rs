@@ -121,12 +121,7 @@ pub fn undefined_names(message: &str) -> Vec<String> {
 /// `transformers.models.qwen3_5.modeling_qwen3_5`) is left alone: the new
 /// upstream may well no longer define it there (a removed class), which is
 /// a change for a person to read, not an import to copy.
-pub fn import_fix(
-    config_text: &str,
-    config_name: &str,
-    package: &str,
-    names: &[String],
-) -> Option<(String, Vec<Fix>)> {
+pub fn import_fix(config_text: &str, config_name: &str, package: &str, names: &[String]) -> Option<(String, Vec<Fix>)> {
     use ruff_python_ast::Stmt;
     use ruff_text_size::Ranged;
     let parsed = ruff_python_parser::parse_module(config_text).ok()?;
@@ -185,7 +180,8 @@ mod tests {
     fn an_import_the_config_has_becomes_an_add_import() {
         let text = "from typing import Optional\n\nfrom patchgen import PatchConfig\nfrom transformers.models.m.modeling_m import MCache\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\n\ndef f(x: Optional[int]):\n    pass\n";
         let (fixed, fixes) =
-            import_fix(text, "config", "transformers", &["Optional".into(), "missing".into(), "MCache".into()]).unwrap();
+            import_fix(text, "config", "transformers", &["Optional".into(), "missing".into(), "MCache".into()])
+                .unwrap();
         assert_eq!(
             fixed,
             "from typing import Optional\n\nfrom patchgen import PatchConfig\nfrom transformers.models.m.modeling_m import MCache\n\nconfig = PatchConfig(\n    source_module=\"m\",\n)\n\nconfig.add_import(\"typing\", names=[\"Optional\"])\n\n\ndef f(x: Optional[int]):\n    pass\n"
