@@ -58,8 +58,8 @@
 use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
-use crate::docstring::{documented_names, documents_fields, has_returns_section};
 use super::super::{LintContext, Rule, patched, pyfacts};
+use crate::docstring::{documented_names, documents_fields, has_returns_section};
 use crate::fix::{Applicability, Fix, TextEdit};
 use patchgen_diagnostics::{Diagnostic, Severity};
 use patchgen_python::pysource::ParsedFile;
