@@ -19,6 +19,8 @@ use patchgen_core::explain::{Hunk, Mapped};
 use patchgen_core::pipeline::{Context, default_output_dir};
 use patchgen_core::project::{Project, resolve};
 use patchgen_core::provenance::map::{Kind, Origin};
+use patchgen_diagnostics::LineIndex;
+use patchgen_python::pytext;
 
 use crate::check::{is_config, module_name};
 
@@ -99,16 +101,9 @@ impl GenMap {
             return out;
         }
         let compared = Compared::new(&self.mapped, text);
-        let lines = patchgen_python::pytext::splitlines(text);
+        let lines = PyLines::new(text);
         for r in compared.regions() {
-            let start = r.start.saturating_sub(1) as u32;
-            let range = if r.lines == 0 {
-                Range::new(Position::new(start, 0), Position::new(start, 0))
-            } else {
-                let last = r.end().saturating_sub(1);
-                let width = lines.get(last).map_or(0, |l| l.encode_utf16().count()) as u32;
-                Range::new(Position::new(start, 0), Position::new(last as u32, width))
-            };
+            let range = lines.range(r.start, r.lines);
             let from = r.responsible.as_ref().map(|o| self.responsible(o)).unwrap_or_default();
             let expected = match r.expected.first() {
                 Some(first) => format!("the config generates `{}` here", first.trim()),
@@ -157,7 +152,7 @@ impl GenMap {
             return Some(s);
         }
         let compared = Compared::new(&self.mapped, text);
-        Some(match compared.line(&self.mapped, line + 1)? {
+        Some(match compared.line(&self.mapped, PyLines::new(text).py_line(line))? {
             LineVerdict::Generated { line: g, origin: Some(o) } => format!(
                 "**patchgen** — {}: {}{}\n\n(generated line {g}, by {})",
                 kind_word(o.kind),
@@ -187,7 +182,7 @@ impl GenMap {
             let hunk = self.diff_hunk(text, line)?;
             return hunk.causes.iter().find_map(location_of);
         }
-        match Compared::new(&self.mapped, text).line(&self.mapped, line + 1)? {
+        match Compared::new(&self.mapped, text).line(&self.mapped, PyLines::new(text).py_line(line))? {
             LineVerdict::Generated { origin: Some(o), .. } => location_of(&o),
             LineVerdict::HandEdit(r) => r.responsible.as_ref().and_then(location_of),
             LineVerdict::Generated { origin: None, .. } => None,
@@ -242,6 +237,59 @@ fn made_by(c: &Origin, p: &patchgen_config::plan::Patch) -> bool {
     in_source || line == p.registered_at.line
 }
 
+/// A buffer's lines as [`Compared`] counts them (`str.splitlines`: `\x0c`,
+/// U+2028 and the like break lines too) placed in the editor's lines
+/// (which break at `\n` only), so that a region found by line number
+/// lands on the buffer's text.
+struct PyLines<'t> {
+    text: &'t str,
+    index: LineIndex,
+    /// Each Python line's byte range, line break excluded.
+    lines: Vec<(usize, usize)>,
+}
+
+impl<'t> PyLines<'t> {
+    fn new(text: &'t str) -> PyLines<'t> {
+        let mut at = 0;
+        let lines = pytext::splitlines_keepends(text)
+            .into_iter()
+            .map(|l| {
+                let start = at;
+                at += l.len();
+                (start, start + pytext::without_line_break(l).len())
+            })
+            .collect();
+        PyLines { text, index: LineIndex::new(text), lines }
+    }
+
+    fn position(&self, offset: usize) -> Position {
+        let (line, character) = self.index.utf16_position(self.text, offset);
+        Position::new(line, character)
+    }
+
+    /// The editor range of `count` Python lines from 1-based `start` (none:
+    /// the point where line `start` begins, or the end of the text).
+    fn range(&self, start: usize, count: usize) -> Range {
+        let first = self.lines.get(start.saturating_sub(1));
+        let from = first.map_or(self.text.len(), |l| l.0);
+        let to = match count {
+            0 => from,
+            n => self.lines.get(start.saturating_sub(1) + n - 1).map_or(self.text.len(), |l| l.1),
+        };
+        Range::new(self.position(from), self.position(to.max(from)))
+    }
+
+    /// The 1-based Python line where the editor's 0-based `line` starts.
+    fn py_line(&self, line: usize) -> usize {
+        let offset = self.index.utf16_offset(self.text, line as u32, 0);
+        if offset == self.text.len() && self.lines.last().is_none_or(|l| l.1 < offset) {
+            // The empty line after a final line break: past Python's lines.
+            return self.lines.len() + 1;
+        }
+        self.lines.partition_point(|l| l.0 <= offset)
+    }
+}
+
 /// One patch registration and the hunks of the `.diff` it causes.
 pub struct PatchLens {
     pub line: usize,
@@ -280,5 +328,28 @@ fn link(o: &Origin) -> String {
             format!(" ([{name}:{line}]({}#L{line}))", loc.uri)
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_lines_in_the_editors_lines() {
+        // Python breaks at `\x0c` and U+2028 as well as `\n`; the editor only at `\n`.
+        let text = "a = 1\nb\x0c= 2\nc = 3\u{2028}é𝔘\n";
+        let lines = PyLines::new(text);
+        // Python line 3 is `= 2`, on the editor's line 1 after `b\x0c`.
+        assert_eq!(lines.range(3, 1), Range::new(Position::new(1, 2), Position::new(1, 5)));
+        // Python lines 4-5: the editor's line 2, to its end (`é𝔘` is 3 UTF-16 units).
+        assert_eq!(lines.range(4, 2), Range::new(Position::new(2, 0), Position::new(2, 9)));
+        // Past the last line: the end of the text.
+        assert_eq!(lines.range(6, 0), Range::new(Position::new(3, 0), Position::new(3, 0)));
+        assert_eq!(lines.range(9, 2), Range::new(Position::new(3, 0), Position::new(3, 0)));
+        assert_eq!((lines.py_line(0), lines.py_line(1), lines.py_line(2), lines.py_line(3)), (1, 2, 4, 6));
+        let unterminated = PyLines::new("x\ny");
+        assert_eq!(unterminated.range(3, 0), Range::new(Position::new(1, 1), Position::new(1, 1)));
+        assert_eq!(unterminated.py_line(1), 2);
     }
 }
