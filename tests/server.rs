@@ -817,6 +817,17 @@ fn provenance_of_generated_files() {
     );
     let registration = CONFIG.lines().position(|l| l.starts_with("@config.override_method(")).unwrap();
     assert_eq!(lenses[0].range.start.line as usize, registration);
+    // "Go to generated" from a line of the patch's code: every region it made.
+    let inside = registration + 3;
+    let generated: Option<GotoDefinitionResponse> = client.result(
+        "textDocument/implementation",
+        json!({"textDocument": {"uri": config_uri}, "position": {"line": inside, "character": 4}}),
+    );
+    let Some(GotoDefinitionResponse::Array(regions)) = generated else { panic!("go to generated: {generated:?}") };
+    assert_eq!(regions.len(), by_patch);
+    assert!(regions.iter().all(|l| l.uri == py_uri), "{regions:?}");
+    let lens_target = lenses[0].command.as_ref().unwrap().arguments.as_ref().unwrap()[1].as_u64().unwrap();
+    assert_eq!(u64::from(regions[0].range.start.line), lens_target);
     let symbols: lsp_types::DocumentSymbolResponse =
         client.result("textDocument/documentSymbol", json!({"textDocument": {"uri": config_uri}}));
     let lsp_types::DocumentSymbolResponse::Nested(symbols) = symbols else { panic!("nested symbols") };

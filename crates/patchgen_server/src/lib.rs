@@ -116,6 +116,8 @@ pub fn capabilities() -> ServerCapabilities {
             ..CodeActionOptions::default()
         })),
         code_lens_provider: Some(lsp_types::CodeLensOptions { resolve_provider: Some(false) }),
+        // "Go to generated": from a patch in a config to what it produced.
+        implementation_provider: Some(lsp_types::ImplementationProviderCapability::Simple(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
         execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
             commands: vec![COMMAND_REGENERATE.to_string(), COMMAND_OPEN_GENERATED.to_string()],

@@ -197,6 +197,7 @@ impl Server {
             Completion::METHOD => respond(id, req.params, |p: CompletionParams| self.completion(p)),
             CodeActionRequest::METHOD => respond(id, req.params, |p: CodeActionParams| self.code_actions(p)),
             CodeLensRequest::METHOD => respond(id, req.params, |p: lsp_types::CodeLensParams| self.code_lenses(p)),
+            GotoImplementation::METHOD => respond(id, req.params, |p: GotoDefinitionParams| self.go_to_generated(p)),
             DocumentSymbolRequest::METHOD => {
                 respond(id, req.params, |p: lsp_types::DocumentSymbolParams| self.document_symbols(p))
             }
@@ -638,6 +639,32 @@ impl Server {
         self.next_request += 1;
         let id = RequestId::from(format!("patchgen-{}", self.next_request));
         self.send(Request::new(id, method.to_string(), params));
+    }
+
+    /// "Go to generated" (`textDocument/implementation` in a config): from
+    /// a patch — its registration or any line of its code, up to the next
+    /// registration — to every region of the generated file it produced
+    /// (the first changed line of each of its hunks).
+    fn go_to_generated(&mut self, p: GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
+        let uri = p.text_document_position_params.text_document.uri;
+        let line = p.text_document_position_params.position.line as usize;
+        let map = self.maps.get(&uri)?.clone();
+        let path = self.docs.get(&uri)?.path.clone()?;
+        if !check::is_config(&path) {
+            return None;
+        }
+        let py_uri = Url::from_file_path(resolve(&map.py)).ok()?;
+        let lenses = map.lenses();
+        let lens = lenses.iter().filter(|l| l.line <= line).max_by_key(|l| l.line)?;
+        let locations: Vec<Location> = lens
+            .hunks
+            .iter()
+            .map(|&first| {
+                let at = Position::new(first.saturating_sub(1) as u32, 0);
+                Location::new(py_uri.clone(), Range::new(at, at))
+            })
+            .collect();
+        (!locations.is_empty()).then_some(GotoDefinitionResponse::Array(locations))
     }
 
     /// A code lens above each patch registration: the hunks it makes in the `.diff`.
