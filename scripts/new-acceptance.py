@@ -36,9 +36,12 @@ tests/oracle/sameness.py, and `git merge-file`): every patch `new` reuses
 passes the sameness test (the template's upstream target renamed by the
 reuse's name_map has the new target's code, docstrings aside); every patch
 it ported equals `git merge-file --diff3` of (the template's patch, the
-template's upstream target, the new upstream target) when that merge is
-clean — compared as code (`ast.unparse`, docstrings stripped, PG301's slice
-lines aside) — or is listed for review; granite's generated
+template's upstream target, the new upstream target; the targets without
+docstrings and decorators, as `port` merges them; where both sides changed
+the signature, the signature merged parameter by parameter as `port` does
+and the bodies by git) when that merge is clean — compared as code
+(`ast.unparse`, docstrings stripped, PG301's fix aside) — or is listed for
+review (and then keeps the patch's side of each conflict); granite's generated
 `GraniteForCausalLM.forward` keeps `logits_scaling` or is listed for review;
 `patchgen lint` on the scaffold's config reports nothing.
 
@@ -557,7 +560,10 @@ def _config_def(path, name):
 
 
 def _code(text, rename_def=None):
-    """Code of a function text for comparison: docstrings stripped, PG301's slice lines aside."""
+    """Code of a function text for comparison: docstrings stripped, PG301's fix
+    aside (its slice lines, and the later `hidden_states[:, slice_indices, :]`
+    it writes `hidden_states`)."""
+    text = text.replace("hidden_states[:, slice_indices, :]", "hidden_states")
     t = same.strip_docstrings(ast.parse(text))
     if rename_def:
         for n in t.body:
@@ -565,7 +571,7 @@ def _code(text, rename_def=None):
                 n.name = rename_def
                 n.decorator_list = []
     out = ast.unparse(t).splitlines()
-    return [l for l in out if "slice_indices" not in l]
+    return [l for l in out if "slice_indices" not in l and l.strip() != "hidden_states = hidden_states"]
 
 
 def _git_merge(ours, base, theirs):
@@ -577,6 +583,122 @@ def _git_merge(ours, base, theirs):
             paths.append(p)
         r = subprocess.run(["git", "merge-file", "-p", "--diff3", *paths], capture_output=True, text=True)
         return r.stdout, r.returncode
+
+
+def _upstream_def(text):
+    """A target as `port` merges it: docstrings removed (lines), decorators and
+    the comments above the `def` held out."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    drop = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body \
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant) \
+                and isinstance(n.body[0].value.value, str):
+            drop.update(range(n.body[0].lineno, n.body[0].end_lineno + 1))
+    first = tree.body[0].lineno
+    return "".join(line for i, line in enumerate(lines, 1) if i >= first and i not in drop)
+
+
+def _sig_len(lines):
+    bal = 0
+    for i, line in enumerate(lines):
+        bal += line.count("(") - line.count(")") + line.count("[") - line.count("]")
+        if bal == 0 and line.rstrip().endswith(":"):
+            return i + 1
+    return None
+
+
+def _params(sig):
+    f = ast.parse(sig + "    pass\n").body[0]
+    a = f.args
+    pos = a.posonlyargs + a.args
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+
+    def one(arg, d, star=""):
+        s = star + arg.arg + (": " + ast.unparse(arg.annotation) if arg.annotation else "")
+        return arg.arg, s + ("" if d is None else (" = " if arg.annotation else "=") + ast.unparse(d))
+
+    out = [one(x, d) for x, d in zip(pos, defaults)]
+    if a.vararg:
+        out.append(one(a.vararg, None, "*"))
+    elif a.kwonlyargs:
+        out.append(("*", "*"))
+    out += [one(x, d) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        out.append(one(a.kwarg, None, "**"))
+    return f.name, out, ast.unparse(f.returns) if f.returns else None
+
+
+def _merge_signature(base, ours, theirs):
+    """Parameters keyed by name, each side's change taken where the other kept
+    the base's (patchgen_core::port::signature); None: a conflict."""
+    name, b, b_ret = _params(base)
+    _, o, o_ret = _params(ours)
+    _, t, t_ret = _params(theirs)
+    bd, od, td = dict(b), dict(o), dict(t)
+
+    def pick(bv, ov, tv):
+        return tv if ov in (bv, tv) else ov if tv == bv else False
+
+    out = []
+    for k, ov in o:
+        if k in bd and k in td:
+            v = pick(bd[k], ov, td[k])
+            if v is False:
+                return None
+            out.append((k, v))
+        elif k in bd:
+            if ov != bd[k]:
+                return None
+        elif k in td and td[k] != ov:
+            return None
+        else:
+            out.append((k, ov))
+    for i, (k, tv) in enumerate(t):
+        if k in bd or k in od:
+            if k in bd and k not in od and bd[k] != tv:
+                return None
+            continue
+        names = [n for n, _ in out]
+        after = next((names.index(p) for p, _ in reversed(t[:i]) if p in names), None)
+        out.insert(0 if after is None else after + 1, (k, tv))
+    ret = pick(b_ret, o_ret, t_ret)
+    if ret is False:
+        return None
+    return "def %s(%s)%s:\n" % (name, ", ".join(v for _, v in out), " -> %s" % ret if ret else "")
+
+
+def _port_oracle(ours, base, theirs):
+    """`git merge-file --diff3` of the three, but where both sides changed the
+    signature, the signature merged parameter by parameter and the bodies by
+    git (as `port` does). (merged text, conflicts)."""
+    o, b, t = (x.splitlines(keepends=True) for x in (ours, base, theirs))
+    no, nb, nt = _sig_len(o), _sig_len(b), _sig_len(t)
+    if None not in (no, nb, nt) and b[:nb] != o[:no] and b[:nb] != t[:nt]:
+        sig = _merge_signature("".join(b[:nb]), "".join(o[:no]), "".join(t[:nt]))
+        body, conflicts = _git_merge("".join(o[no:]), "".join(b[nb:]), "".join(t[nt:]))
+        if sig is None:
+            return "<<<<<<< ours\n" + "".join(o[:no]) + ">>>>>>> signature\n" + body, conflicts + 1
+        return sig + body, conflicts
+    return _git_merge(ours, base, theirs)
+
+
+def _ours_at_conflicts(merged):
+    """A merge's text with each conflict resolved to the patch's side."""
+    out, side = [], None
+    for line in merged.splitlines(keepends=True):
+        if line.startswith("<<<<<<<"):
+            side = "ours"
+        elif line.startswith("|||||||") and side:
+            side = "base"
+        elif line.startswith("=======") and side:
+            side = "theirs"
+        elif line.startswith(">>>>>>>") and side:
+            side = None
+        elif side in (None, "ours"):
+            out.append(line)
+    return "".join(out)
 
 
 def _patch_as_target(src, patch_name, target_name):
@@ -614,21 +736,34 @@ def fidelity(tree, wheel, models, patchgen):
             if not os.path.isabs(report["files"][0]["path"]) else [f["path"] for f in report["files"] if f["path"].endswith("_gpu_patch_gen_config.py")][0]
         template_module = b.get("template_config")
         template_path = os.path.join(copy, template_module.replace(".", "/") + ".py") if template_module else None
-        template_src_module = source_module(template_path) if template_path else None
         new_src = _wheel_source(zf, "transformers.models.%s.modeling_%s" % (hf, hf))
-        old_src = _wheel_source(zf, template_src_module) if template_src_module else None
+
+        def upstream_of(config_module):
+            # source_module() gives the model name (`qwen3`), not the module.
+            m = source_module(os.path.join(copy, config_module.replace(".", "/") + ".py"))
+            return _wheel_source(zf, "transformers.models.%s.modeling_%s" % (m, m)) if m else None
+
+        old_src = upstream_of(template_module) if template_module else None
         reused = same_n = ported = clean_eq = review_n = other = 0
         notes = []
         review = "\n".join(report.get("review", []))
         for c in b["carried"]:
             is_class = c["patch_type"] == "replace_class"
             nm = [tuple(e) for e in c["name_map"]]
-            old = old_src and same.target_text(old_src, c["template_target"], is_class)
+            old_target, src = c["template_target"], old_src
+            if c.get("import_module") and c["import_module"] != template_module:
+                # Another project config's patch (the `1 + weight` norm): its
+                # own upstream target, the new target renamed back.
+                src = upstream_of(c["import_module"])
+                old_target = c["target"]
+                for a, b_ in sorted(nm, key=lambda e: -len(e[1])):
+                    old_target = old_target.replace(b_, a)
+            old = src and same.target_text(src, old_target, is_class)
             new = new_src and same.target_text(new_src, c["target"], is_class)
             if not c.get("copy"):
                 reused += 1
                 if not old or not new:
-                    same_n += 1  # injected method: nothing upstream to differ
+                    same_n += 1  # injected, or inherited on both sides (GenericForSequenceClassification): nothing upstream to differ
                     continue
                 if same.compare(same.rename(old[0], nm), new[0]) is None:
                     same_n += 1
@@ -638,14 +773,20 @@ def fidelity(tree, wheel, models, patchgen):
             if "ported" not in c["copy"]["note"]:
                 continue  # a PG301 copy of a same reuse
             ported += 1
-            if c["target"] in review:
-                review_n += 1
-                continue
+            listed = c["target"] in review
             tpl = _config_def(template_path, c["import_name"])
             target_name = c["target"].rsplit(".", 1)[-1]
             ours = same.rename(_patch_as_target(tpl, c["import_name"], target_name), nm)
-            merged, conflicts = _git_merge(ours, same.rename(old[0], nm), new[0])
+            merged, conflicts = _port_oracle(ours, _upstream_def(same.rename(old[0], nm)), _upstream_def(new[0]))
             mine = _config_def(config_path, c["copy"]["name"])
+            if listed:
+                review_n += 1
+                # The copy keeps the sibling's lines at each conflict.
+                if conflicts == 0 or not mine or _code(_ours_at_conflicts(merged), target_name) != _code(mine, target_name):
+                    notes.append("port of %s listed for review; git %s, the copy %s" % (
+                        c["target"], "clean" if conflicts == 0 else "%d conflicts" % conflicts,
+                        "differs from git's ours-side" if conflicts else "could have been clean"))
+                continue
             if conflicts == 0 and mine and _code(merged, target_name) == _code(mine, target_name):
                 clean_eq += 1
             else:
