@@ -248,3 +248,76 @@ fn applies_the_lint_fixes_a_bump_needs() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Carrying is independent of config order: two configs sharing a patch
+/// function (the NPU config imports the GPU config's and registers it
+/// too) bumped in either order give the same files, byte for byte, and the
+/// shared function is ported once, in the config that defines it.
+#[test]
+fn carrying_does_not_depend_on_config_order() {
+    let gpu = "pkg.mini.mini_gpu_patch_gen_config";
+    let npu = "pkg.mini.mini_npu_patch_gen_config";
+    let run = |order: [&str; 2]| {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lint/fixes"), &root);
+        std::fs::write(
+            root.join("pkg/mini/mini_npu_patch_gen_config.py"),
+            "from patchgen import PatchConfig\n\nfrom .mini_gpu_patch_gen_config import mini_decoder_layer_forward_patched, mini_indexer_forward_patched\n\nconfig = PatchConfig(\n    source_module=\"transformers.models.mini.modeling_mini\",\n    target_file=\"patched_modeling_mini_npu.py\",\n)\n\nconfig.override_method(\"MiniIndexer.forward\", replacement=mini_indexer_forward_patched)\nconfig.override_method(\"MiniDecoderLayer.forward\", replacement=mini_decoder_layer_forward_patched)\n",
+        )
+        .unwrap();
+        let args = [
+            "bump",
+            "--from",
+            "upstream/v1",
+            "--to",
+            "upstream/v2",
+            "--allow-dirty",
+            "--no-fix",
+            "--format",
+            "json",
+            order[0],
+            order[1],
+        ];
+        let out = TestEnv::get().patchgen(&root, "upstream/v1", &args);
+        let doc: serde_json::Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+        let mut statuses: Vec<(String, String, String)> = doc["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| {
+                c["targets"].as_array().unwrap().iter().map(move |t| {
+                    (
+                        c["config"].as_str().unwrap().to_string(),
+                        t["target"].as_str().unwrap().to_string(),
+                        t["status"].as_str().unwrap().to_string(),
+                    )
+                })
+            })
+            .collect();
+        statuses.sort();
+        let files: Vec<(String, String)> =
+            ["pkg/mini/mini_gpu_patch_gen_config.py", "pkg/mini/mini_npu_patch_gen_config.py"]
+                .iter()
+                .map(|f| (f.to_string(), read(&root, f)))
+                .collect();
+        (statuses, files)
+    };
+    let (a_status, a_files) = run([gpu, npu]);
+    let (b_status, b_files) = run([npu, gpu]);
+    assert_eq!(a_files, b_files);
+    assert_eq!(a_status, b_status);
+    // The shared function is ported in the GPU config, which defines it.
+    let shared: Vec<&(String, String, String)> = a_status.iter().filter(|(_, _, s)| s == "shared").collect();
+    assert!(!shared.is_empty() && shared.iter().all(|(c, _, _)| c == npu), "{a_status:?}");
+    assert_ne!(
+        a_files[0].1,
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/lint/fixes/pkg/mini/mini_gpu_patch_gen_config.py")
+        )
+        .unwrap(),
+        "the bump changed the GPU config"
+    );
+}
