@@ -273,13 +273,18 @@ fn project_facts(cwd: &Path, model_type: &str, dims: Option<&MoeDims>) -> Option
             })
             .collect();
         files.sort();
+        // Bounded as every file patchgen reads (a FIFO or a 1 GB file is skipped).
+        let limit = patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE;
         for f in files {
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let text = patchgen_cache::bounded::read_to_string(&f, limit).unwrap_or_default();
             generated.push(GeneratedFile { fused: fused_expert_classes(&text).unwrap_or_default(), path: f });
         }
     }
     let init = dir.join("__init__.py");
-    let converter = std::fs::read_to_string(&init).ok().filter(|t| assigns_converter(t)).map(|_| init);
+    let converter = patchgen_cache::bounded::read_to_string(&init, patchgen_cache::bounded::DEFAULT_MAX_FILE_SIZE)
+        .ok()
+        .filter(|t| assigns_converter(t))
+        .map(|_| init);
     Some(ProjectFacts { package_dir: dir, generated, converter })
 }
 
