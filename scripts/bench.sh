@@ -268,7 +268,11 @@ add T_noop "$work/tree" "" '"$patchgen" --version'
 # shellcheck disable=SC2016
 add T_new "$work" 'rm -rf "$work/newtree" && cp -a "$work/tree" "$work/newtree"' 'cd "$work/newtree" && { "$patchgen" new "$new_model" || [ $? -eq 1 ]; }'
 # shellcheck disable=SC2016
-add T_bump "$work" 'rm -rf "$work/bumptree" && cp -a "$work/tree" "$work/bumptree"' 'cd "$work/bumptree" && { "$patchgen" bump --from "${BUMP_FROM:-5.9.0}" --to "${BUMP_TO:-5.16.1}" --no-regenerate --allow-dirty --no-download || [ $? -eq 1 ]; }'
+# The wheels bump reads come from the repository's cache (scripts/test-env.sh fills it)
+# unless PATCHGEN_CACHE says otherwise: the scratch tree has no .cache of its own.
+bump_cache=${PATCHGEN_CACHE:-$repo/.cache}
+export bump_cache
+add T_bump "$work" 'rm -rf "$work/bumptree" && cp -a "$work/tree" "$work/bumptree"' 'cd "$work/bumptree" && { PATCHGEN_CACHE="$bump_cache" "$patchgen" bump --from "${BUMP_FROM:-5.9.0}" --to "${BUMP_TO:-5.16.1}" --no-regenerate --allow-dirty --no-download || [ $? -eq 1 ]; }'
 # shellcheck disable=SC2016
 add T_check_x "$work/tree$scale" "" '"$patchgen" --check --no-cache'
 # shellcheck disable=SC2016

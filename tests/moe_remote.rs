@@ -23,6 +23,12 @@ use support::{Out, make, ok, python, script};
 /// patchgen with a clean environment: no Hub token, no AWS settings, HOME
 /// in `home`, plus `env`.
 fn patchgen(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    command(home, args, env).output().expect("run patchgen").into()
+}
+
+/// The binary with `args` in `home`, the cloud variables of the test
+/// process removed and `env` set.
+fn command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_patchgen"));
     c.args(args).current_dir(home).env_remove("PYTHONPATH").env_remove("VIRTUAL_ENV").env("HOME", home);
     for (k, _) in std::env::vars() {
@@ -35,7 +41,7 @@ fn patchgen(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().expect("run patchgen").into()
+    c
 }
 
 /// A child process killed when dropped.
@@ -821,4 +827,87 @@ fn azure_inspect_and_convert_in_every_direction() {
     // A destination that is not empty is refused.
     let o = patchgen(d, &["moe", "convert", src.to_str().unwrap(), "az://models/qwen/up"], &env);
     assert!(o.stderr.contains("az://models/qwen/up: exists and is not empty"), "{}", o.stderr);
+}
+
+/// A per-expert checkpoint of sparse BF16 weights (zeros that take no
+/// disk): `experts` experts of `i`×`h` gate/up and `h`×`i` down.
+fn sparse_checkpoint(dir: &Path, experts: u64, i: u64, h: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut header = serde_json::Map::new();
+    let mut at = 0u64;
+    for j in 0..experts {
+        for (p, shape) in [("gate_proj", [i, h]), ("up_proj", [i, h]), ("down_proj", [h, i])] {
+            let len = shape[0] * shape[1] * 2;
+            header.insert(
+                format!("model.layers.0.mlp.experts.{j}.{p}.weight"),
+                serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [at, at + len]}),
+            );
+            at += len;
+        }
+    }
+    let mut json = serde_json::Value::Object(header).to_string().into_bytes();
+    while !json.len().is_multiple_of(8) {
+        json.push(b' ');
+    }
+    let mut f = std::fs::File::create(dir.join("model.safetensors")).unwrap();
+    f.write_all(&(json.len() as u64).to_le_bytes()).unwrap();
+    f.write_all(&json).unwrap();
+    f.set_len(8 + json.len() as u64 + at).unwrap();
+}
+
+#[allow(unsafe_code)]
+fn interrupt(pid: i32) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+}
+
+/// SIGINT while `moe convert` uploads to S3 (moto): exit 130, and nothing
+/// is left under DST — no object, no multipart upload in progress
+/// (issue 39: an interrupt cleans up a remote conversion too).
+#[test]
+fn an_interrupted_upload_leaves_nothing_in_the_bucket() {
+    let Some(python) = python() else { return };
+    let Some(s3) = moto(&python) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let ep = s3.endpoint();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT", ep.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ];
+    let boto = |args: &[&str]| {
+        let o = Command::new(&python).arg(script("s3.py")).args(args).envs(env).output().unwrap();
+        assert!(o.status.success(), "s3.py {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    boto(&["mb", "models"]);
+    // 16 experts × 3 × 2048×1024 BF16: 192 MiB, written as 8 MB shards.
+    sparse_checkpoint(&d.join("ck"), 16, 2048, 1024);
+    let mut child = command(d, &["moe", "convert", "ck", "s3://models/out", "--shard-size", "8MB"], &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once something is on its way into the bucket.
+    let started = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            panic!("the conversion ended before anything was uploaded: make the checkpoint larger");
+        }
+        if !boto(&["ls", "models", "out"]).is_empty() || !boto(&["uploads", "models", "out"]).is_empty() {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "nothing uploaded within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(child.id() as i32);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_eq!(boto(&["ls", "models", "out"]), "", "objects left under DST");
+    assert_eq!(boto(&["uploads", "models", "out"]), "", "multipart uploads left in progress");
 }

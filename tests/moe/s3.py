@@ -7,6 +7,7 @@ usage:
   s3.py get BUCKET PREFIX DIR      download every object under PREFIX/ into DIR
   s3.py rm BUCKET KEY
   s3.py ls BUCKET PREFIX           one key per line
+  s3.py uploads BUCKET PREFIX      the key of every multipart upload in progress, one per line
 """
 
 import os
@@ -34,5 +35,8 @@ elif cmd == "rm":
 elif cmd == "ls":
     for o in s3.list_objects_v2(Bucket=args[0], Prefix=args[1] + "/").get("Contents", []):
         print(o["Key"])
+elif cmd == "uploads":
+    for u in s3.list_multipart_uploads(Bucket=args[0], Prefix=args[1] + "/").get("Uploads", []):
+        print(u["Key"])
 else:
     sys.exit(f"unknown command {cmd}")
