@@ -46,18 +46,9 @@ pub struct Applied {
 /// at the new upstream `to`, writing the files changed.
 pub fn apply(opts: &Options, modules: &[String], to: &Version) -> Result<Vec<Applied>, RunError> {
     let args = patchgen_lint::run::Options {
-        modules: modules.to_vec(),
         select: Some(RULES.iter().map(|c| c.to_string()).collect()),
-        upstream: Some(to.upstream.location.display().to_string()),
-        config_name: opts.config_name.clone(),
-        project: Some(opts.project_dir.clone()),
-        no_download: true,
-        jobs: opts.jobs,
-        no_cache: true,
         unsafe_fixes: true,
-        env: opts.env.clone(),
-        reporter: opts.reporter.clone(),
-        ..Default::default()
+        ..opts.lint_options(modules, to)
     };
     let report = fix::run(&args, &opts.project_dir, Mode::Write, Selection::SafeAndUnsafe)?;
     Ok(report

@@ -97,6 +97,23 @@ pub struct Options {
 }
 
 impl Options {
+    /// `patchgen lint`'s options for `modules` at the new upstream `to`,
+    /// with this bump's project, environment and reporter.
+    pub fn lint_options(&self, modules: &[String], to: &Version) -> patchgen_lint::run::Options {
+        patchgen_lint::run::Options {
+            modules: modules.to_vec(),
+            upstream: Some(to.upstream.location.display().to_string()),
+            config_name: self.config_name.clone(),
+            project: Some(self.project_dir.clone()),
+            no_download: true,
+            jobs: self.jobs,
+            no_cache: true,
+            env: self.env.clone(),
+            reporter: self.reporter.clone(),
+            ..Default::default()
+        }
+    }
+
     pub fn new(to: &str, project_dir: PathBuf, env: Env) -> Options {
         Options {
             from: None,

@@ -67,19 +67,8 @@ pub fn regenerate(
         c.lint.clear();
         report.generated_written += usize::from(wrote);
     }
-    let lint = patchgen_lint::run::lint(
-        &patchgen_lint::run::Options {
-            modules: modules.to_vec(),
-            upstream: Some(to.upstream.location.display().to_string()),
-            config_name: opts.config_name.clone(),
-            project: Some(opts.project_dir.clone()),
-            no_download: true,
-            jobs: opts.jobs,
-            no_cache: true,
-            ..Default::default()
-        },
-        &opts.project_dir,
-    );
+    // At the new pin, with the bump's environment (settings from `PATCHGEN_*`).
+    let lint = patchgen_lint::run::lint(&opts.lint_options(modules, to), &opts.project_dir);
     if let Ok(lint) = lint {
         for d in lint.diagnostics {
             if let Some(c) = report.configs.iter_mut().find(|c| d.config.as_deref() == Some(c.module.as_str())) {
