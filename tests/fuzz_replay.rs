@@ -1,9 +1,11 @@
 //! The fuzz targets' properties on the stable toolchain (cargo-fuzz needs
-//! nightly flags, so CI replays instead): every seed committed under
-//! `fuzz/seeds/<target>/`, then a bounded proptest run of random and
-//! mutated inputs, for the entry points that read untrusted bytes — the
-//! server's framing, checkpoint index files, remote addresses and
-//! safetensors headers. (The config evaluator's are in `no_panic.rs`.)
+//! nightly flags, so CI runs these instead): every seed committed under
+//! `fuzz/seeds/<target>/`, a bounded proptest run of random and mutated
+//! inputs, and a fuzz loop that runs each entry point for a fixed time
+//! (`PATCHGEN_FUZZ_SECONDS`, 3 s by default) — the server's framing,
+//! checkpoint index files, remote addresses, safetensors headers and the
+//! config evaluator (whose realistic-fragment properties are in
+//! `no_panic.rs`).
 //! Same properties as `fuzz/fuzz_targets/*.rs`: no panic, progress, and
 //! what is accepted is safe to use.
 
@@ -139,4 +141,90 @@ proptest! {
 
     #[test]
     fn mutated_headers(data in mutated("safetensors_header")) { safetensors_header(&data) }
+}
+
+/// The config evaluator on fuzz bytes, on the workers' 256 MiB stack as
+/// every command runs it: `Ok` or `Err`, never a panic or an abort.
+fn eval_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data).into_owned();
+    let handle = std::thread::Builder::new()
+        .stack_size(patchgen_core::workers::STACK_SIZE)
+        .spawn(move || {
+            let loader = patchgen_config::loader::MemoryLoader::new([("pkg.a_patch_gen_config", text.as_str())]);
+            let _ = patchgen_config::evaluate(&loader, "pkg.a_patch_gen_config", "config");
+        })
+        .expect("spawn a big-stack thread");
+    if let Err(payload) = handle.join() {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// A small deterministic generator (xorshift64*): the run is replayable
+/// from the seed it prints.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Every entry point fuzzed for a fixed time, as `cargo fuzz run` would
+/// but on the stable toolchain: seeds from `fuzz/seeds/<target>/` mutated
+/// (bytes replaced, inserted, cut, spliced with another seed) for
+/// `PATCHGEN_FUZZ_SECONDS` seconds per target (default 3; CI runs this).
+/// `PATCHGEN_FUZZ_SEED` replays a run; a failing input is printed.
+#[test]
+fn fuzz_every_entry_point_for_a_fixed_time() {
+    let seconds: u64 = std::env::var("PATCHGEN_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let seed: u64 = std::env::var("PATCHGEN_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+    });
+    eprintln!("fuzz: seed {seed} (PATCHGEN_FUZZ_SEED={seed} replays), {seconds} s per target");
+    let targets: [(&str, Target); 5] = [
+        ("server_frames", server_frames),
+        ("index_file", index_file),
+        ("remote_url", remote_url),
+        ("safetensors_header", safetensors_header),
+        ("eval_config", eval_config),
+    ];
+    let mut rng = Rng(seed);
+    for (name, target) in targets {
+        let all = seeds(name);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        let mut runs = 0u64;
+        while std::time::Instant::now() < until {
+            let mut s = all[rng.below(all.len())].clone();
+            for _ in 0..1 + rng.below(8) {
+                let at = rng.below(s.len() + 1);
+                match rng.below(4) {
+                    0 if at < s.len() => s[at] = rng.next() as u8,
+                    1 => s.insert(at, rng.next() as u8),
+                    2 if at < s.len() => {
+                        s.remove(at);
+                    }
+                    _ => {
+                        // Splice in a piece of another seed.
+                        let other = &all[rng.below(all.len())];
+                        let from = rng.below(other.len() + 1);
+                        let to = (from + rng.below(64)).min(other.len());
+                        s.splice(at..at, other[from..to].iter().copied());
+                    }
+                }
+            }
+            let input = s.clone();
+            if std::panic::catch_unwind(|| target(&input)).is_err() {
+                panic!("fuzz {name}: a panic on {:?} (seed {seed})", String::from_utf8_lossy(&s));
+            }
+            runs += 1;
+        }
+        eprintln!("fuzz {name}: {runs} inputs in {seconds} s");
+    }
 }
