@@ -78,7 +78,9 @@ impl RemoteUrl {
         // Git's rule for paths: no segment may climb, stay or be empty, so
         // no address reaches outside its repository, bucket or cache.
         if let Some(bad) = rest.split('/').find(|seg| {
-            matches!(*seg, "" | "." | "..") || seg.split_once('@').is_some_and(|(_, r)| matches!(r, "" | "." | ".."))
+            let climbs = |s: &str| matches!(s, "" | "." | "..");
+            // `org/.@v1` too: the repository name before a revision.
+            climbs(seg) || seg.split_once('@').is_some_and(|(n, r)| climbs(n) || climbs(r))
         }) {
             return Err(err(&format!(
                 "the segment `{bad}` is empty, `.` or `..`: an address names its files without climbing"
@@ -260,6 +262,9 @@ mod tests {
         for bad in [
             "hf://../x",
             "hf://org/repo@..",
+            // Found by the fixed-time fuzz loop: the repository name `.` before a revision.
+            "hf://org/.@v1.0/model.safetensors",
+            "hf://org/..@main",
             "hf://org/repo/../../../..",
             "hf://org//repo",
             "hf://org/re po",
