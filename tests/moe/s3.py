@@ -8,6 +8,7 @@ usage:
   s3.py rm BUCKET KEY
   s3.py ls BUCKET PREFIX           one key per line
   s3.py uploads BUCKET PREFIX      the key of every multipart upload in progress, one per line
+  s3.py everything BUCKET          every object key and every multipart upload's key in the bucket
 """
 
 import os
@@ -35,6 +36,11 @@ elif cmd == "rm":
 elif cmd == "ls":
     for o in s3.list_objects_v2(Bucket=args[0], Prefix=args[1] + "/").get("Contents", []):
         print(o["Key"])
+elif cmd == "everything":
+    for o in s3.list_objects_v2(Bucket=args[0]).get("Contents", []):
+        print(o["Key"])
+    for u in s3.list_multipart_uploads(Bucket=args[0]).get("Uploads", []):
+        print("upload:", u["Key"])
 elif cmd == "uploads":
     for u in s3.list_multipart_uploads(Bucket=args[0], Prefix=args[1] + "/").get("Uploads", []):
         print(u["Key"])
