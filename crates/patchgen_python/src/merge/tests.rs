@@ -134,15 +134,22 @@ fn triple() -> impl Strategy<Value = (String, String, String)> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
-    /// Where git merges cleanly, so do we, to the same text; where we
-    /// conflict, so does git.
+    /// Where git merges cleanly, so do we; and to the same text where no
+    /// line repeats in any of the three texts (with repeated lines several
+    /// alignments are equally short, and which one git's xdiff picks is its
+    /// own heuristics': a clean merge can then place a change one copy of
+    /// the line apart — both are correct merges).
     #[test]
     fn agrees_with_git_merge_file((base, ours, theirs) in triple()) {
         let (text, conflicts) = ours_merge(&base, &ours, &theirs);
         let (git_text, git_conflicts) = git_merge(&base, &ours, &theirs);
+        let unique = |t: &str| {
+            let all: Vec<&str> = t.split_inclusive('\n').collect();
+            all.iter().collect::<std::collections::HashSet<_>>().len() == all.len()
+        };
         if git_conflicts == 0 {
             prop_assert_eq!(conflicts, 0, "git merged cleanly:\n{}", git_text);
-            if merge3(&lines(&base), &lines(&ours), &lines(&theirs)) == merge_blocks(&lines(&base), &lines(&ours), &lines(&theirs), &matching_blocks(&lines(&base), &lines(&ours), Alignment::Myers), &matching_blocks(&lines(&base), &lines(&theirs), Alignment::Myers)) {
+            if unique(&base) && unique(&ours) && unique(&theirs) {
                 prop_assert_eq!(text, git_text);
             }
         }
